@@ -1,0 +1,37 @@
+# Front door for building and testing kiln. CMake does the real work in build/;
+# `make` builds build/kiln, `make test` installs what is missing and runs every test,
+# `make demo` runs kiln end to end on a real input.
+BUILD ?= build
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps test demo asan fuzz clean
+
+all: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+deps:
+	bash scripts/install-deps.sh
+
+test: deps all
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+demo: deps all
+	bash scripts/demo.sh $(BUILD)/kiln
+
+# Unit tests under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer is on
+# by default with ASan on Linux).
+asan:
+	cmake -S . -B build-asan -G Ninja -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# Short bounded libFuzzer runs of every fuzz target (needs clang).
+fuzz:
+	bash scripts/fuzz.sh
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what kiln's build, tests and demo need, by package name from Debian's
+# registry. Idempotent: packages already present are not touched, so a second run is a
+# quick no-op. Runs as root (CI, developer machines) or through sudo when available.
+set -euo pipefail
+
+DEBIAN_PACKAGES=(cmake ninja-build gcc make python3 python3-numpy)
+# clang + its runtime for the libFuzzer targets and sanitizer builds.
+DEBIAN_PACKAGES+=(clang libclang-rt-14-dev)
+
+missing=()
+for p in "${DEBIAN_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,46 @@
+/* The `interpreter` backend: the reference evaluator behind the backend vtable. Compile
+ * only checks that every opcode is one the evaluator implements; the executable borrows
+ * the module, which callers keep alive for the executable's lifetime (kiln run does). */
+#include <stdlib.h>
+
+#include "backends/backend.h"
+#include "eval/eval.h"
+
+struct backend_executable {
+  const hlo_module *module;
+};
+
+static bool interp_supports(const backend *b, const hlo_instr *ins) { return eval_supports(ins); }
+
+static kiln_status interp_compile(const backend *b, const hlo_module *m, backend_executable **out) {
+  for (int c = 0; c < m->n_comps; c++) {
+    const hlo_computation *comp = m->comps[c];
+    for (int i = 0; i < comp->n_instrs; i++) {
+      const hlo_instr *ins = comp->instrs[i];
+      if (!eval_supports(ins))
+        return status_error(KILN_UNIMPLEMENTED, "interpreter: %s: opcode %s is not supported by the evaluator",
+                            ins->name, hlo_opcode_name(ins->op));
+    }
+  }
+  backend_executable *e = malloc(sizeof *e);
+  if (!e) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  e->module = m;
+  *out = e;
+  return NULL;
+}
+
+static kiln_status interp_execute(backend_executable *e, hlo_literal *const *args, int n_args, hlo_literal **out) {
+  return eval_module(e->module, args, n_args, out);
+}
+
+static void interp_destroy(backend_executable *e) { free(e); }
+
+const backend interpreter_backend = {
+    .name = "interpreter",
+    .priority = 10,
+    .description = "reference evaluator (exact XLA semantics, slow)",
+    .supports = interp_supports,
+    .compile = interp_compile,
+    .execute = interp_execute,
+    .destroy = interp_destroy,
+};

@@ -1,0 +1,74 @@
+/* IEEE binary16 and bfloat16 conversions, bit-exact with round-to-nearest-even, as XLA
+ * and numpy do them. Header-only so the evaluator's inner loops can inline them. */
+#ifndef KILN_BASE_HALF_H
+#define KILN_BASE_HALF_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t half_f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  return u;
+}
+static inline float half_bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+static inline float bf16_to_f32(uint16_t h) { return half_bits_f32((uint32_t)h << 16); }
+
+static inline uint16_t f32_to_bf16(float f) {
+  uint32_t u = half_f32_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40); /* quiet NaN */
+  uint32_t lsb = (u >> 16) & 1;
+  u += 0x7fffu + lsb;
+  return (uint16_t)(u >> 16);
+}
+
+static inline float f16_to_f32(uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+  uint32_t exp = (h >> 10) & 0x1f;
+  uint32_t man = h & 0x3ff;
+  uint32_t u;
+  if (exp == 0) {
+    if (man == 0) {
+      u = sign;
+    } else { /* subnormal: normalise */
+      int e = -1;
+      do {
+        e++;
+        man <<= 1;
+      } while (!(man & 0x400));
+      u = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+    }
+  } else if (exp == 31) {
+    u = sign | 0x7f800000u | (man << 13);
+  } else {
+    u = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  }
+  return half_bits_f32(u);
+}
+
+static inline uint16_t f32_to_f16(float f) {
+  uint32_t u = half_f32_bits(f);
+  uint32_t sign = (u >> 16) & 0x8000;
+  uint32_t au = u & 0x7fffffffu;
+  if (au > 0x7f800000u) return (uint16_t)(sign | 0x7e00 | ((au >> 13) & 0x3ff)); /* NaN */
+  if (au >= 0x477ff000u) return (uint16_t)(sign | 0x7c00); /* overflow -> inf */
+  if (au < 0x38800000u) {                                  /* subnormal or zero in f16 */
+    if (au < 0x33000000u) return (uint16_t)sign;           /* below half the min subnormal */
+    uint32_t man = (au & 0x7fffff) | 0x800000;
+    int shift = 126 - (int)(au >> 23); /* 14..24 */
+    uint32_t half = man >> shift;
+    uint32_t rem = man & ((1u << shift) - 1);
+    uint32_t mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) half++;
+    return (uint16_t)(sign | half);
+  }
+  uint32_t r = au + 0xfffu + ((au >> 13) & 1); /* round to nearest even on bit 13 */
+  return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
+}
+
+#endif

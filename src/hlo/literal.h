@@ -1,0 +1,58 @@
+/* Literals: concrete values of an HLO shape.
+ *
+ * An array literal is a shape plus a dense buffer in row-major order (the logical order
+ * of the dims, whatever the shape's layout says). pred is one byte (0/1), f16/bf16 are
+ * their raw 16-bit patterns. A tuple literal owns its element literals. Literals are
+ * heap objects (not arena) because the evaluator creates and drops them freely;
+ * literal_free releases everything. Constants in the IR own their literal and free it
+ * with the module. */
+#ifndef KILN_HLO_LITERAL_H
+#define KILN_HLO_LITERAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "base/strbuf.h"
+#include "hlo/shape.h"
+
+typedef struct hlo_literal {
+  hlo_shape shape; /* for tuples, shape.elems is owned by the literal */
+  void *data;      /* arrays: shape_byte_size bytes, row-major; NULL for tuple/token */
+  int64_t n;       /* element count of an array literal */
+  struct hlo_literal **tuple; /* tuples: n_elems owned literals */
+} hlo_literal;
+
+/* Upper bound on a single literal's size; larger requests are RESOURCE_EXHAUSTED errors,
+ * never an abort. Settable so tests can provoke the error cheaply. */
+extern int64_t literal_max_bytes;
+
+/* Zero-filled array literal (token shapes allowed: no data). */
+kiln_status literal_create(const hlo_shape *shape, hlo_literal **out);
+/* Takes ownership of elems[0..n). */
+hlo_literal *literal_tuple(int n, hlo_literal **elems);
+hlo_literal *literal_clone(const hlo_literal *l);
+void literal_free(hlo_literal *l);
+
+/* Element access by linear (row-major) index, converting through double / int64. Slow
+ * but exact for every type (int64 values beyond 2^53 via literal_get_s64). */
+double literal_get_f64(const hlo_literal *l, int64_t i);
+int64_t literal_get_s64(const hlo_literal *l, int64_t i);
+uint64_t literal_get_u64(const hlo_literal *l, int64_t i);
+void literal_set_f64(hlo_literal *l, int64_t i, double v);  /* rounds per element type */
+void literal_set_s64(hlo_literal *l, int64_t i, int64_t v); /* wraps like a C cast */
+void literal_set_u64(hlo_literal *l, int64_t i, uint64_t v);
+
+/* Bitwise equality of shape and data (NaNs with equal bits compare equal). */
+bool literal_equal(const hlo_literal *a, const hlo_literal *b);
+
+/* XLA text form of the values, as after "constant(": scalars "1.5", arrays
+ * "{ {1, 2}, {3, 4} }", tuples "( {1, 2}, 3 )". Floats print so that they parse back to
+ * the same bits (shortest round-trip), with inf/-inf/nan spelled as XLA does. */
+void literal_print_values(strbuf *b, const hlo_literal *l);
+
+/* Deterministic pseudo-random contents (for elided constants "{...}"): floats in
+ * [-1, 1), ints in a small range, preds 0/1. Same shape + seed, same values. */
+void literal_fill_pseudo_random(hlo_literal *l, uint64_t seed);
+
+#endif
