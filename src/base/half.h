@@ -71,4 +71,55 @@ static inline uint16_t f32_to_f16(float f) {
   return (uint16_t)(sign | ((r - 0x38000000u) >> 13));
 }
 
+static inline uint64_t half_f64_bits(double d) {
+  uint64_t u;
+  memcpy(&u, &d, 8);
+  return u;
+}
+
+/* Direct double -> binary16 rounding. Going through float first would round twice
+ * (53 -> 24 -> 11 bits) and can land on the wrong neighbour when the first rounding
+ * creates a tie, so the 52-bit mantissa is rounded to 10 bits in one step. */
+static inline uint16_t f64_to_f16(double d) {
+  uint64_t u = half_f64_bits(d);
+  uint16_t sign = (uint16_t)((u >> 48) & 0x8000);
+  uint64_t au = u & 0x7fffffffffffffffull;
+  if (au > 0x7ff0000000000000ull) return (uint16_t)(sign | 0x7e00 | ((au >> 42) & 0x3ff)); /* quiet NaN */
+  if (au >= 0x40effe0000000000ull) return (uint16_t)(sign | 0x7c00); /* >= 65520: rounds past max */
+  if (au < 0x3f10000000000000ull) {                                  /* below 2^-14: subnormal */
+    if (au <= 0x3e60000000000000ull) return sign;                    /* <= 2^-25 ties to zero */
+    uint64_t man = (au & 0xfffffffffffffull) | (1ull << 52);
+    int shift = 1051 - (int)(au >> 52); /* value in units of 2^-24 is man >> shift; 43..53 */
+    uint64_t half = man >> shift;
+    uint64_t rem = man & ((1ull << shift) - 1);
+    uint64_t mid = 1ull << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) half++;
+    return (uint16_t)(sign | half);
+  }
+  uint64_t r = au + 0x1ffffffffffull + ((au >> 42) & 1); /* round to nearest even on bit 42 */
+  return (uint16_t)(sign | ((r >> 42) - (1008u << 10)));  /* rebias 1023 -> 15 */
+}
+
+/* Direct double -> bfloat16 rounding (same reason as f64_to_f16). bfloat16 shares
+ * float's exponent range, so subnormals are those of float. */
+static inline uint16_t f64_to_bf16(double d) {
+  uint64_t u = half_f64_bits(d);
+  uint16_t sign = (uint16_t)((u >> 48) & 0x8000);
+  uint64_t au = u & 0x7fffffffffffffffull;
+  if (au > 0x7ff0000000000000ull) return (uint16_t)(sign | 0x7fc0 | ((au >> 45) & 0x7f)); /* quiet NaN */
+  if (au >= 0x47eff00000000000ull) return (uint16_t)(sign | 0x7f80); /* >= (2 - 2^-8) * 2^127 */
+  if (au < 0x3810000000000000ull) {                                  /* below 2^-126: subnormal */
+    if (au <= 0x3790000000000000ull) return sign;                    /* <= 2^-134 ties to zero */
+    uint64_t man = (au & 0xfffffffffffffull) | (1ull << 52);
+    int shift = 942 - (int)(au >> 52); /* value in units of 2^-133 is man >> shift; 46..53 */
+    uint64_t half = man >> shift;
+    uint64_t rem = man & ((1ull << shift) - 1);
+    uint64_t mid = 1ull << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1))) half++;
+    return (uint16_t)(sign | half);
+  }
+  uint64_t r = au + 0xfffffffffffull + ((au >> 45) & 1); /* round to nearest even on bit 45 */
+  return (uint16_t)(sign | ((r >> 45) - (896u << 7)));    /* rebias 1023 -> 127 */
+}
+
 #endif

@@ -16,6 +16,10 @@
 
 typedef struct eval_ctx {
   int depth; /* nesting of called computations, to bound runaway recursion */
+  /* Per-computation execution plans (operand positions, use counts), built on first
+   * call and reused: reducers and loop bodies are called many times. May be NULL
+   * (a zero-initialised ctx works, just without reuse). Owned by eval.c. */
+  struct eval_plan_cache *plans;
 } eval_ctx;
 
 typedef kiln_status (*eval_kernel)(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops,
@@ -51,9 +55,30 @@ kiln_status eval_reduce(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const 
 kiln_status eval_reduce_window(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
 kiln_status eval_select_and_scatter(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops,
                                     hlo_literal **out);
+/* batch-norm-inference: epsilon and feature_index are read from raw_attrs. */
+kiln_status eval_batch_norm_inference(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops,
+                                      hlo_literal **out);
 
 /* --- sort.c --- */
 kiln_status eval_sort(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
+
+/* Direct scalar comparisons for comparator-like computations (sort's comparator,
+ * select-and-scatter's select): most are a single compare of two parameters, which the
+ * kernels can then evaluate without calling the interpreter, with exactly the compare
+ * kernel's semantics (FLOAT: IEEE, every ordered comparison with NaN is false and NE is
+ * true; TOTALORDER: -NaN < -inf < … < -0 < +0 < … < +inf < +NaN; integers by value). */
+typedef struct eval_scalar_compare {
+  hlo_type type;     /* element type of both compared parameters */
+  hlo_direction dir;
+  bool total_order;  /* floats only */
+  int lhs_param, rhs_param; /* parameter numbers of compare's operands 0 and 1 */
+} eval_scalar_compare;
+/* True when c consists only of parameters and a root compare(param, param) on scalars
+ * whose compare type is the natural one for the element type (or TOTALORDER on floats). */
+bool eval_scalar_compare_match(const hlo_computation *c, eval_scalar_compare *out);
+/* compare(a[ai], b[bi]) with cmp's type, direction and order. */
+bool eval_scalar_compare_apply(const eval_scalar_compare *cmp, const void *a, int64_t ai, const void *b,
+                               int64_t bi);
 
 /* --- dot_conv.c --- */
 kiln_status eval_dot(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);

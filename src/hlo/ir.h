@@ -159,6 +159,10 @@ struct hlo_module {
   /* Constant literals owned by instructions, freed with the module. */
   int n_owned_literals, cap_owned_literals;
   hlo_literal **owned_literals;
+  /* Newer XLA dumps carry a stack-frame index (FileNames / FunctionNames /
+   * FileLocations / StackFrames sections) between the header and the computations;
+   * metadata refers to it by stack_frame_id. Kept verbatim, NULL if none. */
+  const char *stack_frames;
 };
 
 /* ---- construction (used by the parser and the builder) ---- */

@@ -129,15 +129,37 @@ uint64_t literal_get_u64(const hlo_literal *l, int64_t i) {
   return (uint64_t)literal_get_s64(l, i);
 }
 
+/* Floats round once, directly from double (via float would round twice); integers get
+ * XLA's convert semantics: truncation toward zero, saturating, NaN -> 0 (a plain C
+ * cast of an out-of-range double is undefined behaviour). */
 void literal_set_f64(hlo_literal *l, int64_t i, double v) {
   void *d = l->data;
   switch (l->shape.type) {
-    case HLO_F16: ((uint16_t *)d)[i] = f32_to_f16((float)v); return;
-    case HLO_BF16: ((uint16_t *)d)[i] = f32_to_bf16((float)v); return;
+    case HLO_F16: ((uint16_t *)d)[i] = f64_to_f16(v); return;
+    case HLO_BF16: ((uint16_t *)d)[i] = f64_to_bf16(v); return;
     case HLO_F32: ((float *)d)[i] = (float)v; return;
     case HLO_F64: ((double *)d)[i] = v; return;
     case HLO_PRED: ((uint8_t *)d)[i] = v != 0; return;
-    default: literal_set_s64(l, i, isnan(v) ? 0 : (int64_t)v); return;
+    case HLO_TUPLE:
+    case HLO_TOKEN: return; /* no elements */
+    case HLO_U64:
+      ((uint64_t *)d)[i] = isnan(v) || v <= 0 ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+      return;
+    default: {
+      int64_t lo, hi;
+      switch (l->shape.type) {
+        case HLO_S8: lo = INT8_MIN, hi = INT8_MAX; break;
+        case HLO_S16: lo = INT16_MIN, hi = INT16_MAX; break;
+        case HLO_S32: lo = INT32_MIN, hi = INT32_MAX; break;
+        case HLO_U8: lo = 0, hi = UINT8_MAX; break;
+        case HLO_U16: lo = 0, hi = UINT16_MAX; break;
+        case HLO_U32: lo = 0, hi = UINT32_MAX; break;
+        default: lo = INT64_MIN, hi = INT64_MAX; break;
+      }
+      int64_t r = isnan(v) ? 0 : v <= (double)lo ? lo : v >= (double)hi ? hi : (int64_t)v;
+      literal_set_s64(l, i, r);
+      return;
+    }
   }
 }
 
@@ -180,7 +202,7 @@ bool literal_equal(const hlo_literal *a, const hlo_literal *b) {
   return memcmp(a->data, b->data, (size_t)shape_byte_size(&a->shape)) == 0;
 }
 
-/* Shortest decimal that reads back to the same value at the given precision. */
+/* A decimal that reads back to the same value at the given precision. */
 static void print_float(strbuf *b, double v, hlo_type t) {
   if (isnan(v)) {
     strbuf_append(b, signbit(v) ? "-nan" : "nan");
@@ -190,8 +212,12 @@ static void print_float(strbuf *b, double v, hlo_type t) {
     strbuf_append(b, v < 0 ? "-inf" : "inf");
     return;
   }
+  /* XLA's RoundTripFpToString: the type's digits10 when that reads back exactly, else
+   * max_digits10 (f32: %.6g, else %.9g), so constants print as XLA prints them. */
+  int short_prec = t == HLO_F64 ? 15 : t == HLO_F32 ? 6 : t == HLO_F16 ? 5 : 4;
+  int long_prec = t == HLO_F64 ? 17 : 9;
   char buf[64];
-  for (int prec = 1; prec <= 17; prec++) {
+  for (int prec = short_prec; prec <= 17; prec = prec < long_prec ? long_prec : prec + 1) {
     snprintf(buf, sizeof buf, "%.*g", prec, v);
     double r = strtod(buf, NULL);
     bool same;

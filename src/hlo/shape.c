@@ -134,9 +134,12 @@ char *shape_to_string(const hlo_shape *s) {
 }
 
 void shape_strides(const hlo_shape *s, int64_t *strides) {
-  int64_t st = 1;
+  /* Unsigned so that an empty shape whose other dims multiply past INT64_MAX (legal:
+   * it has no elements) wraps instead of overflowing; such strides are never used to
+   * address an element. */
+  uint64_t st = 1;
   for (int i = s->rank - 1; i >= 0; i--) {
-    strides[i] = st;
-    st *= s->dims[i];
+    strides[i] = (int64_t)st;
+    st *= (uint64_t)s->dims[i];
   }
 }

@@ -1,0 +1,50 @@
+/* NumPy .npy files <-> HLO literals: how `kiln run` takes inputs and writes outputs.
+ *
+ * Reading accepts format versions 1.0, 2.0 and 3.0, C order only (fortran_order True is
+ * an error for rank >= 2; for rank 0 and 1 both orders are the same bytes), little- and
+ * big-endian descrs (big-endian data is byte-swapped), and the header dict in any key
+ * order with any spacing and an optional trailing comma.
+ * Supported descrs and the element types they map to:
+ *   '|b1' pred, '|i1' s8, '<i2' s16, '<i4' s32, '<i8' s64, '|u1' u8, '<u2' u16,
+ *   '<u4' u32, '<u8' u64, '<f2' f16, '<f4' f32, '<f8' f64
+ * (with '<', '>', '|' or '=' as the byte-order mark). Sizes are checked before anything
+ * is allocated: rank and dims, the byte count against literal_max_bytes, and the
+ * payload against the bytes actually present, so a hostile header cannot make kiln
+ * allocate more than the file holds.
+ *
+ * bf16: numpy has no bfloat16 dtype (ml_dtypes' bfloat16 is pickled by np.save), so
+ * kiln stores bf16 as float32: npy_write_* widens a bf16 literal to '<f4' (exact), and
+ * callers that need bf16 narrow an f32 literal with npy_convert_f32_to_bf16
+ * (round-to-nearest-even). `kiln run` does that for bf16 parameters. Reading never
+ * produces a bf16 literal.
+ *
+ * Writing produces version 1.0 (2.0 when the header would exceed 65535 bytes), C order,
+ * little-endian, with the header padded so the data starts at a multiple of 64 bytes, as
+ * numpy writes it. Tuples and tokens cannot be written (callers flatten tuples). */
+#ifndef KILN_HLO_NPY_H
+#define KILN_HLO_NPY_H
+
+#include <stddef.h>
+
+#include "base/status.h"
+#include "base/strbuf.h"
+#include "hlo/literal.h"
+
+/* Error messages name `path`. *out is owned by the caller (literal_free). */
+kiln_status npy_read_file(const char *path, hlo_literal **out);
+/* `what` names the buffer in messages (a file name, "<fuzz input>"). */
+kiln_status npy_read_buffer(const void *data, size_t len, const char *what, hlo_literal **out);
+
+kiln_status npy_write_file(const char *path, const hlo_literal *lit);
+/* Appends the whole .npy image to *out. */
+kiln_status npy_write_buffer(const hlo_literal *lit, strbuf *out);
+
+/* The numpy descr kiln writes for an element type ("<f4"; bf16 gives "<f4"), NULL for
+ * tuple/token. */
+const char *npy_descr_for_type(hlo_type t);
+
+/* New bf16 literal with the dims of `f32` (an f32 literal), each value rounded to
+ * nearest even. */
+kiln_status npy_convert_f32_to_bf16(const hlo_literal *f32, hlo_literal **out);
+
+#endif

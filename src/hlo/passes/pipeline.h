@@ -1,0 +1,75 @@
+/* HLO pass pipelines, in the shape of XLA's HloPassPipeline and HloPassFix.
+ *
+ * A pipeline is a named, ordered list of entries; an entry is either a pass (a name and
+ * a function that rewrites the module and says whether it changed anything) or a nested
+ * sub-pipeline that is rerun until none of its passes changes the module, up to an
+ * iteration cap (fix). Running a pipeline:
+ *   - skips passes named in options.disabled_passes;
+ *   - runs the verifier after every pass that reported a change, and reports a failure
+ *     as "after pass NAME: <verifier message>" so a broken pass names itself;
+ *   - when options.dump_to is set, writes DIR/module_NNNN.MODULE.before_optimizations.hlo
+ *     before the first pass, DIR/module_NNNN.MODULE.SSSS.after_PASS.hlo after each pass
+ *     whose name matches options.dump_pass_re (POSIX extended regex, searched anywhere in
+ *     the name, like XLA's --xla_dump_hlo_pass_re), and
+ *     DIR/module_NNNN.MODULE.after_optimizations.hlo at the end. NNNN is
+ *     options.module_id and SSSS counts the dumps of this run, both zero-padded to 4.
+ *
+ * Passes come in two signatures: the plain `kiln_status (*)(hlo_module*, bool *changed)`
+ * and one with a context pointer for passes configured by their caller (a backend's
+ * layout or fusion policy); the pipeline never owns a pass's context. */
+#ifndef KILN_HLO_PASSES_PIPELINE_H
+#define KILN_HLO_PASSES_PIPELINE_H
+
+#include <stdbool.h>
+
+#include "base/status.h"
+#include "hlo/ir.h"
+
+typedef kiln_status (*hlo_pass_fn)(hlo_module *m, bool *changed);
+typedef kiln_status (*hlo_pass_ctx_fn)(hlo_module *m, void *ctx, bool *changed);
+
+typedef struct hlo_pipeline hlo_pipeline;
+
+typedef struct hlo_pipeline_options {
+  const char *dump_to;        /* NULL or "": no dumps */
+  const char *dump_pass_re;   /* NULL: ".*" */
+  const char *disabled_passes; /* comma-separated pass names; NULL: none */
+  bool verify;                /* run hlo_verify_module after each changing pass */
+  int module_id;              /* NNNN in dump file names */
+} hlo_pipeline_options;
+
+/* Defaults: no dumps, verify on, module_id 0. */
+hlo_pipeline_options hlo_pipeline_options_default(void);
+/* Defaults overridden by --dump_to, --dump_pass_re and --disable_passes. */
+hlo_pipeline_options hlo_pipeline_options_from_flags(void);
+
+/* The default fix() cap, as XLA's HloPassFix uses. */
+#define HLO_FIX_DEFAULT_MAX_ITERS 25
+
+hlo_pipeline *hlo_pipeline_new(const char *name);
+void hlo_pipeline_free(hlo_pipeline *p);
+void hlo_pipeline_add_pass(hlo_pipeline *p, const char *name, hlo_pass_fn run);
+void hlo_pipeline_add_pass_ctx(hlo_pipeline *p, const char *name, hlo_pass_ctx_fn run, void *ctx);
+/* Appends `sub` (ownership moves to p), rerun until no pass in it changes the module or
+ * max_iters runs have happened (then the pipeline moves on, as HloPassFix does; with
+ * --v=1 a note says the cap was hit). max_iters 1 nests a sub-pipeline without
+ * iterating. */
+void hlo_pipeline_add_fix(hlo_pipeline *p, hlo_pipeline *sub, int max_iters);
+const char *hlo_pipeline_name(const hlo_pipeline *p);
+
+/* Runs every entry in order. *changed (may be NULL) tells whether any pass changed the
+ * module. On error the module may be partially rewritten; callers discard it. */
+kiln_status hlo_pipeline_run(const hlo_pipeline *p, hlo_module *m, const hlo_pipeline_options *opts, bool *changed);
+
+/* The target-independent optimization pipeline `kiln compile` runs (today: fix(dce)).
+ * Backends build their own pipelines and may start from this one. */
+hlo_pipeline *hlo_pipeline_new_default(void);
+
+/* ---- passes defined in src/hlo/passes ---- */
+
+/* Dead code elimination: removes instructions that do not reach a computation's root
+ * (keeping parameters and side-effecting instructions), then computations no longer
+ * reachable from the entry. */
+kiln_status hlo_pass_dce(hlo_module *m, bool *changed);
+
+#endif

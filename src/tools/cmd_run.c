@@ -1,0 +1,308 @@
+/* `kiln run FILE.hlo`: parse, verify, compile for --device, bind .npy inputs to the entry
+ * parameters, execute --iters times and write the outputs as .npy.
+ *
+ * Inputs bind by name: `pN` is parameter number N, and a parameter instruction's own name
+ * also works (an exact name match wins over the pN reading, so a parameter literally
+ * called "p1" is found by its name). Every input is checked against its parameter before
+ * anything runs, and all missing inputs are reported at once together with the list of
+ * what the module needs, so one failed attempt tells the user the whole signature.
+ * Tuple-shaped entry parameters are not supported (an error says so); token parameters
+ * need no input. bf16 parameters take float32 .npy files (rounded to nearest even), and
+ * bf16 outputs are written as float32 (see hlo/npy.h). Outputs are the root's leaves,
+ * depth-first: a non-tuple root is output_0.npy; token leaves are skipped. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backends/backend.h"
+#include "base/flags.h"
+#include "base/log.h"
+#include "base/strbuf.h"
+#include "hlo/npy.h"
+#include "hlo/parser.h"
+#include "hlo/verifier.h"
+#include "tools/tool.h"
+
+typedef struct run_ctx {
+  hlo_module *module;
+  const backend *device;
+  backend_executable *exe;
+  int n_params;
+  hlo_literal **args; /* one per entry parameter, owned */
+  double *times_ms;
+  hlo_literal *result;
+} run_ctx;
+
+static void run_ctx_free(run_ctx *r) {
+  if (r->args)
+    for (int i = 0; i < r->n_params; i++) literal_free(r->args[i]);
+  free(r->args);
+  free(r->times_ms);
+  literal_free(r->result);
+  if (r->exe) r->device->destroy(r->exe);
+  hlo_module_free(r->module);
+}
+
+static void describe_param(strbuf *b, const hlo_instr *p) {
+  char *s = shape_to_string(&p->shape);
+  strbuf_printf(b, "p%lld (%s: %s)", (long long)p->parameter_number, p->name, s);
+  free(s);
+}
+
+/* The list of required inputs, for "missing input" and "unknown input" messages. */
+static void list_required(strbuf *b, const hlo_computation *entry) {
+  strbuf_append(b, "; the module takes");
+  int listed = 0;
+  for (int i = 0; i < entry->n_params; i++) {
+    const hlo_instr *p = entry->params[i];
+    if (p->shape.type == HLO_TOKEN) continue;
+    strbuf_append(b, listed++ ? ", " : " ");
+    strbuf_append(b, "-i ");
+    describe_param(b, p);
+  }
+  if (!listed) strbuf_append(b, " no inputs");
+}
+
+static kiln_status error_with_inputs(const hlo_computation *entry, strbuf *msg) {
+  list_required(msg, entry);
+  kiln_status s = ERR_INVALID("%s", strbuf_cstr(msg));
+  strbuf_free(msg);
+  return s;
+}
+
+static const hlo_instr *find_param(const hlo_computation *entry, const char *name, size_t len) {
+  for (int i = 0; i < entry->n_params; i++) {
+    const hlo_instr *p = entry->params[i];
+    if (strlen(p->name) == len && strncmp(p->name, name, len) == 0) return p;
+  }
+  if (len >= 2 && name[0] == 'p') {
+    long long n = 0;
+    for (size_t k = 1; k < len; k++) {
+      if (name[k] < '0' || name[k] > '9' || n > 1000000000) return NULL;
+      n = n * 10 + (name[k] - '0');
+    }
+    if (len > 2 && name[1] == '0') return NULL; /* "p01" is not a parameter number */
+    if (n < entry->n_params) return entry->params[n];
+  }
+  return NULL;
+}
+
+/* Checks a loaded input against its parameter; may replace *lit (bf16 narrowing). */
+static kiln_status match_input(const hlo_instr *p, const char *path, hlo_literal **lit) {
+  hlo_literal *l = *lit;
+  if (p->shape.type == HLO_BF16 && l->shape.type == HLO_F32 && shape_same_dims(&p->shape, &l->shape)) {
+    hlo_literal *narrowed;
+    TRY(npy_convert_f32_to_bf16(l, &narrowed));
+    literal_free(l);
+    *lit = narrowed;
+    return NULL;
+  }
+  if (p->shape.type == l->shape.type && shape_same_dims(&p->shape, &l->shape)) return NULL;
+  char *want = shape_to_string(&p->shape);
+  char *got = shape_to_string(&l->shape);
+  strbuf b;
+  strbuf_init(&b);
+  strbuf_printf(&b, "input p%lld (%s): the parameter is %s but %s holds %s", (long long)p->parameter_number, p->name,
+                want, path, got);
+  if (p->shape.type != l->shape.type) strbuf_append(&b, " (element types differ)");
+  else strbuf_append(&b, " (dimensions differ)");
+  if (p->shape.type == HLO_BF16) strbuf_append(&b, "; bf16 parameters take float32 .npy files");
+  free(want);
+  free(got);
+  kiln_status s = ERR_INVALID("%s", strbuf_cstr(&b));
+  strbuf_free(&b);
+  return s;
+}
+
+/* Reads and binds every -i; reports usage problems (no '=') through *usage. */
+static kiln_status bind_inputs(run_ctx *r, bool *usage) {
+  const hlo_computation *entry = r->module->entry;
+  r->n_params = entry->n_params;
+  r->args = calloc((size_t)r->n_params + 1, sizeof *r->args);
+  if (!r->args) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < entry->n_params; i++) {
+    const hlo_instr *p = entry->params[i];
+    if (shape_is_tuple(&p->shape)) {
+      char *s = shape_to_string(&p->shape);
+      kiln_status st = ERR_UNIMPLEMENTED("entry parameter p%d (%s) has tuple shape %s; kiln run takes array "
+                                         "parameters only (flatten the tuple into separate parameters)",
+                                         i, p->name, s);
+      free(s);
+      return st;
+    }
+    if (p->shape.type == HLO_TOKEN) TRY(literal_create(&p->shape, &r->args[i]));
+  }
+  const flag_list *inputs = &kiln_flags.input;
+  for (int k = 0; k < inputs->n; k++) {
+    const char *spec = inputs->v[k];
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || !eq[1]) {
+      *usage = true;
+      return ERR_INVALID("-i expects NAME=PATH.npy, got '%s'", spec);
+    }
+    const hlo_instr *p = find_param(entry, spec, (size_t)(eq - spec));
+    if (!p || p->shape.type == HLO_TOKEN) {
+      strbuf b;
+      strbuf_init(&b);
+      strbuf_printf(&b, "unknown input '%.*s' (in -i %s)", (int)(eq - spec), spec, spec);
+      return error_with_inputs(entry, &b);
+    }
+    if (r->args[p->parameter_number]) {
+      kiln_status st = ERR_INVALID("input p%lld (%s) is given twice (second: -i %s)", (long long)p->parameter_number,
+                                   p->name, spec);
+      return st;
+    }
+    hlo_literal *l;
+    TRY(npy_read_file(eq + 1, &l));
+    kiln_status st = match_input(p, eq + 1, &l);
+    if (st) {
+      literal_free(l);
+      return st;
+    }
+    r->args[p->parameter_number] = l;
+  }
+  strbuf missing;
+  strbuf_init(&missing);
+  int n_missing = 0;
+  for (int i = 0; i < entry->n_params; i++) {
+    if (r->args[i]) continue;
+    strbuf_append(&missing, n_missing++ ? ", " : "");
+    describe_param(&missing, entry->params[i]);
+  }
+  if (!n_missing) {
+    strbuf_free(&missing);
+    return NULL;
+  }
+  strbuf b;
+  strbuf_init(&b);
+  strbuf_printf(&b, "missing input%s: %s", n_missing > 1 ? "s" : "", strbuf_cstr(&missing));
+  strbuf_free(&missing);
+  return error_with_inputs(entry, &b);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n) {
+  double *s = malloc((size_t)n * sizeof *s);
+  if (!s) abort();
+  memcpy(s, v, (size_t)n * sizeof *s);
+  qsort(s, (size_t)n, sizeof *s, cmp_double);
+  double m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+  free(s);
+  return m;
+}
+
+static kiln_status write_leaves(const hlo_literal *l, const char *dir, int *index, strbuf *report) {
+  if (l->shape.type == HLO_TUPLE) {
+    for (int i = 0; i < l->shape.n_elems; i++) TRY(write_leaves(l->tuple[i], dir, index, report));
+    return NULL;
+  }
+  if (l->shape.type == HLO_TOKEN) return NULL;
+  size_t n = strlen(dir) + 32;
+  char *path = malloc(n);
+  if (!path) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  snprintf(path, n, "%s/output_%d.npy", dir, (*index)++);
+  kiln_status s = npy_write_file(path, l);
+  if (!s) {
+    char *shape = shape_to_string(&l->shape);
+    strbuf_printf(report, "%s: %s%s\n", path, shape, l->shape.type == HLO_BF16 ? " (written as f32)" : "");
+    free(shape);
+  }
+  free(path);
+  return s;
+}
+
+static void json_string(strbuf *b, const char *s) {
+  strbuf_putc(b, '"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') strbuf_printf(b, "\\%c", c);
+    else if (c < 0x20) strbuf_printf(b, "\\u%04x", c);
+    else strbuf_putc(b, (char)c);
+  }
+  strbuf_putc(b, '"');
+}
+
+int cmd_run(int argc, char **argv) {
+  if (argc < 1) return tool_usage_error("kiln run needs an HLO file: kiln run FILE.hlo [-i NAME=PATH.npy]...");
+  if (argc > 1) return tool_usage_error("kiln run takes one HLO file (unexpected '%s'; inputs go in -i NAME=PATH)", argv[1]);
+  if (kiln_flags.iters < 1) return tool_usage_error("--iters must be at least 1 (got %lld)", (long long)kiln_flags.iters);
+  if (kiln_flags.iters > 1000000) return tool_usage_error("--iters is at most 1000000 (got %lld)", (long long)kiln_flags.iters);
+
+  run_ctx r;
+  memset(&r, 0, sizeof r);
+  r.device = backend_find(kiln_flags.device);
+  if (!r.device) {
+    strbuf b;
+    strbuf_init(&b);
+    for (int i = 0; i < backend_count(); i++) strbuf_printf(&b, "%s%s", i ? ", " : "", backend_at(i)->name);
+    int rc = tool_usage_error("unknown device '%s' (available devices: %s)", kiln_flags.device, strbuf_cstr(&b));
+    strbuf_free(&b);
+    return rc;
+  }
+
+  kiln_status s = hlo_parse_file(argv[0], &r.module);
+  if (!s) s = hlo_verify_module(r.module);
+  if (!s && !r.module->entry) s = ERR_INVALID("%s: the module has no entry computation", argv[0]);
+  bool usage = false;
+  if (!s) s = bind_inputs(&r, &usage);
+  if (!s) s = status_wrap(r.device->compile(r.device, r.module, &r.exe), "compiling for device %s", r.device->name);
+  int iters = (int)kiln_flags.iters;
+  if (!s) {
+    r.times_ms = calloc((size_t)iters, sizeof *r.times_ms);
+    if (!r.times_ms) s = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (int i = 0; !s && i < iters; i++) {
+    hlo_literal *out = NULL;
+    double t0 = now_ms();
+    s = r.device->execute(r.exe, r.args, r.n_params, &out);
+    r.times_ms[i] = now_ms() - t0;
+    literal_free(r.result);
+    r.result = out;
+    if (s) s = status_wrap(s, "running on device %s", r.device->name);
+  }
+  strbuf report;
+  strbuf_init(&report);
+  if (!s) s = tool_make_dirs(kiln_flags.output_dir);
+  int n_outputs = 0;
+  if (!s) s = write_leaves(r.result, kiln_flags.output_dir, &n_outputs, &report);
+  if (s) {
+    strbuf_free(&report);
+    run_ctx_free(&r);
+    if (usage) {
+      int rc = tool_usage_error("%s", kiln_status_message(s));
+      kiln_status_free(s);
+      return rc;
+    }
+    return tool_fail(s);
+  }
+
+  double first = r.times_ms[0], med = median(r.times_ms, iters);
+  if (kiln_flags.json) {
+    strbuf j;
+    strbuf_init(&j);
+    strbuf_append(&j, "{\"device\":");
+    json_string(&j, r.device->name);
+    strbuf_printf(&j, ",\"first_ms\":%.6f,\"median_ms\":%.6f,\"iters\":%d}\n", first, med, iters);
+    fputs(strbuf_cstr(&j), stdout);
+    strbuf_free(&j);
+  } else {
+    fputs(strbuf_cstr(&report), stdout);
+    printf("%s: %d iteration%s, first %.3f ms, median %.3f ms\n", r.device->name, iters, iters == 1 ? "" : "s", first,
+           med);
+  }
+  log_info("wrote %d output%s to %s", n_outputs, n_outputs == 1 ? "" : "s", kiln_flags.output_dir);
+  strbuf_free(&report);
+  run_ctx_free(&r);
+  return TOOL_OK;
+}

@@ -1,0 +1,115 @@
+/* `kiln`: the command-line front door. main() sets the flags from their defaults,
+ * KILN_FLAGS and the command line (in that order, so the command line wins), applies the
+ * flags that configure the libraries (verbosity, tensor size cap) and dispatches to a
+ * subcommand. Every path returns through here so the flag storage is released and a
+ * leak checker sees a clean exit. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/flags.h"
+#include "base/log.h"
+#include "hlo/literal.h"
+#include "tools/tool.h"
+
+static const char usage_text[] =
+    "usage: kiln COMMAND [ARGS] [FLAGS]\n"
+    "\n"
+    "commands:\n"
+    "  run FILE.hlo [-i NAME=PATH.npy]... [-o OUTDIR] [--device NAME] [--iters N] [--json]\n"
+    "        compile the module for a device, run it on .npy inputs and write\n"
+    "        OUTDIR/output_0.npy, output_1.npy, ... (one per element of the root tuple).\n"
+    "        NAME is pN (the parameter number) or the parameter instruction's name.\n"
+    "  compile FILE.hlo [--dump_to DIR] [--dump_pass_re RE]\n"
+    "        run the optimization pipeline and print the resulting module.\n"
+    "  flags        list every flag with its type, default and help\n"
+    "  devices      list the devices (backends) kiln can run on\n"
+    "  help         print this message\n"
+    "\n"
+    "Flags are also read from the KILN_FLAGS environment variable (e.g.\n"
+    "KILN_FLAGS='--device=interpreter --v=1'); the command line wins.\n";
+
+int tool_fail(kiln_status s) {
+  fprintf(stderr, "kiln: error: %s\n", kiln_status_message(s));
+  kiln_status_free(s);
+  return TOOL_FAILED;
+}
+
+int tool_usage_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("kiln: error: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return TOOL_USAGE;
+}
+
+kiln_status tool_make_dirs(const char *path) {
+  size_t n = strlen(path);
+  char *p = malloc(n + 1);
+  if (!p) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  memcpy(p, path, n + 1);
+  kiln_status s = NULL;
+  for (size_t i = 1; i <= n && !s; i++) {
+    if (p[i] != '/' && p[i] != 0) continue;
+    char saved = p[i];
+    p[i] = 0;
+    if (mkdir(p, 0777) != 0 && errno != EEXIST)
+      s = status_error(KILN_IO_ERROR, "cannot create directory %s: %s", p, strerror(errno));
+    p[i] = saved;
+  }
+  free(p);
+  if (s) return s;
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+    return status_error(KILN_IO_ERROR, "%s exists and is not a directory", path);
+  return NULL;
+}
+
+static int dispatch(int n_pos, char **pos) {
+  if (kiln_flags.help) {
+    fputs(usage_text, stdout);
+    return TOOL_OK;
+  }
+  if (n_pos == 0) {
+    fputs(usage_text, stderr);
+    return TOOL_USAGE;
+  }
+  const char *cmd = pos[0];
+  if (strcmp(cmd, "help") == 0) {
+    fputs(usage_text, stdout);
+    return TOOL_OK;
+  }
+  if (strcmp(cmd, "run") == 0) return cmd_run(n_pos - 1, pos + 1);
+  if (strcmp(cmd, "compile") == 0) return cmd_compile(n_pos - 1, pos + 1);
+  if (strcmp(cmd, "flags") == 0) return cmd_flags(n_pos - 1, pos + 1);
+  if (strcmp(cmd, "devices") == 0) return cmd_devices(n_pos - 1, pos + 1);
+  return tool_usage_error("unknown command '%s' (commands: run, compile, flags, devices, help)", cmd);
+}
+
+int main(int argc, char **argv) {
+  flags_reset();
+  int rc;
+  kiln_status s = flags_parse_env(getenv("KILN_FLAGS"));
+  int n_pos = 0;
+  char **pos = NULL;
+  if (!s) s = flags_parse_args(argc - 1, argv + 1, &n_pos, &pos);
+  if (s) {
+    rc = tool_usage_error("%s", kiln_status_message(s));
+    kiln_status_free(s);
+  } else if (kiln_flags.max_literal_bytes < 0) {
+    rc = tool_usage_error("--max_literal_bytes must be >= 0");
+  } else {
+    log_verbose = (int)kiln_flags.v;
+    literal_max_bytes = kiln_flags.max_literal_bytes;
+    rc = dispatch(n_pos, pos);
+  }
+  free(pos);
+  flags_reset();
+  fflush(stdout);
+  return rc;
+}

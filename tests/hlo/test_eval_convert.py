@@ -1,0 +1,331 @@
+"""Type conversions of kiln's evaluator against numpy: convert between every ordered pair
+of element types, bitcast-convert between same-width types and between different widths
+(which adds or drops a minor dimension), and reduce-precision for several
+(exponent_bits, mantissa_bits) settings.
+
+References follow XLA's definitions, transcribed where numpy differs or is undefined:
+float -> int truncates toward zero and saturates at the integer range, NaN -> 0; int ->
+int wraps (two's complement); anything -> pred is x != 0 (NaN -> true); int and float ->
+float round to nearest even (bf16 through f32, as XLA's bfloat16 conversions do; int
+test values for bf16 stay below 2**24 where that double rounding cannot matter);
+bitcasts reinterpret the little-endian bytes, element k of a new minor dimension being
+the k-th least significant chunk; reduce-precision is the bit-level algorithm of XLA's
+evaluator (round the mantissa to nearest even with a rounding bias, then flush values
+whose exponent falls outside the reduced range to +-0 / +-inf; NaN stays NaN, or
+becomes +inf with 0 mantissa bits; f16/bf16 are reduced in f32).
+
+Every comparison here is exact (bitwise for integers, value and zero sign for floats,
+NaN for NaN): conversions are exactly rounded or bit-exact by definition.
+"""
+
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kilntest as kt  # noqa: E402
+from kilntest import S, EXACT  # noqa: E402
+
+g = kt.Gen(777001)
+suite = kt.Suite('kiln evaluator: convert, bitcast-convert, reduce-precision vs numpy')
+
+SHAPES = [(), (5,), (3, 0), (2, 3, 2), (1, 2, 1, 3)]
+
+
+def sname(shape):
+    return 'x'.join(map(str, shape)) or 'scalar'
+
+
+# --------------------------------------------------------------------------------------
+# convert
+
+def edge_values(dst):
+    """Values (as float64 / Python ints) around the interesting points of dst."""
+    if dst == 'pred':
+        return [0.0, -0.0, 0.5, -1.0, math.nan, math.inf]
+    if kt.is_int(dst):
+        lo, hi = kt.int_range(dst)
+        return [lo - 1.0, lo - 0.5, float(lo), lo + 0.5, hi - 0.5, float(hi), hi + 1.0,
+                hi + 0.75, 0.5, -0.5, 0.9, -0.9, 1.5, -1.5, 2.5, -2.5, -0.0,
+                math.nan, -math.nan, math.inf, -math.inf, 1e30, -1e30, 3.0e9, -3.0e9]
+    m = kt.MANT_BITS[dst]
+    mx = kt.float_max(dst)
+    ulp_top = 2.0 ** (math.floor(math.log2(mx)) - m)
+    den = 2.0 ** (kt.MIN_EXP[dst] - m)
+    return [mx, -mx, mx + ulp_top / 4, mx + ulp_top / 2, mx + ulp_top,
+            den, den / 2, den * 0.75, den * 1.5, den * 2.5, -den / 2,
+            2.0 ** kt.MIN_EXP[dst], 2.0 ** kt.MIN_EXP[dst] * (1 - 2.0 ** -(m + 1)),
+            1 + 2.0 ** -(m + 1), 1 + 3 * 2.0 ** -(m + 1), 1 + 2.0 ** -(m + 2), -(1 + 2.0 ** -(m + 1)),
+            math.nan, math.inf, -math.inf, 0.0, -0.0, 1.0 / 3]
+
+
+def convert_inputs(src, dst, shape):
+    n = kt.nelems(shape)
+    if src == 'pred':
+        return g.array('pred', shape)
+    if kt.is_float(src):
+        x = g.array(src, shape)
+        if kt.is_int(dst):
+            lo, hi = kt.int_range(dst)
+            vals = g.rng.uniform(lo * 1.2 - 3, hi * 1.2 + 3, n)
+            x = kt.round_to(vals, src)
+            mixed = np.where(g.rng.integers(0, 3, n) == 0, g.array(src, (n,)).astype(np.float64),
+                             x.astype(np.float64))
+            x = kt.round_to(mixed, src).reshape(shape)
+        edges = kt.round_to(edge_values(dst), src)
+        xf = x.reshape(-1)
+        for i in range(min(n, len(edges))):
+            xf[i] = edges[(i * 7 + n) % len(edges)] if n < len(edges) else edges[i]
+        return x
+    # integer source
+    lo, hi = kt.int_range(src)
+    if dst == 'bf16':
+        x = g.array(src, shape, lo=max(lo, -(1 << 24) + 1), hi=min(hi, (1 << 24) - 1))
+        xf = x.reshape(-1)
+        if n >= 3:
+            xf[0], xf[1] = lo, hi
+        return x
+    x = g.array(src, shape)
+    xf = x.reshape(-1)
+    if kt.is_float(dst) and n >= 6:
+        # Integers that sit exactly between two floats of dst (ties to even) and just
+        # beside such midpoints.
+        m = kt.MANT_BITS[dst]
+        for k, v in enumerate([(1 << (m + 1)) + 1, (1 << (m + 1)) + 3, (1 << (m + 1)) - 1,
+                               (1 << (m + 2)) + 2, -((1 << (m + 1)) + 1), 65519]):
+            if lo <= v <= hi:
+                xf[k] = v
+    return x
+
+
+def convert_ref(x, src, dst):
+    if src == dst:
+        return x.copy()
+    if dst == 'pred':
+        return np.asarray(x != 0)
+    if src == 'pred':
+        ints = x.astype(np.int64)
+        return kt.round_to(ints.astype(np.float64), dst) if kt.is_float(dst) else ints.astype(kt.np_dtype(dst))
+    if kt.is_int(src) and kt.is_int(dst):
+        return kt.wrap_int(kt.to_pyint(x), dst)
+    if kt.is_int(src):
+        if dst == 'f64':
+            # Python's int -> float rounds correctly to nearest even.
+            return np.array([float(int(v)) for v in x.reshape(-1)], dtype=np.float64).reshape(x.shape)
+        if dst == 'f32':
+            return x.astype(np.float32)     # one correctly rounded C conversion
+        if dst == 'f16':
+            # Every integer that does not overflow f16 is exact in f32 and f64, so any
+            # route rounds once.
+            with np.errstate(over='ignore'):
+                return np.array([float(int(v)) for v in x.reshape(-1)],
+                                dtype=np.float64).astype(np.float16).reshape(x.shape)
+        return kt.bf16_round(x.astype(np.float32))
+    if kt.is_int(dst):
+        lo, hi = kt.int_range(dst)
+        out = []
+        for v in x.reshape(-1):
+            f = float(v)
+            if math.isnan(f):
+                out.append(0)
+            elif f >= hi:
+                out.append(hi)
+            elif f <= lo:
+                out.append(lo)
+            else:
+                out.append(int(math.trunc(f)))
+        return kt.wrap_int(out, dst).reshape(x.shape)
+    return kt.round_to(x.astype(np.float64), dst)
+
+
+def add_convert():
+    k = 0
+    for src in kt.ALL_TYPES:
+        for dst in kt.ALL_TYPES:
+            for shape in [(37,), SHAPES[k % len(SHAPES)]]:
+                k += 1
+                c = kt.Case('convert/%s_to_%s/%s' % (src, dst, sname(shape)))
+                x = convert_inputs(src, dst, shape)
+                r = c.op('convert', S(dst, shape), [c.param(x, src)])
+                c.out(r, convert_ref(x, src, dst))
+                suite.add(c)
+
+
+# --------------------------------------------------------------------------------------
+# bitcast-convert
+
+UNSIGNED_OF_WIDTH = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+BITCAST_TYPES = kt.INTS + kt.FLOATS
+
+
+def raw_bits(x, t):
+    if t == 'bf16':
+        return (x.view(np.uint32) >> np.uint32(16)).astype(np.uint16)
+    return x.view(UNSIGNED_OF_WIDTH[kt.BITS[t]])
+
+
+def from_bits(u, t):
+    if t == 'bf16':
+        return (u.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return u.view(kt.np_dtype(t))
+
+
+def random_bits(t, shape):
+    """Arbitrary bit patterns of type t; bf16 signalling NaNs are quietened because the
+    kiln command narrows bf16 inputs from f32 (a NaN may legitimately be quietened)."""
+    w = kt.BITS[t]
+    u = kt.wrap_int(g.ints(0, (1 << w) - 1, shape), 'u%d' % w).astype(UNSIGNED_OF_WIDTH[w])
+    if t == 'bf16':
+        nan = ((u & 0x7f80) == 0x7f80) & ((u & 0x7f) != 0)
+        u = np.where(nan, u | np.uint16(0x40), u).astype(np.uint16)
+    if kt.is_float(t) and u.size >= 4:
+        sp = kt.round_to([0.0, -0.0, math.inf, 1.0], t)
+        uf = u.reshape(-1)
+        for i in range(4):
+            uf[i] = raw_bits(np.asarray(sp[i]).reshape(1), t)[0]
+    return from_bits(u, t)
+
+
+def add_bitcast():
+    k = 0
+    for src in BITCAST_TYPES:
+        for dst in BITCAST_TYPES:
+            ws, wd = kt.BITS[src], kt.BITS[dst]
+            if ws == wd:
+                shape = SHAPES[k % len(SHAPES)] if k % 2 else (29,)
+            elif ws > wd:
+                # Different widths: keep the matrix of pairs affordable.
+                if (k % 3) and not (src in ('f32', 'bf16') or dst in ('f32', 'bf16')):
+                    k += 1
+                    continue
+                shape = [(), (6,), (2, 3)][k % 3]
+            else:
+                if (k % 3) and not (src in ('f32', 'bf16') or dst in ('f32', 'bf16')):
+                    k += 1
+                    continue
+                shape = [(ws and wd // ws,), (4, wd // ws), (2, 3, wd // ws)][k % 3]
+            k += 1
+            x = random_bits(src, shape)
+            bits = raw_bits(x, src)
+            if ws == wd:
+                out_bits = bits.view(UNSIGNED_OF_WIDTH[wd])
+            elif ws > wd:
+                out_bits = bits.reshape(-1).view(UNSIGNED_OF_WIDTH[wd]).reshape(shape + (ws // wd,))
+            else:
+                out_bits = bits.copy().reshape(-1).view(UNSIGNED_OF_WIDTH[wd]).reshape(shape[:-1])
+            exp = from_bits(out_bits.copy(), dst)
+            c = kt.Case('bitcast-convert/%s_to_%s/%s' % (src, dst, sname(shape)))
+            r = c.op('bitcast-convert', S(dst, exp.shape), [c.param(x, src)])
+            c.out(r, exp)
+            suite.add(c)
+
+
+# --------------------------------------------------------------------------------------
+# reduce-precision
+
+def reduce_precision_bits(v, nbits, src_e, src_m, e_bits, m_bits):
+    allones = (1 << nbits) - 1
+    if m_bits < src_m:
+        last = 1 << (src_m - m_bits)
+        base_bias = (last >> 1) - 1
+        x_last = (v & last) >> (src_m - m_bits)
+        v = ((v + x_last + base_bias) & allones) & ~(last - 1)
+    if e_bits < src_e:
+        sign = v & (1 << (nbits - 1))
+        exp_mask = ((1 << src_e) - 1) << src_m
+        bias = (1 << (src_e - 1)) - 1
+        rbias = (1 << (e_bits - 1)) - 1
+        xe = v & exp_mask
+        if xe > (bias + rbias) << src_m:
+            v = sign | exp_mask
+        elif xe <= (bias - rbias) << src_m:
+            v = sign
+    return v
+
+
+def reduce_precision_ref(x, t, e_bits, m_bits):
+    wt = 'f32' if t in ('f16', 'bf16') else t
+    work = x.astype(kt.np_dtype(wt))
+    nbits = kt.BITS[wt]
+    ut = UNSIGNED_OF_WIDTH[nbits]
+    flat = work.reshape(-1)
+    out = np.empty_like(flat)
+    for i, f in enumerate(flat):
+        if np.isnan(f):
+            out[i] = f if m_bits > 0 else np.inf
+            continue
+        v = int(np.asarray(f).view(ut))
+        v = reduce_precision_bits(v, nbits, kt.EXP_BITS[wt], kt.MANT_BITS[wt], e_bits, m_bits)
+        out[i] = np.array([v], dtype=ut).view(kt.np_dtype(wt))[0]
+    out = out.reshape(x.shape)
+    if t == 'f16':
+        return out.astype(np.float16)
+    if t == 'bf16':
+        return kt.bf16_round(out)
+    return out
+
+
+def rp_inputs(t, shape):
+    x = g.array(t, shape, scale=3.0)
+    xf = x.reshape(-1)
+    n = xf.size
+    # Wide range of magnitudes, including values at rounding midpoints of small formats.
+    mags = g.rng.uniform(kt.MIN_EXP[t] - kt.MANT_BITS[t], -kt.MIN_EXP[t], n)
+    signs = np.where(g.rng.integers(0, 2, n) == 1, -1.0, 1.0)
+    wide = kt.round_to(signs * np.exp2(mags) * g.rng.uniform(1, 2, n), t)
+    pick = g.rng.integers(0, 2, n) == 1
+    xf[pick] = wide[pick]
+    extras = [1 + 2.0 ** -4, 1 + 3 * 2.0 ** -4, 1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11,
+              65504.0, 65520.0, 2.0 ** -14, 2.0 ** -15, 2.0 ** -24, 3.0 * 2 ** -25,
+              -1.75, 2.0 ** 15, 2.0 ** 16 * 1.5]
+    ex = kt.round_to(extras, t)
+    for i in range(min(n, len(ex))):
+        xf[(i * 5) % n] = ex[i]
+    return x
+
+
+def add_reduce_precision():
+    settings = {
+        'f32': [(8, 23), (8, 10), (5, 10), (8, 7), (4, 3), (5, 2), (2, 1), (3, 0), (1, 4),
+                (11, 52), (8, 30), (6, 23)],
+        'f64': [(11, 52), (8, 23), (5, 10), (8, 7), (11, 10), (4, 3), (2, 0), (15, 60), (11, 30)],
+        # f16/bf16 are reduced in f32 (as XLA's evaluator does); the settings stay where
+        # reducing in f32 and in the narrow format agree (fewer exponent bits than f16).
+        'f16': [(4, 10), (4, 3), (3, 7), (2, 1), (4, 0), (3, 12)],
+        'bf16': [(8, 7), (5, 10), (8, 3), (5, 2), (4, 0), (7, 5)],
+    }
+    k = 0
+    for t, sets in settings.items():
+        for e_bits, m_bits in sets:
+            shape = [(64,), (4, 8), (3, 2, 5)][k % 3]
+            k += 1
+            c = kt.Case('reduce-precision/%s/e%d_m%d/%s' % (t, e_bits, m_bits, sname(shape)))
+            x = rp_inputs(t, shape)
+            if m_bits > 0 and x.size >= 3:
+                # With no mantissa bits a format has no NaN; XLA's implementations
+                # disagree there (evaluator: +inf, CPU: NaN), so NaNs are only fed to
+                # settings that can keep them.
+                x.reshape(-1)[1] = kt.nan_of(t, negative=True)
+                x.reshape(-1)[2] = kt.nan_of(t)
+            r = c.op('reduce-precision', S(t, shape), [c.param(x, t)],
+                     'exponent_bits=%d, mantissa_bits=%d' % (e_bits, m_bits))
+            c.out(r, reduce_precision_ref(x, t, e_bits, m_bits))
+            suite.add(c)
+    # Zero-size and scalar operands.
+    for t, shape, e_bits in (('f32', (), 5), ('f64', (0, 3), 5), ('f16', (), 4)):
+        c = kt.Case('reduce-precision/%s/e%d_m10/%s' % (t, e_bits, sname(shape)))
+        x = g.array(t, shape)
+        r = c.op('reduce-precision', S(t, shape), [c.param(x, t)],
+                 'exponent_bits=%d, mantissa_bits=10' % e_bits)
+        c.out(r, reduce_precision_ref(x, t, e_bits, 10))
+        suite.add(c)
+
+
+add_convert()
+add_bitcast()
+add_reduce_precision()
+
+if __name__ == '__main__':
+    sys.exit(suite.main())

@@ -1,0 +1,299 @@
+"""Data-movement ops of kiln's evaluator against numpy: broadcast, reshape, transpose
+(random permutations), slice (with strides), dynamic-slice and dynamic-update-slice
+(start indices of every integer type, in range, negative and too large -- XLA clamps
+them so the slice stays inside the operand), concatenate (2-4 operands along each
+dimension, zero-size operands), pad (negative edge padding, interior padding), reverse,
+iota (each dimension, each type) and constants of every type.
+
+Moving values never changes them, so every comparison is exact (bitwise for integers,
+value and zero sign for floats, NaN for NaN).
+"""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import kilntest as kt  # noqa: E402
+from kilntest import S  # noqa: E402
+
+g = kt.Gen(31337)
+suite = kt.Suite('kiln evaluator: data movement vs numpy')
+TYPES = kt.ALL_TYPES
+
+
+def sname(shape):
+    return 'x'.join(map(str, shape)) or 'scalar'
+
+
+def type_for(i):
+    return TYPES[i % len(TYPES)]
+
+
+def rand_shape(rank, lo=0, hi=4):
+    return tuple(g.randint(lo, hi) for _ in range(rank))
+
+
+# --------------------------------------------------------------------------------------
+
+def add_broadcast():
+    configs = [((), (2, 3), ()), ((3,), (2, 3), (1,)), ((2,), (2, 3), (0,)),
+               ((2, 3), (4, 2, 5, 3), (1, 3)), ((2, 3), (2, 3), (0, 1)),
+               ((0, 3), (2, 0, 3), (1, 2)), ((3,), (3, 0), (0,)),
+               ((2, 3, 4), (2, 5, 3, 4), (0, 2, 3)), ((), (), ()), ((5,), (5, 1, 2), (0,)),
+               ((1,), (3, 1), (1,)), ((2, 2), (2, 3, 2, 1), (0, 2))]
+    for i, (src, dst, dims) in enumerate(configs):
+        for j in range(2):
+            t = type_for(i * 2 + j)
+            c = kt.Case('broadcast/%s/%s_to_%s/%d' % (t, sname(src), sname(dst), j))
+            x = g.array(t, src)
+            r = c.op('broadcast', S(t, dst), [c.param(x, t)], 'dimensions=' + kt.ints_attr(dims))
+            shaped = [1] * len(dst)
+            for k, d in enumerate(dims):
+                shaped[d] = src[k]
+            c.out(r, np.broadcast_to(x.reshape(shaped), dst).copy())
+            suite.add(c)
+
+
+def add_reshape():
+    configs = [((2, 3), (6,)), ((6,), (3, 2)), ((2, 3, 4), (4, 6)), ((2, 3, 4), (2, 12)),
+               ((1, 1), ()), ((), (1, 1, 1)), ((4, 1, 3), (3, 4)), ((0, 4), (2, 0)),
+               ((24,), (2, 3, 2, 2)), ((2, 3, 1, 4), (1, 6, 4, 1)), ((5,), (5,)),
+               ((3, 0, 2), (0,)), ((2, 2, 2, 2, 2), (4, 8))]
+    for i, (src, dst) in enumerate(configs):
+        for j in range(2):
+            t = type_for(i * 3 + j)
+            c = kt.Case('reshape/%s/%s_to_%s' % (t, sname(src), sname(dst)))
+            x = g.array(t, src)
+            c.out(c.op('reshape', S(t, dst), [c.param(x, t)]), x.reshape(dst))
+            suite.add(c)
+
+
+def add_transpose():
+    for i in range(40):
+        rank = 1 + i % 5
+        shape = rand_shape(rank, 1, 4)
+        if i % 9 == 4:
+            shape = shape[:-1] + (0,)
+        perm = g.perm(rank)
+        t = type_for(i)
+        c = kt.Case('transpose/%s/%s/perm%s' % (t, sname(shape), ''.join(map(str, perm))))
+        x = g.array(t, shape)
+        out_dims = tuple(shape[p] for p in perm)
+        r = c.op('transpose', S(t, out_dims), [c.param(x, t)], 'dimensions=' + kt.ints_attr(perm))
+        c.out(r, np.transpose(x, perm).copy())
+        suite.add(c)
+
+
+def add_slice():
+    for i in range(45):
+        rank = 1 + i % 4
+        shape = rand_shape(rank, 1, 7)
+        if i % 11 == 5:
+            shape = (0,) + shape[1:]
+        starts, limits, strides = [], [], []
+        for n in shape:
+            a = g.randint(0, n)
+            b = g.randint(a, n)
+            starts.append(a)
+            limits.append(b)
+            strides.append(g.randint(1, 3))
+        t = type_for(i)
+        x = g.array(t, shape)
+        exp = x[tuple(slice(a, b, s) for a, b, s in zip(starts, limits, strides))].copy()
+        c = kt.Case('slice/%s/%s/%d' % (t, sname(shape), i))
+        r = c.op('slice', S(t, exp.shape), [c.param(x, t)], kt.slice_attr(starts, limits, strides))
+        c.out(r, exp)
+        suite.add(c)
+
+
+def index_value(t, want):
+    """A start index of type t close to `want` (negative wants become huge for unsigned
+    types, which XLA reads as unsigned and clamps to the top)."""
+    lo, hi = kt.int_range(t)
+    return max(lo, min(hi, want)) if kt.is_signed(t) else (want % (hi + 1))
+
+
+def clamp_start(v, n, size):
+    return max(0, min(int(v), n - size))
+
+
+def add_dynamic_slice():
+    i = 0
+    for it in kt.INTS:
+        for j in range(5):
+            i += 1
+            rank = 1 + (i % 3)
+            shape = rand_shape(rank, 1, 6)
+            sizes = [g.randint(0 if (i % 7 == 0) else 1, n) for n in shape]
+            starts = [index_value(it, g.randint(-3, n + 3)) for n in shape]
+            if j == 4:
+                lo, hi = kt.int_range(it)
+                starts = [hi if k % 2 else lo for k in range(rank)]
+            t = type_for(i)
+            x = g.array(t, shape)
+            eff = [clamp_start(s, n, z) for s, n, z in zip(starts, shape, sizes)]
+            exp = x[tuple(slice(e, e + z) for e, z in zip(eff, sizes))].copy()
+            c = kt.Case('dynamic-slice/%s/idx_%s/%s/%d' % (t, it, sname(shape), j))
+            ops = [c.param(x, t)]
+            for s in starts:
+                ops.append(c.param(np.array(s, dtype=kt.np_dtype(it)), it))
+            r = c.op('dynamic-slice', S(t, sizes), ops, 'dynamic_slice_sizes=' + kt.ints_attr(sizes))
+            c.out(r, exp)
+            suite.add(c)
+    # Rank 0: no start indices at all.
+    c = kt.Case('dynamic-slice/f32/scalar')
+    x = g.array('f32', ())
+    c.out(c.op('dynamic-slice', S('f32'), [c.param(x, 'f32')], 'dynamic_slice_sizes={}'), x.copy())
+    suite.add(c)
+
+
+def add_dynamic_update_slice():
+    i = 0
+    for it in kt.INTS:
+        for j in range(5):
+            i += 1
+            rank = 1 + (i % 3)
+            shape = rand_shape(rank, 1, 6)
+            usizes = [g.randint(1, n) for n in shape]
+            starts = [index_value(it, g.randint(-3, n + 3)) for n in shape]
+            if j == 4:
+                lo, hi = kt.int_range(it)
+                starts = [lo if k % 2 else hi for k in range(rank)]
+            t = type_for(i + 5)
+            x = g.array(t, shape)
+            u = g.array(t, usizes)
+            eff = [clamp_start(s, n, z) for s, n, z in zip(starts, shape, usizes)]
+            exp = x.copy()
+            exp[tuple(slice(e, e + z) for e, z in zip(eff, usizes))] = u
+            c = kt.Case('dynamic-update-slice/%s/idx_%s/%s/%d' % (t, it, sname(shape), j))
+            ops = [c.param(x, t), c.param(u, t)]
+            for s in starts:
+                ops.append(c.param(np.array(s, dtype=kt.np_dtype(it)), it))
+            c.out(c.op('dynamic-update-slice', S(t, shape), ops), exp)
+            suite.add(c)
+
+
+def add_concatenate():
+    i = 0
+    for nops in (1, 2, 3, 4):
+        for rank in (1, 2, 3, 4):
+            for d in range(rank):
+                i += 1
+                if nops == 1 and d > 0:
+                    continue
+                base = list(rand_shape(rank, 1, 3))
+                t = type_for(i)
+                xs = []
+                for k in range(nops):
+                    s = list(base)
+                    s[d] = g.randint(0, 3) if (i + k) % 4 == 0 else g.randint(1, 3)
+                    xs.append(g.array(t, s))
+                exp = np.concatenate(xs, axis=d)
+                c = kt.Case('concatenate/%s/%dops/rank%d/dim%d' % (t, nops, rank, d))
+                ps = [c.param(x, t) for x in xs]
+                r = c.op('concatenate', S(t, exp.shape), ps, 'dimensions={%d}' % d)
+                c.out(r, exp)
+                suite.add(c)
+
+
+def pad_ref(x, value, lo, hi, interior):
+    # Input element i of a dimension lands at lo + i * (interior + 1) of the output (of
+    # size lo + hi + n + (n - 1) * interior); elements landing outside are dropped,
+    # every other output element is the padding value.
+    sizes = [a + b + n + max(n - 1, 0) * e for a, b, n, e in zip(lo, hi, x.shape, interior)]
+    out = np.full(sizes, value, dtype=x.dtype)
+    src_idx, dst_idx = [], []
+    for d, n in enumerate(x.shape):
+        tgt = lo[d] + np.arange(n) * (interior[d] + 1)
+        keep = (tgt >= 0) & (tgt < sizes[d])
+        src_idx.append(np.arange(n)[keep])
+        dst_idx.append(tgt[keep])
+    out[np.ix_(*dst_idx)] = x[np.ix_(*src_idx)]
+    return out
+
+
+def add_pad():
+    for i in range(48):
+        rank = [1, 2, 3, 4][i % 4]  # a rank-0 pad has no text form in XLA
+        shape = rand_shape(rank, 0 if i % 5 == 0 else 1, 4)
+        while True:
+            lo = [g.randint(-2, 3) for _ in shape]
+            hi = [g.randint(-2, 3) for _ in shape]
+            interior = [g.randint(0, 2) if i % 3 else 0 for _ in shape]
+            sizes = [a + b + n + max(n - 1, 0) * e for a, b, n, e in zip(lo, hi, shape, interior)]
+            if all(s >= 0 for s in sizes):
+                break
+        t = type_for(i)
+        x = g.array(t, shape)
+        v = g.array(t, ())
+        exp = pad_ref(x, v[()], lo, hi, interior)
+        c = kt.Case('pad/%s/%s/%d' % (t, sname(shape), i))
+        pv = c.constant(v, t) if i % 2 else c.param(v, t)
+        r = c.op('pad', S(t, exp.shape), [c.param(x, t), pv], kt.padding_attr(lo, hi, interior))
+        c.out(r, exp)
+        suite.add(c)
+
+
+def add_reverse():
+    for i in range(30):
+        rank = i % 5
+        shape = rand_shape(rank, 1, 4)
+        if i % 8 == 3 and rank:
+            shape = (0,) + shape[1:]
+        dims = [d for d in range(rank) if g.randint(0, 1)]
+        t = type_for(i)
+        x = g.array(t, shape)
+        exp = np.flip(x, axis=tuple(dims)).copy() if dims else x.copy()
+        c = kt.Case('reverse/%s/%s/dims%s' % (t, sname(shape), ''.join(map(str, dims)) or '_none'))
+        r = c.op('reverse', S(t, shape), [c.param(x, t)], 'dimensions=' + kt.ints_attr(dims))
+        c.out(r, exp)
+        suite.add(c)
+
+
+def add_iota():
+    i = 0
+    for t in kt.INTS + kt.FLOATS:
+        for shape in [(5,), (3, 4), (2, 3, 4), (0, 3)]:
+            for d in range(len(shape)):
+                i += 1
+                if len(shape) == 3 and d != i % 3:
+                    continue
+                c = kt.Case('iota/%s/%s/dim%d' % (t, sname(shape), d))
+                idx = np.indices(shape)[d] if shape else np.zeros(())
+                exp = kt.storage(idx.astype(np.float64), t) if kt.is_float(t) else idx.astype(kt.np_dtype(t))
+                # iota has no operands; the case still needs a parameter-free output.
+                c.out(c.op('iota', S(t, shape), [], 'iota_dimension=%d' % d), exp)
+                suite.add(c)
+    # A long iota whose values are not all exact in f16 / bf16 (they round to nearest).
+    for t in ('f16', 'bf16'):
+        c = kt.Case('iota/%s/long' % t)
+        exp = kt.round_to(np.arange(3000, dtype=np.float64), t)
+        c.out(c.op('iota', S(t, (3000,)), [], 'iota_dimension=0'), exp)
+        suite.add(c)
+
+
+def add_constants():
+    for i, t in enumerate(TYPES):
+        for shape in [(), (4,), (2, 3), (0, 2)]:
+            c = kt.Case('constant/%s/%s' % (t, sname(shape)))
+            x = g.array(t, shape)
+            c.out(c.constant(x, t), x.copy())
+            suite.add(c)
+
+
+add_broadcast()
+add_reshape()
+add_transpose()
+add_slice()
+add_dynamic_slice()
+add_dynamic_update_slice()
+add_concatenate()
+add_pad()
+add_reverse()
+add_iota()
+add_constants()
+
+if __name__ == '__main__':
+    sys.exit(suite.main())
