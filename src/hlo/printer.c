@@ -267,9 +267,9 @@ static void print_typed_attrs(strbuf *b, const hlo_instr *ins) {
       print_window(b, &ins->window);
       break;
     case HLO_OP_CUSTOM_CALL:
+      print_conv_like(b, ins, false);
       strbuf_append(b, ", custom_call_target=");
       print_quoted(b, ins->custom_call_target ? ins->custom_call_target : "");
-      print_conv_like(b, ins, false);
       break;
     case HLO_OP_FUSION:
       strbuf_printf(b, ", kind=%s", ins->fusion_kind ? ins->fusion_kind : "kLoop");

@@ -445,6 +445,13 @@ class Computation:
         self.b = Builder(name + '.')
         self.root = None
         self._text = None
+        self.deps = []  # computations this one calls (printed before it)
+
+    def use(self, comp):
+        """Declares that this computation calls `comp`; returns comp."""
+        if comp not in self.deps:
+            self.deps.append(comp)
+        return comp
 
     def param(self, shape):
         return self.b.param(shape)
@@ -674,8 +681,8 @@ def assemble(cases, module_name='kilntest'):
 
 def _collect(comp, comps, order):
     # Called computations may call others (a while body calling a reducer): those are
-    # registered through comp.deps, printed first.
-    for dep in getattr(comp, 'deps', []):
+    # registered through comp.deps and printed first.
+    for dep in comp.deps:
         _collect(dep, comps, order)
     if comp.name in comps:
         if comps[comp.name] is not comp and comps[comp.name].text() != comp.text():

@@ -175,7 +175,7 @@ def add_gather():
     idx = index_array('s64', (2, 3, 1), 0, 4)
     add_gather_case('gather/batching/operand1_indices0/s32_s64', 's32', 's64', [5, 2, 4], idx,
                     [2], [0], [0], 2, [1, 1, 4], [1], [0])
-    idx = index_array('s32', (4, 2, 3), 0, 2)
+    idx = index_array('s32', (4, 2, 1), 0, 2)
     add_gather_case('gather/batching/two_batch_dims/f16_s32', 'f16', 's32', [2, 4, 3, 5], idx,
                     [2], [2], [2], 2, [1, 1, 1, 5], [0, 1], [1, 0])
 
