@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Short, bounded libFuzzer runs of every fuzz target (tests/fuzz/fuzz_*.c), built with
 # clang under ASan + UBSan. Each target starts from a seed corpus — the HLO files in
-# tests/hlo/corpus for the parser, numpy-written .npy files for the .npy reader — copied
+# tests/hlo/corpus for the parser, numpy-written .npy files for the .npy reader, the
+# .graph files in tests/graph for the graph text parser, plus tests/fuzz/seeds/NAME/ — copied
 # into build-fuzz/corpus-NAME so runs never touch the source tree. Any crash, leak,
 # timeout or out-of-memory fails the script; the reproducer is left in build-fuzz/.
 #
@@ -57,7 +58,12 @@ with open('%s/seed_v2.npy' % d, 'wb') as f:
     np.lib.format.write_array(f, np.arange(3.0), version=(2, 0))
 EOF
       ;;
+    fuzz_graph_text)
+      if compgen -G "tests/graph/*.graph" >/dev/null; then cp tests/graph/*.graph "$dir/"; fi
+      ;;
   esac
+  # Any target may also keep hand-picked seeds in tests/fuzz/seeds/NAME/.
+  if [ -d "tests/fuzz/seeds/$name" ]; then cp -r "tests/fuzz/seeds/$name/." "$dir/"; fi
 }
 
 failed=0

@@ -22,3 +22,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+bash "$(dirname "${BASH_SOURCE[0]}")/install-ref-env.sh"

@@ -840,6 +840,7 @@ static const eval_kernel kernel_table[HLO_OP_COUNT] = {
     [HLO_OP_SELECT_AND_SCATTER] = eval_select_and_scatter,
     [HLO_OP_BATCH_NORM_INFERENCE] = eval_batch_norm_inference,
     [HLO_OP_SORT] = eval_sort,
+    [HLO_OP_TOPK] = eval_topk,
     [HLO_OP_DOT] = eval_dot,
     [HLO_OP_CONVOLUTION] = eval_convolution,
     [HLO_OP_GATHER] = eval_gather,

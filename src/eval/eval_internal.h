@@ -61,6 +61,7 @@ kiln_status eval_batch_norm_inference(eval_ctx *ctx, const hlo_instr *ins, hlo_l
 
 /* --- sort.c --- */
 kiln_status eval_sort(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
+kiln_status eval_topk(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
 
 /* Direct scalar comparisons for comparator-like computations (sort's comparator,
  * select-and-scatter's select): most are a single compare of two parameters, which the

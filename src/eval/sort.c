@@ -334,3 +334,63 @@ done:
   free(res);
   return NULL;
 }
+
+/* ---- topk ---- */
+
+/* topk: the k largest (or smallest) elements along the last dimension, in order, with
+ * their s32 indices. Ties keep the lower index first (the sort is stable), and floats
+ * are ordered totally (-NaN < -inf < … < +inf < +NaN), so a NaN counts as the largest
+ * value — what XLA's TopK does. Reuses the sort's fast comparison path. */
+kiln_status eval_topk(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out) {
+  const hlo_literal *x = ops[0];
+  int rank = x->shape.rank;
+  if (rank < 1 || ins->shape.type != HLO_TUPLE || ins->shape.n_elems != 2)
+    return EVAL_ERR(KILN_INVALID_ARGUMENT, ins, "topk needs an array of rank >= 1 and a (values, indices) result");
+  int64_t len = x->shape.dims[rank - 1], k = ins->k;
+  if (k < 0 || k > len)
+    return EVAL_ERR(KILN_INVALID_ARGUMENT, ins, "k=%lld is outside [0, %lld]", (long long)k, (long long)len);
+  const hlo_shape *vs = &ins->shape.elems[0], *is = &ins->shape.elems[1];
+  if (vs->type != x->shape.type || is->type != HLO_S32 || vs->rank != rank || vs->dims[rank - 1] != k)
+    return EVAL_ERR(KILN_INVALID_ARGUMENT, ins, "result shapes do not match the operand and k=%lld", (long long)k);
+
+  hlo_literal *values = NULL, *indices = NULL;
+  TRY(literal_create(vs, &values));
+  kiln_status st = literal_create(is, &indices);
+  int64_t *perm = NULL, *tmp = NULL;
+  if (st) goto done;
+  int64_t rows = len ? x->n / len : 0;
+  perm = malloc((size_t)(len ? len : 1) * sizeof *perm);
+  tmp = malloc((size_t)(len ? len : 1) * sizeof *tmp);
+  if (!perm || !tmp) {
+    st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    goto done;
+  }
+  sort_state s = {.ctx = ctx, .ins = ins, .n_ops = 1, .ops = ops, .inner = 1, .fast = true, .key = 0};
+  s.cmp.type = x->shape.type;
+  s.cmp.dir = ins->largest ? HLO_DIR_GT : HLO_DIR_LT;
+  s.cmp.total_order = hlo_type_is_float(x->shape.type);
+  s.cmp.lhs_param = 0;
+  s.cmp.rhs_param = 1;
+  size_t esize = hlo_type_size(x->shape.type);
+  for (int64_t r = 0; r < rows && !st; r++) {
+    s.base = r * len;
+    for (int64_t j = 0; j < len; j++) perm[j] = j;
+    st = merge_sort(&s, perm, tmp, len);
+    for (int64_t j = 0; j < k && !st; j++) {
+      eval_copy_element(values->data, r * k + j, x->data, s.base + perm[j], esize);
+      ((int32_t *)indices->data)[r * k + j] = (int32_t)perm[j];
+    }
+  }
+
+done:
+  free(perm);
+  free(tmp);
+  if (st) {
+    literal_free(values);
+    literal_free(indices);
+    return st;
+  }
+  hlo_literal *pair[2] = {values, indices};
+  *out = literal_tuple(2, pair);
+  return NULL;
+}

@@ -728,6 +728,9 @@ static void copy_value(graph *g, graph_attr_value *dst, const graph_attr_value *
     case GRAPH_ATTR_TENSOR:
       if (src->tensor) graph_adopt_tensor(g, tensor_ref(src->tensor));
       break;
+    case GRAPH_ATTR_SHAPE:
+      if (src->shape) dst->shape = arena_memdup(g->arena, src->shape, sizeof *src->shape);
+      break;
     case GRAPH_ATTR_FUNC:
       dst->func.name = arena_strdup(g->arena, src->func.name ? src->func.name : "");
       dst->func.attrs = copy_attrs(g, src->func.n_attrs, src->func.attrs);
@@ -804,7 +807,7 @@ void graph_node_set_attr_type(graph_node *n, const char *name, graph_dtype v) {
   graph_node_set_attr(n, name, &a);
 }
 void graph_node_set_attr_shape(graph_node *n, const char *name, const graph_shape *v) {
-  graph_attr_value a = {.kind = GRAPH_ATTR_SHAPE, .shape = *v};
+  graph_attr_value a = {.kind = GRAPH_ATTR_SHAPE, .shape = (graph_shape *)v};
   graph_node_set_attr(n, name, &a);
 }
 void graph_node_set_attr_tensor(graph_node *n, const char *name, graph_tensor *t) {
@@ -898,7 +901,7 @@ kiln_status graph_node_get_type(const graph_node *n, const char *name, graph_dty
 kiln_status graph_node_get_shape(const graph_node *n, const char *name, graph_shape *out) {
   const graph_attr_value *v;
   TRY(get_attr(n, name, GRAPH_ATTR_SHAPE, &v));
-  *out = v->shape;
+  *out = *v->shape;
   return NULL;
 }
 kiln_status graph_node_get_tensor(const graph_node *n, const char *name, const graph_tensor **out) {
@@ -1019,6 +1022,8 @@ static kiln_status validate_value(const graph *g, const graph_node *n, const cha
     }
   } else if (v->kind == GRAPH_ATTR_TENSOR && !v->tensor) {
     return ERR_INVALID("node '%s': tensor attribute '%s' has no value", n->name, attr);
+  } else if (v->kind == GRAPH_ATTR_SHAPE && !v->shape) {
+    return ERR_INVALID("node '%s': shape attribute '%s' has no value", n->name, attr);
   }
   return NULL;
 }

@@ -85,7 +85,7 @@ typedef struct graph_attr_value {
     bool b;
     graph_bytes s;
     graph_dtype type;
-    graph_shape shape;
+    graph_shape *shape; /* arena-owned (a pointer keeps every value small) */
     graph_tensor *tensor;
     graph_func_ref func;
     struct {
@@ -238,7 +238,9 @@ typedef struct graph_use {
   int index;        /* its data input index, or GRAPH_CONTROL for a control edge */
 } graph_use;
 /* Consumers of output `port` of n, in node order; port GRAPH_CONTROL gives n's control
- * consumers. The array stays valid until the next mutation of the graph. */
+ * consumers. The array stays valid until the next mutation of the graph. The first
+ * call after a mutation rebuilds the index (O(nodes + edges)), which writes the
+ * graph's cache: threads sharing a graph must make one call before they fan out. */
 int graph_consumers(const graph_node *n, int port, const graph_use **uses);
 /* Data consumers over all ports plus control consumers. */
 int graph_num_consumers(const graph_node *n);
@@ -297,8 +299,8 @@ void graph_adopt_tensor(graph *g, graph_tensor *t);
 
 /* ---- text form (graph_text.c) ----
  *
- * TensorFlow debug-string style, one statement per line (newlines are not required,
- * whitespace is free), '#' comments to the end of the line:
+ * TensorFlow debug-string style, one statement per line as printed (the parser treats
+ * newlines as any other whitespace), '#' comments to the end of the line:
  *
  *   framework tf                               # optional, must come first
  *   graph body {                               # function definitions (top level only)
@@ -338,7 +340,8 @@ void graph_adopt_tensor(graph *g, graph_tensor *t);
  *   shape      <2,?,3>, <> (scalar), <unknown> (unknown rank)
  *   tensor     tensor<float[2,2]>{1, 2, 3, 4} (flat row-major values; strings quoted;
  *              complex (re, im); {...} for elided values, which read back as
- *              deterministic pseudo-random numbers, empty strings, null handles)
+ *              deterministic pseudo-random numbers, complex zeros, empty strings,
+ *              null handles)
  *   function   @name or @name[attr=value, ...]
  *   list       [v, v, ...] of one kind; [] is an empty list
  * Errors name FILE:LINE:COL and what was expected. */

@@ -83,11 +83,11 @@ static void print_value(strbuf *b, const graph_attr_value *v, int64_t max_elems)
     case GRAPH_ATTR_STRING: tensor_print_quoted(b, v->s.data, v->s.len); return;
     case GRAPH_ATTR_TYPE: strbuf_append(b, graph_dtype_name(v->type)); return;
     case GRAPH_ATTR_SHAPE:
-      if (v->shape.rank < 0) {
+      if (!v->shape || v->shape->rank < 0) {
         strbuf_append(b, "<unknown>");
       } else {
         strbuf_putc(b, '<');
-        print_shape_dims(b, &v->shape);
+        print_shape_dims(b, v->shape);
         strbuf_putc(b, '>');
       }
       return;
@@ -432,6 +432,7 @@ static kiln_status parse_quoted(parser *P, graph_bytes *out) {
 /* A bare name ([A-Za-z0-9_./-]+, or with `device` also ':' and '*') or a quoted one,
  * as a NUL-terminated arena string. */
 static kiln_status parse_word(parser *P, const char *what, bool device, const char **out, const char **at) {
+  *out = NULL;
   skip_ws(P);
   *at = P->p;
   if (peek(P) == '"') {
@@ -696,7 +697,8 @@ static kiln_status parse_value(parser *P, graph_attr_value *v, int depth);
 
 /* ATTR=VALUE, ... up to ']' (the '[' is consumed). Device pseudo-attributes are
  * allowed only when `node` is given. Sorted, duplicate-free result in *attrs. */
-static kiln_status parse_attr_block(parser *P, graph_node *node, int depth, int *n_out, graph_attr **attrs_out) {
+static kiln_status parse_attr_block(parser *P, graph_node *node, int depth, int *n_out, graph_attr **attrs_out,
+                                    int *cap_out) {
   int n = 0, cap = 0;
   graph_attr *attrs = NULL;
   bool had_device = false, had_assigned = false;
@@ -723,7 +725,7 @@ static kiln_status parse_attr_block(parser *P, graph_node *node, int depth, int 
       for (int i = 0; i < n; i++)
         if (strcmp(attrs[i].name, key) == 0) return fail_at(P, at, "attribute '%s' is given twice", key);
       if (n == cap) {
-        int nc = cap ? cap * 2 : 8;
+        int nc = cap ? cap * 2 : 4;
         graph_attr *na = arena_calloc(P->root->arena, (size_t)nc, sizeof *na);
         if (n) memcpy(na, attrs, (size_t)n * sizeof *na);
         attrs = na;
@@ -749,6 +751,7 @@ done:
   }
   *n_out = n;
   *attrs_out = attrs;
+  if (cap_out) *cap_out = cap;
   return NULL;
 }
 
@@ -783,7 +786,7 @@ static kiln_status parse_list(parser *P, graph_attr_value *v, int depth) {
     else if (item.kind != v->list.elem)
       return fail_at(P, at, "list elements must all be of one kind, like the first (%s)", kind_word(v->list.elem));
     if (v->list.n == cap) {
-      int nc = cap ? cap * 2 : 8;
+      int nc = cap ? cap * 2 : 4;
       graph_attr_value *ni = arena_calloc(P->root->arena, (size_t)nc, sizeof *ni);
       if (v->list.n) memcpy(ni, v->list.items, (size_t)v->list.n * sizeof *ni);
       v->list.items = ni;
@@ -808,12 +811,13 @@ static kiln_status parse_value(parser *P, graph_attr_value *v, int depth) {
   if (c == '<') {
     P->p++;
     v->kind = GRAPH_ATTR_SHAPE;
+    v->shape = arena_alloc(P->root->arena, sizeof *v->shape);
     if (word_is(P, "unknown")) {
       P->p += 7;
-      v->shape = graph_shape_unknown();
+      *v->shape = graph_shape_unknown();
       return expect(P, '>');
     }
-    return parse_dims(P, '>', true, &v->shape);
+    return parse_dims(P, '>', true, v->shape);
   }
   if (c == '[') {
     P->p++;
@@ -830,7 +834,7 @@ static kiln_status parse_value(parser *P, graph_attr_value *v, int depth) {
     skip_ws(P);
     if (peek(P) == '[') {
       P->p++;
-      TRY(parse_attr_block(P, NULL, depth, &v->func.n_attrs, &v->func.attrs));
+      TRY(parse_attr_block(P, NULL, depth, &v->func.n_attrs, &v->func.attrs, NULL));
     }
     return NULL;
   }
@@ -911,8 +915,13 @@ static kiln_status check_new_node_name(parser *P, const char *name, const char *
   return NULL;
 }
 
-static void set_attrs(graph_node *n, int count, const graph_attr *attrs) {
-  for (int i = 0; i < count; i++) graph_node_set_attr(n, attrs[i].name, &attrs[i].value);
+/* The parsed attributes already live in the root arena, sorted, with their tensors
+ * adopted by the graph: the node takes the array as it is instead of copying each
+ * value through graph_node_set_attr (which would double the arena use of big graphs). */
+static void set_attrs(graph_node *n, int count, graph_attr *attrs, int cap) {
+  n->attrs = attrs;
+  n->n_attrs = count;
+  n->cap_attrs = cap;
 }
 
 /* input NAME[ATTRS]: TYPE */
@@ -925,10 +934,10 @@ static kiln_status parse_input(parser *P) {
   skip_ws(P);
   if (peek(P) == '[') {
     P->p++;
-    int na;
+    int na, cap;
     graph_attr *attrs;
-    TRY(parse_attr_block(P, n, 0, &na, &attrs));
-    set_attrs(n, na, attrs);
+    TRY(parse_attr_block(P, n, 0, &na, &attrs, &cap));
+    set_attrs(n, na, attrs, cap);
   }
   TRY(expect(P, ':'));
   graph_dtype t;
@@ -966,10 +975,10 @@ static kiln_status parse_node(parser *P, const char *name, const char *at) {
   skip_ws(P);
   if (peek(P) == '[') {
     P->p++;
-    int na;
+    int na, cap;
     graph_attr *attrs;
-    TRY(parse_attr_block(P, n, 0, &na, &attrs));
-    set_attrs(n, na, attrs);
+    TRY(parse_attr_block(P, n, 0, &na, &attrs, &cap));
+    set_attrs(n, na, attrs, cap);
   }
   TRY(expect(P, '('));
   if (!accept(P, ')')) {
@@ -994,7 +1003,8 @@ static kiln_status parse_node(parser *P, const char *name, const char *at) {
     P->p += 2;
     TRY(expect(P, '('));
     int k = 0;
-    TRY(graph_node_set_num_outputs(n, 0));
+    n->n_outputs = 0; /* a node being read has no consumers yet: nothing to check */
+    graph_invalidate(n->graph);
     if (!accept(P, ')')) {
       for (;;) {
         graph_dtype t;

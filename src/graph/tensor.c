@@ -218,6 +218,7 @@ bool tensor_literal_view(const graph_tensor *t, hlo_literal *view) {
 }
 
 static kiln_status literal_dtype(const hlo_literal *l, graph_dtype *out) {
+  *out = GRAPH_DT_INVALID;
   if (l->shape.type == HLO_TUPLE || l->shape.type == HLO_TOKEN)
     return ERR_INVALID("a host tensor cannot hold a %s literal", hlo_type_name(l->shape.type));
   *out = graph_dtype_from_hlo(l->shape.type);
@@ -226,7 +227,7 @@ static kiln_status literal_dtype(const hlo_literal *l, graph_dtype *out) {
 }
 
 kiln_status tensor_from_literal(const hlo_literal *l, graph_tensor **out) {
-  graph_dtype dt;
+  graph_dtype dt = GRAPH_DT_INVALID;
   *out = NULL;
   TRY(literal_dtype(l, &dt));
   TRY(tensor_create(dt, l->shape.rank, l->shape.dims, out));
@@ -245,7 +246,7 @@ kiln_status tensor_to_literal(const graph_tensor *t, hlo_literal **out) {
 }
 
 kiln_status tensor_adopt_literal(hlo_literal *l, graph_tensor **out) {
-  graph_dtype dt;
+  graph_dtype dt = GRAPH_DT_INVALID;
   *out = NULL;
   TRY(literal_dtype(l, &dt));
   if (l->shape.rank > GRAPH_MAX_RANK) return ERR_INVALID("literal rank %d is over %d", l->shape.rank, GRAPH_MAX_RANK);

@@ -253,13 +253,14 @@ static void print_dim(strbuf *b, const hlo_literal *l, int dim, int64_t *index) 
     (*index)++;
     return;
   }
-  bool inner = dim == s->rank - 1;
-  strbuf_append(b, inner ? "{" : "{ ");
+  /* XLA's one-line form: "{1, 2}" for vectors, "{ { 1, 2 }, { 3, 4 } }" above rank 1. */
+  bool spaced = s->rank > 1 && s->dims[dim] > 0;
+  strbuf_append(b, spaced ? "{ " : "{");
   for (int64_t k = 0; k < s->dims[dim]; k++) {
     if (k) strbuf_append(b, ", ");
     print_dim(b, l, dim + 1, index);
   }
-  strbuf_append(b, inner ? "}" : " }");
+  strbuf_append(b, spaced ? " }" : "}");
 }
 
 void literal_print_values(strbuf *b, const hlo_literal *l) {

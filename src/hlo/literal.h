@@ -47,7 +47,7 @@ void literal_set_u64(hlo_literal *l, int64_t i, uint64_t v);
 bool literal_equal(const hlo_literal *a, const hlo_literal *b);
 
 /* XLA text form of the values, as after "constant(": scalars "1.5", arrays
- * "{ {1, 2}, {3, 4} }", tuples "( {1, 2}, 3 )". Floats print so that they parse back to
+ * "{ { 1, 2 }, { 3, 4 } }", tuples "( {1, 2}, 3 )". Floats print so that they parse back to
  * the same bits (shortest round-trip), with inf/-inf/nan spelled as XLA does. */
 void literal_print_values(strbuf *b, const hlo_literal *l);
 

@@ -591,7 +591,7 @@ static kiln_status parse_literal(parser *p, const hlo_shape *s, const char *name
 
 /* A value kept verbatim: balanced (), [], {} with quoted strings, ending at a ',' or blank
  * at depth 0 or at a closing bracket that it did not open. */
-static kiln_status scan_raw_value(parser *p, const char **out, size_t *out_len) {
+static kiln_status scan_raw_value_ex(parser *p, bool blanks_inside, const char **out, size_t *out_len) {
   hlo_lex_skip_ws(&p->lx);
   const char *src = p->lx.src;
   size_t start = p->lx.pos, q = start, len = p->lx.len;
@@ -627,11 +627,12 @@ static kiln_status scan_raw_value(parser *p, const char **out, size_t *out_len) 
       q++;
       continue;
     }
-    if (depth == 0 && (c == ',' || c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
+    if (depth == 0 && (c == ',' || (!blanks_inside && (c == ' ' || c == '\t')) || c == '\n' || c == '\r' ||
                        (c == '/' && q + 1 < len && (src[q + 1] == '/' || src[q + 1] == '*'))))
       break;
     q++;
   }
+  while (blanks_inside && q > start && (src[q - 1] == ' ' || src[q - 1] == '\t')) q--;
   if (depth > 0) {
     int line, col;
     hlo_lex_line_col(&p->lx, open_pos[depth - 1], &line, &col);
@@ -645,6 +646,31 @@ static kiln_status scan_raw_value(parser *p, const char **out, size_t *out_len) 
   *out_len = q - start;
   p->lx.pos = q;
   return NULL;
+}
+
+static kiln_status scan_raw_value(parser *p, const char **out, size_t *out_len) {
+  return scan_raw_value_ex(p, false, out, out_len);
+}
+
+/* Whether the '{' at s[0] is closed exactly at s[last] (quoted strings skipped). On
+ * false, *close is where the group actually closed. */
+static bool braced_group_ends_at(const char *s, size_t last, size_t *close) {
+  int depth = 0;
+  for (size_t q = 0; q <= last; q++) {
+    if (s[q] == '"') {
+      for (q++; q <= last && s[q] != '"'; q += s[q] == '\\' ? 2 : 1) {
+      }
+      continue;
+    }
+    if (s[q] == '{' || s[q] == '[' || s[q] == '(') depth++;
+    if (s[q] == '}' || s[q] == ']' || s[q] == ')') {
+      if (--depth == 0) {
+        *close = q;
+        return q == last;
+      }
+    }
+  }
+  return false;
 }
 
 static kiln_status parse_int_list(parser *p, hlo_ints *out) {
@@ -751,7 +777,7 @@ static kiln_status parse_window(parser *p, hlo_window *w) {
   TRY(hlo_lex_expect(&p->lx, '{'));
   static const char *const fields[] = {"size", "stride", "pad", "lhs_dilate", "rhs_dilate", "rhs_reversal"};
   int64_t vals[6][HLO_MAX_RANK], hi[HLO_MAX_RANK];
-  int counts[6];
+  int counts[6] = {0};
   bool seen[6] = {false};
   while (!hlo_lex_accept(&p->lx, '}')) {
     size_t kpos = (hlo_lex_skip_ws(&p->lx), p->lx.pos);
@@ -1149,6 +1175,13 @@ static kiln_status parse_typed_attr(parser *p, hlo_instr *ins, akey k, called_re
       hlo_lex_skip_ws(&p->lx);
       if (hlo_lex_peek_raw(&p->lx) != '{') return expected(p, "'{' after metadata=");
       TRY(scan_raw_value(p, &s, &n));
+      /* The value must be exactly one braced group: "{...}x" would print back as a
+       * different group. */
+      size_t close = n - 1;
+      if (!braced_group_ends_at(s, n - 1, &close)) {
+        p->lx.pos = (size_t)(s - p->lx.src) + close + 1;
+        return expected(p, "',' or a new line after metadata={...}");
+      }
       ins->metadata = arena_strndup(a, s + 1, n - 2);
       return NULL;
     }
@@ -1345,7 +1378,8 @@ static kiln_status parse_attributes(parser *p, pinstr *pi) {
       char *kname = tmp_strndup(p, k, kn);
       for (int i = 0; i < ins->n_raw_attrs; i++)
         if (strcmp(ins->raw_attrs[i].key, kname) == 0) return err_at(p, kpos, "attribute '%s' given twice", kname);
-      TRY(scan_raw_value(p, &v, &vn));
+      /* A custom-call literal is written with its shape: "literal=s32[] 5". */
+      TRY(scan_raw_value_ex(p, strcmp(kname, "literal") == 0, &v, &vn));
       hlo_instr_add_raw_attr(ins, kname, tmp_strndup(p, v, vn));
       continue;
     }

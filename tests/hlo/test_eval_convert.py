@@ -323,9 +323,76 @@ def add_reduce_precision():
         suite.add(c)
 
 
+# --------------------------------------------------------------------------------------
+# Sweeps: every f16 / bf16 / 8-bit / 16-bit value, and random f32 / f64 bit patterns
+# (all exponents, denormals, NaN payloads), converted to every type.
+
+def sweep_source(t):
+    if t in ('f16', 'bf16', 's16', 'u16'):
+        bits = np.arange(1 << 16, dtype=np.uint32)
+        if t == 'f16':
+            return bits.astype(np.uint16).view(np.float16)
+        if t == 'bf16':
+            return (bits << np.uint32(16)).view(np.float32)
+        return bits.astype(np.uint16).view(kt.np_dtype(t))
+    if t in ('s8', 'u8'):
+        return np.arange(256, dtype=np.uint16).astype(np.uint8).view(kt.np_dtype(t))
+    if t == 'f32':
+        bits = g.rng.integers(0, 1 << 32, size=1 << 14, dtype=np.uint64).astype(np.uint32)
+        return bits.view(np.float32)
+    if t == 'f64':
+        bits = g.rng.integers(0, 1 << 63, size=1 << 14, dtype=np.uint64)
+        sign = g.rng.integers(0, 2, size=1 << 14, dtype=np.uint64) << np.uint64(63)
+        # Exponents concentrated where f32/f16/bf16/int conversions change behaviour.
+        exps = g.rng.integers(1023 - 160, 1023 + 140, size=1 << 14, dtype=np.uint64)
+        mixed = (bits & np.uint64((1 << 52) - 1)) | (exps << np.uint64(52)) | sign
+        pick = g.rng.integers(0, 4, size=1 << 14) == 0
+        return np.where(pick, bits | sign, mixed).astype(np.uint64).view(np.float64)
+    lo, hi = kt.int_range(t)
+    vals = kt.wrap_int(g.ints(lo, hi, (1 << 12,)), t)
+    return vals
+
+
+def add_convert_sweeps():
+    for src in ('f16', 'bf16', 'f32', 'f64', 's8', 'u8', 's16', 'u16', 's32', 'u32', 's64', 'u64'):
+        x = sweep_source(src)
+        for dst in kt.ALL_TYPES:
+            if dst == src:
+                continue
+            xs = x
+            if kt.is_int(src) and dst == 'bf16' and kt.BITS[src] > 16:
+                # Keep below 2**24, where int -> f32 -> bf16 rounds only once.
+                xs = kt.wrap_int(kt.to_pyint(x) % (1 << 23) - (1 << 22 if kt.is_signed(src) else 0), src)
+            c = kt.Case('sweep/convert/%s_to_%s' % (src, dst))
+            r = c.op('convert', S(dst, xs.shape), [c.param(xs, src)])
+            c.out(r, convert_ref(xs, src, dst))
+            suite.add(c)
+
+
+def add_reduce_precision_sweeps():
+    for t in ('f32', 'f64'):
+        x = sweep_source(t)
+        x = np.where(np.isnan(x), np.asarray(np.nan, dtype=x.dtype), x).astype(x.dtype)
+        for e_bits, m_bits in [(5, 10), (8, 7), (4, 3), (11, 23) if t == 'f64' else (6, 12), (3, 1)]:
+            c = kt.Case('sweep/reduce-precision/%s/e%d_m%d' % (t, e_bits, m_bits))
+            r = c.op('reduce-precision', S(t, x.shape), [c.param(x, t)],
+                     'exponent_bits=%d, mantissa_bits=%d' % (e_bits, m_bits))
+            c.out(r, reduce_precision_ref(x, t, e_bits, m_bits))
+            suite.add(c)
+    for t, (e_bits, m_bits) in (('f16', (4, 5)), ('bf16', (5, 4)), ('f16', (3, 9)), ('bf16', (8, 2))):
+        x = sweep_source(t)
+        c = kt.Case('sweep/reduce-precision/%s/e%d_m%d' % (t, e_bits, m_bits))
+        r = c.op('reduce-precision', S(t, x.shape), [c.param(x, t)],
+                 'exponent_bits=%d, mantissa_bits=%d' % (e_bits, m_bits))
+        c.out(r, reduce_precision_ref(x, t, e_bits, m_bits))
+        suite.add(c)
+
+
 add_convert()
 add_bitcast()
 add_reduce_precision()
+add_convert_sweeps()
+add_reduce_precision_sweeps()
 
 if __name__ == '__main__':
     sys.exit(suite.main())

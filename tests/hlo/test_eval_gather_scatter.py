@@ -368,8 +368,85 @@ def add_scatter_variadic():
     suite.add(c)
 
 
+# --------------------------------------------------------------------------------------
+# Random dimension numbers: many configurations generated from the constraints of the
+# operation semantics (batch dimensions of any count and position, index_vector_dim
+# anywhere or implicit, collapsed / inserted dimensions, batching dimensions, offset and
+# window dimensions at random output positions).
+
+def random_index_config():
+    rank = g.randint(1, 4)
+    oshape = [g.randint(1, 5) for _ in range(rank)]
+    obd = []
+    if rank >= 2 and g.randint(0, 3) == 0:
+        obd = [g.randint(0, rank - 1)]
+    rest = [d for d in range(rank) if d not in obd]
+    n_map = g.randint(1, len(rest))
+    smap = [rest[i] for i in g.perm(len(rest))[:n_map]]
+    collapsed = sorted(d for d in rest if g.randint(0, 2) == 0)
+    batch = [g.randint(1, 3) for _ in range(g.randint(0, 2))]
+    obd_pos = []
+    for d in obd:
+        p = g.randint(0, len(batch))
+        batch.insert(p, oshape[d])
+        obd_pos = [q + (1 if q >= p else 0) for q in obd_pos] + [p]
+    implicit = n_map == 1 and g.randint(0, 1) == 1
+    ivd = len(batch) if implicit else g.randint(0, len(batch))
+    ishape = list(batch)
+    if not implicit:
+        ishape.insert(ivd, n_map)
+    sibd = [p if p < ivd else p + 1 for p in obd_pos]
+    return oshape, obd, smap, collapsed, batch, ivd, ishape, sibd
+
+
+def random_indices(it, ishape, ivd, smap, oshape, implicit, lo_extra, hi_extra):
+    idx = np.zeros(ishape, dtype=object)
+    for pos in np.ndindex(*ishape):
+        k = 0 if implicit else pos[ivd]
+        d = smap[k]
+        idx[pos] = g.randint(-lo_extra, oshape[d] - 1 + hi_extra)
+    return kt.wrap_int(idx, it) if ishape else kt.wrap_int([g.randint(-lo_extra, oshape[smap[0]] - 1 + hi_extra)], it).reshape(())
+
+
+def add_random_gathers(count):
+    for n in range(count):
+        oshape, obd, smap, collapsed, batch, ivd, ishape, sibd = random_index_config()
+        implicit = len(ishape) == len(batch)
+        sizes = [1 if (d in obd or d in collapsed) else g.randint(1, oshape[d]) for d in range(len(oshape))]
+        n_offset = len(oshape) - len(collapsed) - len(obd)
+        out_rank = len(batch) + n_offset
+        offset_dims = sorted(g.perm(out_rank)[:n_offset])
+        t, it = VALUE_TYPES[n % len(VALUE_TYPES)], INDEX_TYPES[(n * 3) % len(INDEX_TYPES)]
+        idx = random_indices(it, ishape, ivd, smap, oshape, implicit, 2, 2)
+        add_gather_case('gather/random/%d/%s_%s' % (n, t, it), t, it, oshape, idx,
+                        offset_dims, collapsed, smap, ivd, sizes, obd, sibd)
+
+
+def add_random_scatters(count):
+    for n in range(count):
+        oshape, obd, smap, inserted, batch, ivd, ishape, sibd = random_index_config()
+        implicit = len(ishape) == len(batch)
+        wdims = [d for d in range(len(oshape)) if d not in obd and d not in inserted]
+        wsizes = [g.randint(1, oshape[d]) for d in wdims]
+        u_rank = len(batch) + len(wdims)
+        uwd = sorted(g.perm(u_rank)[:len(wdims)])
+        ushape = [0] * u_rank
+        bi = iter(batch)
+        wi = iter(wsizes)
+        for d in range(u_rank):
+            ushape[d] = next(wi) if d in uwd else next(bi)
+        t = ['s32', 'f32', 'u8', 'f16', 's64', 'bf16', 'f64', 'u32', 's16'][n % 9]
+        it = INDEX_TYPES[(n * 5) % len(INDEX_TYPES)]
+        idx = random_indices(it, ishape, ivd, smap, oshape, implicit, 1, 1)
+        op = ['add', 'add', 'maximum', 'multiply', 'minimum'][n % 5]
+        add_scatter_case('scatter/random/%d/%s/%s_%s' % (n, op, t, it), op, t, it, oshape, idx, ushape,
+                         uwd, inserted, smap, ivd, obd, sibd)
+
+
 add_gather()
 add_scatter()
+add_random_gathers(150)
+add_random_scatters(150)
 
 if __name__ == '__main__':
     sys.exit(suite.main())

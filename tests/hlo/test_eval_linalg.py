@@ -16,10 +16,12 @@ column; feature group g of the output features reads input features [g*I, (g+1)*
 batch group g reads input batches [g*N', (g+1)*N'), N' the output batch.
 
 Tolerances: integers are exact (wrapping for dot; conv inputs are small so nothing
-overflows -- XLA leaves integer conv overflow unspecified). Float results may be
+overflows -- XLA leaves integer conv overflow unspecified). f32/f64 results may be
 accumulated in any order and precision, so each output element gets the worst-case bound
 of a K-term sum in the result type, (K + 2) * u * sum|a*b| (K = contraction size, u the
-unit roundoff), computed per element from the absolute values.
+unit roundoff), computed per element from the absolute values. f16/bf16 results must be
+accumulated in at least f32 and rounded once: one ulp plus the f32 K-term bound.
+Random configurations (dimension numbers, dim_labels, windows, groups) add breadth.
 """
 
 import os
@@ -59,6 +61,17 @@ def finish(acc, t):
     if kt.is_float(t):
         return kt.round_to(acc, t)
     return acc.astype(kt.np_dtype(t))      # truncation = two's-complement wrap
+
+
+def acc_tol(t, terms, mag, exp):
+    """Tolerance of a float dot/conv result. f16 and bf16 products are accumulated in a
+    wider type (f32 in XLA's evaluator and CPU backend, double in kiln's) and rounded once
+    to the result type, so they must land within one ulp of the correctly rounded value
+    plus the f32 accumulation bound; f32 / f64 get the K-term bound in their own type."""
+    if t in ('f16', 'bf16'):
+        atol = (terms + 2) * kt.UNIT_ROUNDOFF['f32'] * np.asarray(mag, dtype=np.float64) + kt.ulp_of(exp, t)
+        return kt.CLOSE(0.0, atol)
+    return kt.float_sum_tol(t, terms, mag)
 
 
 # --------------------------------------------------------------------------------------
@@ -151,7 +164,7 @@ def add_dot_case(name, it, ot, ls, rs, lb, lc, rb, rc):
     if kt.is_float(ot):
         mag = np.einsum(spec, np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
         kdim = kt.nelems([ls[d] for d in lc])
-        tol = kt.float_sum_tol(ot, kdim, mag)
+        tol = acc_tol(ot, kdim, mag, exp)
     else:
         tol = EXACT
     c = kt.Case(name)
@@ -279,7 +292,7 @@ def add_convolution():
             if kt.is_float(t):
                 mag = conv_ref(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)), labels,
                                stride, pad, ld, rd, rev, fgc, bgc, np.float64)
-                tol = kt.float_sum_tol(t, kcanon[1] * kt.nelems(kcanon[2:]), mag)
+                tol = acc_tol(t, kcanon[1] * kt.nelems(kcanon[2:]), mag, exp)
             else:
                 tol = EXACT
             attrs = []
@@ -307,7 +320,7 @@ def add_convolution():
         if kt.is_float(ot):
             mag = conv_ref(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)), labels,
                            stride, pad, ld, rd, rev, fgc, bgc, np.float64)
-            tol = kt.float_sum_tol(ot, kcanon[1] * kt.nelems(kcanon[2:]), mag)
+            tol = acc_tol(ot, kcanon[1] * kt.nelems(kcanon[2:]), mag, exp)
         c = kt.Case('convolution/%s/%s_to_%s' % (name, it, ot))
         r = c.op('convolution', S(ot, exp.shape), [c.param(a, it), c.param(b, it)],
                  '%s, dim_labels=%s' % (kt.window_attr(kcanon[2:], stride, pad, ld, rd, rev), labels))
@@ -315,8 +328,125 @@ def add_convolution():
         suite.add(c)
 
 
+# --------------------------------------------------------------------------------------
+# Random configurations.
+
+def add_random_dots(count):
+    types = ['f32', 's32', 'f64', 'u8', 'bf16', 's64', 'f16', 'u32', 's16']
+    for n in range(count):
+        nb, nc, nl, nr = g.randint(0, 2), g.randint(0, 2), g.randint(0, 2), g.randint(0, 2)
+        bs = [g.randint(1, 3) for _ in range(nb)]
+        cs = [g.randint(0 if n % 13 == 0 else 1, 5) for _ in range(nc)]
+        lf = [g.randint(1, 4) for _ in range(nl)]
+        rf = [g.randint(1, 4) for _ in range(nr)]
+        lorder = g.perm(nb + nc + nl)
+        rorder = g.perm(nb + nc + nr)
+        # Logical dims (batch..., contracting..., free...) placed at random positions.
+        lshape = [0] * (nb + nc + nl)
+        rshape = [0] * (nb + nc + nr)
+        for i, s in enumerate(bs + cs + lf):
+            lshape[lorder[i]] = s
+        for i, s in enumerate(bs + cs + rf):
+            rshape[rorder[i]] = s
+        lb = [lorder[i] for i in range(nb)]
+        lc = [lorder[nb + i] for i in range(nc)]
+        rb = [rorder[i] for i in range(nb)]
+        rc = [rorder[nb + i] for i in range(nc)]
+        t = types[n % len(types)]
+        add_dot_case('dot/random/%d/%s' % (n, t), t, t, lshape, rshape, lb, lc, rb, rc)
+
+
+def random_labels(n):
+    sp = [str(i) for i in range(n)]
+    lhs = ['b', 'f'] + sp
+    rhs = ['o', 'i'] + sp
+    out = ['b', 'f'] + sp
+    return '%s_%s->%s' % (''.join(lhs[i] for i in g.perm(n + 2)), ''.join(rhs[i] for i in g.perm(n + 2)),
+                          ''.join(out[i] for i in g.perm(n + 2)))
+
+
+def add_random_convolutions(count):
+    types = ['f32', 's32', 'f64', 'bf16', 'f16', 's64', 's16']
+    for m in range(count):
+        n = g.randint(1, 3)
+        labels = random_labels(n)
+        mode = g.randint(0, 4)
+        fgc, bgc = (2, 1) if mode == 3 else ((1, 2) if mode == 4 else (1, 1))
+        if mode == 2 and n > 0:
+            fgc = g.randint(2, 3)                     # depthwise-like
+        while True:
+            N = bgc * g.randint(1, 2)
+            I = g.randint(1, 3) if fgc < 3 else 1
+            C = I * fgc
+            O = fgc * bgc * g.randint(1, 2)
+            in_sp = [g.randint(1, 6) for _ in range(n)]
+            k_sp = [g.randint(1, 3) for _ in range(n)]
+            stride = [g.randint(1, 3) for _ in range(n)]
+            pad = [(g.randint(-1, 2), g.randint(-1, 2)) for _ in range(n)]
+            ld = [g.randint(1, 2) for _ in range(n)]
+            rd = [g.randint(1, 2) for _ in range(n)]
+            rev = [g.randint(0, 1) for _ in range(n)]
+            padded = [(s - 1) * a + 1 + lo + hi for s, a, (lo, hi) in zip(in_sp, ld, pad)]
+            if all(p >= 0 for p in padded):
+                break
+        t = types[m % len(types)]
+        lhs_l, rest = labels.split('_', 1)
+        rhs_l, out_l = rest.split('->')
+        lcanon, kcanon = [N, C] + in_sp, [O, I] + k_sp
+        a = operand(t, to_labels(lcanon, lhs_l, 'bf'), small=True)
+        b = operand(t, to_labels(kcanon, rhs_l, 'oi'), small=True)
+        cd = compute_dtype(t)
+        exp = finish(conv_ref(a, b, labels, stride, pad, ld, rd, rev, fgc, bgc, cd), t)
+        tol = EXACT
+        if kt.is_float(t):
+            mag = conv_ref(np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)), labels,
+                           stride, pad, ld, rd, rev, fgc, bgc, np.float64)
+            tol = acc_tol(t, I * kt.nelems(k_sp), mag, exp)
+        attrs = [kt.window_attr(k_sp, stride, pad, ld, rd, rev), 'dim_labels=' + labels]
+        if fgc != 1:
+            attrs.append('feature_group_count=%d' % fgc)
+        if bgc != 1:
+            attrs.append('batch_group_count=%d' % bgc)
+        c = kt.Case('convolution/random/%d/%s' % (m, t))
+        r = c.op('convolution', S(t, exp.shape), [c.param(a, t), c.param(b, t)], ', '.join(attrs))
+        c.out(r, exp, tol)
+        suite.add(c)
+
+
+def add_large():
+    # Sizes a real model uses, to catch evaluators that are correct but unusably slow.
+    a = g.array('f32', (128, 256), special=False)
+    b = g.array('f32', (256, 96), special=False)
+    add_dot_case_arrays('dot/large/128x256x96', 'f32', a, b, [], [1], [], [0])
+    name, labels = 'convolution/large/1x32x32x16_3x3x16x16', 'b01f_01io->b01f'
+    x = g.array('f32', (1, 32, 32, 16), special=False)
+    w = g.array('f32', (3, 3, 16, 16), special=False)
+    pad = [(1, 1), (1, 1)]
+    exp = kt.round_to(conv_ref(x, w, labels, [1, 1], pad, [1, 1], [1, 1], [0, 0], 1, 1, np.float64), 'f32')
+    mag = conv_ref(np.abs(x.astype(np.float64)), np.abs(w.astype(np.float64)), labels, [1, 1], pad,
+                   [1, 1], [1, 1], [0, 0], 1, 1, np.float64)
+    c = kt.Case(name)
+    r = c.op('convolution', S('f32', exp.shape), [c.param(x, 'f32'), c.param(w, 'f32')],
+             '%s, dim_labels=%s' % (kt.window_attr([3, 3], [1, 1], pad), labels))
+    c.out(r, exp, kt.float_sum_tol('f32', 16 * 9, mag))
+    suite.add(c)
+
+
+def add_dot_case_arrays(name, t, a, b, lb, lc, rb, rc):
+    spec = dot_einsum(a.ndim, b.ndim, lb, lc, rb, rc)
+    exp = finish(np.einsum(spec, a.astype(np.float64), b.astype(np.float64)), t)
+    mag = np.einsum(spec, np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64)))
+    c = kt.Case(name)
+    r = c.op('dot', S(t, exp.shape), [c.param(a, t), c.param(b, t)], dot_attrs(lb, lc, rb, rc))
+    c.out(r, exp, kt.float_sum_tol(t, kt.nelems([a.shape[d] for d in lc]), mag))
+    suite.add(c)
+
+
 add_dot()
 add_convolution()
+add_random_dots(120)
+add_random_convolutions(150)
+add_large()
 
 if __name__ == '__main__':
     sys.exit(suite.main())

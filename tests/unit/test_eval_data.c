@@ -1252,6 +1252,37 @@ static void test_sort_floats(void) {
   hlo_module_free(m);
 }
 
+/* ---- topk ---- */
+
+/* Expected order by definition: descending total order (NaN largest), ties by lower
+ * index; ascending for largest=false. */
+static void test_topk(void) {
+  hlo_module *m = new_module();
+  hlo_computation *c = entry(m);
+  int64_t d[] = {2, 5}, dk[] = {2, 3};
+  float nan = NAN;
+  float vals[] = {1, 3, nan, 3, -INFINITY, /* row 1 */ 2, 2, -1, 7, 2};
+  hlo_literal *in = lit_f32(2, d, vals), *out = NULL;
+  hlo_shape parts[2] = {shape_make(HLO_F32, 2, dk), shape_make(HLO_S32, 2, dk)};
+  hlo_instr *ins = make_instr(c, HLO_OP_TOPK, shape_tuple(m->arena, 2, parts), 1, &in);
+  ins->k = 3;
+  ins->largest = true;
+  CHECK_OK(run(eval_topk, ins, &in, &out));
+  int32_t want_idx[] = {2, 1, 3, /* row 1 */ 3, 0, 1};
+  CHECK(out && s32_equal(out->tuple[1], want_idx, 6));
+  CHECK(out && isnan(f32_at(out->tuple[0], 0)) && f32_at(out->tuple[0], 1) == 3 && f32_at(out->tuple[0], 3) == 7);
+  literal_free(out);
+  ins->largest = false;
+  CHECK_OK(run(eval_topk, ins, &in, &out));
+  int32_t want_small[] = {4, 0, 1, /* row 1 */ 2, 0, 1};
+  CHECK(out && s32_equal(out->tuple[1], want_small, 6));
+  literal_free(out);
+  ins->k = 6;
+  CHECK_ERR(run(eval_topk, ins, &in, &out), "outside");
+  literal_free(in);
+  hlo_module_free(m);
+}
+
 /* ---- batch-norm-inference ---- */
 
 static void test_batch_norm_inference(void) {
@@ -1290,5 +1321,5 @@ static void test_batch_norm_inference(void) {
 TEST_MAIN(TEST(test_broadcast), TEST(test_reshape_transpose_reverse), TEST(test_slice), TEST(test_dynamic_slice),
           TEST(test_concatenate), TEST(test_pad), TEST(test_random_data_movement), TEST(test_iota), TEST(test_reduce), TEST(test_reduce_float_order),
           TEST(test_reduce_variadic), TEST(test_reduce_window), TEST(test_select_and_scatter),
-          TEST(test_sort_stable_multi), TEST(test_sort_generic_comparator), TEST(test_sort_floats),
+          TEST(test_sort_stable_multi), TEST(test_sort_generic_comparator), TEST(test_sort_floats), TEST(test_topk),
           TEST(test_batch_norm_inference))

@@ -291,7 +291,7 @@ static void test_attr_kinds(void) {
   CHECK(sh.rank == 3 && sh.dims[1] == GRAPH_UNKNOWN && sh.dims[2] == 3);
   CHECK_OK(graph_node_get_shape(n, "sh0", &sh));
   CHECK(sh.rank == 0);
-  CHECK(graph_node_attr(n, "shl")->list.items[1].shape.rank == GRAPH_UNKNOWN);
+  CHECK(graph_node_attr(n, "shl")->list.items[1].shape->rank == GRAPH_UNKNOWN);
   graph_dtype t;
   CHECK_OK(graph_node_get_type(n, "t3", &t));
   CHECK(t == GRAPH_DT_HALF);
