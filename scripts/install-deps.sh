@@ -7,6 +7,9 @@ set -euo pipefail
 DEBIAN_PACKAGES=(cmake ninja-build gcc make python3 python3-numpy)
 # clang + its runtime for the libFuzzer targets and sanitizer builds.
 DEBIAN_PACKAGES+=(clang libclang-rt-14-dev)
+# Model importers: protobuf-c (runtime + code generator) and the onnx.proto that
+# Debian's ONNX package ships; python3-onnx builds test models.
+DEBIAN_PACKAGES+=(protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-onnx)
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do

@@ -149,6 +149,7 @@ struct graph {
   graph *root;         /* this graph for a root, the owning root for a function */
   const char *name;    /* function name; NULL for a root */
   const char *framework; /* root's op namespace ("tf", "onnx") or NULL */
+  int64_t opset; /* ONNX: the default domain's opset version (0: not ONNX / unknown) */
 
   int n_nodes, cap_nodes;
   graph_node **nodes; /* creation order (minus removed nodes) */

@@ -115,7 +115,8 @@ void shape_print(strbuf *b, const hlo_shape *s, bool with_layout) {
     strbuf_printf(b, "%s%lld", s->dynamic[i] ? "<=" : "", (long long)s->dims[i]);
   }
   strbuf_putc(b, ']');
-  if (with_layout && s->has_layout && s->type != HLO_TOKEN) {
+  /* XLA's parser rejects an empty layout "{}" on scalars, so print none there. */
+  if (with_layout && s->has_layout && s->type != HLO_TOKEN && (s->rank > 0 || s->layout_extra)) {
     strbuf_putc(b, '{');
     for (int i = 0; i < s->rank; i++) {
       if (i) strbuf_putc(b, ',');

@@ -100,9 +100,25 @@ def bf16_round(x):
     return out.view(np.float32).reshape(x.shape)
 
 
+def f64_to_f32_round_to_odd(x):
+    """float64 -> float32 rounding to odd: an inexact result gets an odd last bit. Rounding
+    that to any format with at least two fewer bits (bf16) then gives the correctly
+    rounded result -- plain round-to-nearest twice would not."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(all='ignore'):
+        f = x.astype(np.float32)
+        inexact = (f.astype(np.float64) != x) & ~np.isnan(x)
+        even = (f.view(np.uint32) & np.uint32(1)) == 0
+        # The odd neighbour lies between f and x (toward x); an overflow to inf is
+        # pulled back to the largest finite value, which is odd.
+        toward = np.nextafter(f, np.where(x > f, np.float32(np.inf), np.float32(-np.inf)))
+        f = np.where(inexact & even, toward, f).astype(np.float32)
+    return f
+
+
 def round_to(x, t):
-    """Rounds float64 values to float type t (one rounding except bf16, which goes through
-    f32 exactly as XLA's bfloat16 conversions do); returns the storage array."""
+    """Rounds float64 values to float type t, correctly (one rounding of the float64
+    value, ties to even); returns the storage array."""
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(all='ignore'):
         if t == 'f64':
@@ -110,9 +126,9 @@ def round_to(x, t):
         if t == 'f32':
             return x.astype(np.float32)
         if t == 'f16':
-            return x.astype(np.float16)
+            return x.astype(np.float16)   # numpy rounds float64 -> half directly
         if t == 'bf16':
-            return bf16_round(x.astype(np.float32))
+            return bf16_round(f64_to_f32_round_to_odd(x))
     raise ValueError(t)
 
 
@@ -272,12 +288,14 @@ def layout_str(rank):
 
 
 class Shape:
-    """An array shape (type, dims) or a tuple shape (elems)."""
+    """An array shape (type, dims, optional minor-to-major layout) or a tuple shape
+    (elems). Without an explicit layout the default {rank-1,...,0} is printed."""
 
-    def __init__(self, t=None, dims=(), elems=None):
+    def __init__(self, t=None, dims=(), elems=None, layout=None):
         self.t = t
         self.dims = tuple(int(d) for d in dims)
         self.elems = elems
+        self.layout = tuple(layout) if layout is not None else None
 
     @staticmethod
     def tuple(elems):
@@ -290,7 +308,11 @@ class Shape:
         if self.is_tuple():
             return '(' + ', '.join(e.text(layout) for e in self.elems) + ')'
         s = '%s[%s]' % (self.t, ','.join(str(d) for d in self.dims))
-        return s + (layout_str(len(self.dims)) if layout else '')
+        if not layout:
+            return s
+        if self.layout is not None and self.dims:
+            return s + '{' + ','.join(str(d) for d in self.layout) + '}'
+        return s + layout_str(len(self.dims))
 
     def __repr__(self):
         return self.text()
@@ -604,11 +626,11 @@ class Case:
         self.comps = []      # Computation objects (shared ones dedupe by name)
 
     # parameters and instructions
-    def param(self, array, t):
+    def param(self, array, t, layout=None):
         a = np.asarray(array)
         if a.dtype != np_dtype(t):
             raise TypeError('%s: parameter of %s given dtype %s' % (self.name, t, a.dtype))
-        v = self.b.param(Shape(t, a.shape))
+        v = self.b.param(Shape(t, a.shape, layout=layout))
         self.inputs.append(a)
         return v
 

@@ -283,6 +283,96 @@ def add_constants():
             suite.add(c)
 
 
+# --------------------------------------------------------------------------------------
+# Layouts: a layout is only the physical order of a shape's elements; values are logical.
+# Chains of ops whose instructions (and parameters / outputs) carry non-default
+# minor-to-major layouts must give the same logical results as with default layouts.
+
+def rand_layout(rank):
+    return g.perm(rank)
+
+
+def add_layouts():
+    for n in range(12):
+        t = ['f32', 's32', 'f64', 'u8', 'bf16', 's64', 'f16', 'u16', 'pred', 's8', 'u32', 'u64'][n]
+        c = kt.Case('layout/chain/%d/%s' % (n, t))
+        x = g.array(t, (2, 3, 4))
+        px = c.param(x, t, layout=rand_layout(3) if n % 2 else None)
+        t1 = c.op('transpose', kt.Shape(t, (4, 2, 3), layout=rand_layout(3)), [px], 'dimensions={2,0,1}')
+        e1 = np.transpose(x, (2, 0, 1))
+        if t == 'pred':
+            t2, e2 = c.op('or', kt.Shape(t, (4, 2, 3), layout=rand_layout(3)), [t1, t1]), e1 | e1
+        else:
+            t2 = c.op('maximum', kt.Shape(t, (4, 2, 3), layout=rand_layout(3)), [t1, t1])
+            e2 = np.maximum(e1, e1)
+        t3 = c.op('reshape', kt.Shape(t, (8, 3), layout=(0, 1)), [t2])
+        e3 = e2.reshape(8, 3)
+        t6 = c.op('slice', kt.Shape(t, (3, 2), layout=(0, 1)), [t3], kt.slice_attr([0, 1], [5, 3], [2, 1]))
+        e6 = e3[0:5:2, 1:3]
+        t7 = c.op('concatenate', kt.Shape(t, (6, 2), layout=(0, 1)), [t6, t6], 'dimensions={0}')
+        e7 = np.concatenate([e6, e6], axis=0)
+        t8 = c.op('reverse', kt.Shape(t, (8, 3), layout=(0, 1)), [t3], 'dimensions={0}')
+        t9 = c.op('copy', kt.Shape(t, (8, 3), layout=(1, 0)), [t8])
+        e9 = e3[::-1]
+        t10 = c.op('broadcast', kt.Shape(t, (2, 6, 2), layout=rand_layout(3)), [t7], 'dimensions={1,2}')
+        e10 = np.broadcast_to(e7, (2, 6, 2))
+        t11 = c.op('pad', kt.Shape(t, (10, 5), layout=(0, 1)), [t3, c.constant(x.reshape(-1)[0], t)],
+                   kt.padding_attr([1, 0], [1, 2], [0, 0]))
+        e11 = np.full((10, 5), x.reshape(-1)[0], dtype=x.dtype)
+        e11[1:9, 0:3] = e3
+        c.out(t3, e3.copy())
+        c.out(t7, e7.copy())
+        c.out(t9, e9.copy())
+        c.out(t10, e10.copy())
+        c.out(t11, e11)
+        if t != 'pred':
+            comp = c.use(kt.binary_comp('add', t))
+            t4 = c.op('reduce', kt.Shape(t, (3,)), [t3, c.constant(np.zeros((), dtype=kt.np_dtype(t)), t)],
+                      'dimensions={0}, to_apply=%%%s' % comp.name)
+            with np.errstate(all='ignore'):
+                if kt.is_float(t):
+                    e4 = np.zeros(3)
+                    for i in range(8):
+                        e4 = kt.round_to(e4 + e3[i].astype(np.float64), t).astype(np.float64)
+                    e4 = kt.round_to(e4, t)
+                else:
+                    e4 = e3.sum(axis=0, dtype=kt.np_dtype(t))
+            tol = kt.float_sum_tol(t, 8, np.abs(e3.astype(np.float64)).sum(axis=0)) if kt.is_float(t) else kt.EXACT
+            c.out(t4, e4.astype(kt.np_dtype(t)), tol)
+        suite.add(c)
+    # dot, iota, dynamic-slice and gather with non-default layouts everywhere.
+    for n, t in enumerate(['f32', 's32', 'f64']):
+        c = kt.Case('layout/dot_iota_gather/%s' % t)
+        a = g.array(t, (3, 4), special=False) if kt.is_float(t) else g.array(t, (3, 4), lo=-50, hi=50)
+        b = g.array(t, (4, 5), special=False) if kt.is_float(t) else g.array(t, (4, 5), lo=-50, hi=50)
+        pa = c.param(a, t, layout=(0, 1))
+        pb = c.param(b, t, layout=(0, 1))
+        d = c.op('dot', kt.Shape(t, (3, 5), layout=(0, 1)), [pa, pb], 'lhs_contracting_dims={1}, rhs_contracting_dims={0}')
+        if kt.is_float(t):
+            exp = kt.round_to(a.astype(np.float64) @ b.astype(np.float64), t)
+            tol = kt.float_sum_tol(t, 4, np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)))
+        else:
+            exp, tol = (a.astype(np.int64) @ b.astype(np.int64)).astype(kt.np_dtype(t)), kt.EXACT
+        c.out(d, exp, tol)
+        io = c.op('iota', kt.Shape('s32', (3, 4), layout=(0, 1)), [], 'iota_dimension=1')
+        c.out(io, np.indices((3, 4))[1].astype(np.int32))
+        i0 = c.param(np.int32(1), 's32')
+        ds = c.op('dynamic-slice', kt.Shape(t, (2, 2), layout=(0, 1)), [pa, i0, i0], 'dynamic_slice_sizes={2,2}')
+        c.out(ds, a[1:3, 1:3].copy())
+        idx = np.array([2, 0, 1, 2], dtype=np.int32)
+        gth = c.op('gather', kt.Shape(t, (4, 4), layout=(0, 1)), [pa, c.param(idx, 's32')],
+                   'offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}')
+        c.out(gth, a[idx].copy())
+        suite.add(c)
+    # bitcast with default layouts is a reshape of the row-major data.
+    for n, (src_shape, dst_shape) in enumerate([((2, 3), (6,)), ((6,), (3, 2)), ((2, 3, 4), (4, 6)), ((1, 4), (4,))]):
+        t = ['f32', 's8', 'u64', 'bf16'][n]
+        c = kt.Case('bitcast/reshape_like/%s/%s_to_%s' % (t, sname(src_shape), sname(dst_shape)))
+        x = g.array(t, src_shape)
+        c.out(c.op('bitcast', S(t, dst_shape), [c.param(x, t)]), x.reshape(dst_shape))
+        suite.add(c)
+
+
 add_broadcast()
 add_reshape()
 add_transpose()
@@ -294,6 +384,7 @@ add_pad()
 add_reverse()
 add_iota()
 add_constants()
+add_layouts()
 
 if __name__ == '__main__':
     sys.exit(suite.main())

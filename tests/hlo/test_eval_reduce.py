@@ -377,12 +377,85 @@ def add_select_and_scatter():
             suite.add(c)
 
 
+# --------------------------------------------------------------------------------------
+# Random configurations.
+
+def add_random_reduces(count):
+    ops = ['add', 'maximum', 'minimum', 'multiply', 'and', 'or']
+    for n in range(count):
+        rank = g.randint(0, 4)
+        shape = tuple(g.randint(0 if n % 11 == 0 else 1, 4) for _ in range(rank))
+        dims = sorted(d for d in range(rank) if g.randint(0, 1))
+        op = ops[n % len(ops)]
+        t = (kt.INTS + kt.FLOATS)[(n * 7) % 12] if op not in ('and', 'or') else (['pred'] + kt.INTS)[n % 9]
+        x = reduce_inputs(op, t, shape)
+        init = kt.storage(identity(op, t), t) if t != 'pred' else np.array(identity(op, t))
+        c = kt.Case('reduce/random/%d/%s/%s/%s/dims%s' % (n, op, t, sname(shape), ''.join(map(str, dims)) or '_none'))
+        comp = c.use(kt.binary_comp(op, t))
+        r = c.op('reduce', S(t, [shape[d] for d in range(rank) if d not in dims]), [c.param(x, t), c.constant(init, t)],
+                 'dimensions=%s, to_apply=%%%s' % (kt.ints_attr(dims), comp.name))
+        c.out(r, reduce_ref(x, dims, init, op, t), reduce_tol(op, t, x, dims))
+        suite.add(c)
+
+
+def add_random_reduce_windows(count):
+    for n in range(count):
+        rank = g.randint(1, 3)
+        shape = [g.randint(1, 6) for _ in range(rank)]
+        size = [g.randint(1, 3) for _ in range(rank)]
+        stride = [g.randint(1, 3) for _ in range(rank)]
+        pad = [(g.randint(0, 2), g.randint(0, 2)) for _ in range(rank)]
+        bd = [g.randint(1, 2) for _ in range(rank)]
+        wd = [g.randint(1, 2) for _ in range(rank)]
+        op = ['maximum', 'add', 'minimum'][n % 3]
+        t = ['f32', 's32', 'f16', 'bf16', 'f64', 'u8', 's64', 'u16'][n % 8]
+        x = g.array(t, shape, special=(op != 'add'))
+        init = kt.storage(identity(op, t), t) if kt.is_float(t) else np.array(identity(op, t), dtype=kt.np_dtype(t))
+        exp, mag, terms = reduce_window_ref(x, init, op, t, size, stride, pad, bd, wd)
+        tol = kt.float_sum_tol(t, terms, mag) if (op == 'add' and kt.is_float(t)) else EXACT
+        c = kt.Case('reduce-window/random/%d/%s/%s/%s' % (n, op, t, sname(shape)))
+        comp = c.use(kt.binary_comp(op, t))
+        r = c.op('reduce-window', S(t, exp.shape), [c.param(x, t), c.constant(init, t)],
+                 '%s, to_apply=%%%s' % (kt.window_attr(size, stride, pad, bd, wd), comp.name))
+        c.out(r, exp, tol)
+        suite.add(c)
+
+
+def add_random_select_and_scatter(count):
+    for n in range(count):
+        rank = g.randint(1, 3)
+        shape = [g.randint(1, 6) for _ in range(rank)]
+        size = [g.randint(1, min(3, s + 1)) for s in shape]
+        stride = [g.randint(1, 3) for _ in range(rank)]
+        pad = [(g.randint(0, 1), g.randint(0, 1)) for _ in range(rank)]
+        direction = ['GE', 'GT', 'LE', 'LT'][n % 4]
+        t = ['f32', 's32', 'f16', 'bf16', 'f64', 'u8', 's16'][n % 7]
+        pool = kt.storage([1.0, 2.0, 5.0, -3.0, 5.0, 0.5], t) if kt.is_float(t) else \
+            np.array([1, 2, 5, 3, 5, 0], dtype=kt.np_dtype(t))
+        x = pool[g.rng.integers(0, len(pool), size=shape)]
+        out_shape, _ = window_positions(shape, size, stride, pad, (1,) * rank, (1,) * rank)
+        src = kt.storage(g.rng.integers(0, 9, size=out_shape).astype(np.float64), t) if kt.is_float(t) \
+            else g.rng.integers(0, 9, size=out_shape).astype(kt.np_dtype(t))
+        init = kt.storage(0.0, t) if kt.is_float(t) else np.array(0, dtype=kt.np_dtype(t))
+        exp = select_and_scatter_ref(x, src, init, direction, size, stride, pad, t)
+        c = kt.Case('select-and-scatter/random/%d/%s/%s/%s' % (n, direction, t, sname(shape)))
+        sel = c.use(kt.compare_comp(direction, t))
+        sca = c.use(kt.binary_comp('add', t))
+        r = c.op('select-and-scatter', S(t, shape), [c.param(x, t), c.param(src, t), c.constant(init, t)],
+                 '%s, select=%%%s, scatter=%%%s' % (kt.window_attr(size, stride, pad), sel.name, sca.name))
+        c.out(r, exp)
+        suite.add(c)
+
+
 add_reduce()
 add_argmax()
 add_variadic_two_accumulators()
 add_reduce_window()
 add_reduce_window_variadic()
 add_select_and_scatter()
+add_random_reduces(150)
+add_random_reduce_windows(150)
+add_random_select_and_scatter(80)
 
 if __name__ == '__main__':
     sys.exit(suite.main())

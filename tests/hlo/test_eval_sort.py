@@ -193,11 +193,51 @@ def add_unstable_distinct():
                      [keys, payload], [t, 'f32'], dim, k % 2 == 0, None, 1, False)
 
 
+def abs_comparator(t, it):
+    """Sort (x, payload) by |x| ascending; the comparator computes inside itself."""
+    def build(cm):
+        a, b = cm.param(S(t)), cm.param(S(t))
+        cm.param(S(it))
+        cm.param(S(it))
+        aa = cm.op('abs', S(t), [a])
+        ab = cm.op('abs', S(t), [b])
+        return cm.op('compare', S('pred'), [aa, ab], 'direction=LT')
+    return kt.shared('sort_abs_lt_%s_%s' % (t, it), build)
+
+
+def add_computed_comparator():
+    for t in ('f32', 's32', 'f16', 's64', 'bf16'):
+        for shape, dim in (((12,), 0), ((3, 8), 1), ((6, 3), 0)):
+            pool = [0, 1, -1, 2, -2, 3, 5, -5]
+            keys = kt.storage(np.array(pool)[g.rng.integers(0, len(pool), shape)].astype(np.float64), t) \
+                if kt.is_float(t) else np.array(pool)[g.rng.integers(0, len(pool), shape)].astype(kt.np_dtype(t))
+            payload = np.arange(kt.nelems(shape), dtype=np.int32).reshape(shape)
+            c = kt.Case('sort/abs_comparator/%s/%s/dim%d' % (t, sname(shape), dim))
+            comp = c.use(abs_comparator(t, 's32'))
+            tup = kt.Shape.tuple([S(t, shape), S('s32', shape)])
+            r = c.op('sort', tup, [c.param(keys, t), c.param(payload, 's32')],
+                     'dimensions={%d}, is_stable=true, to_apply=%%%s' % (dim, comp.name))
+            perm = np.argsort(np.abs(keys.astype(np.float64)), axis=dim, kind='stable')
+            c.out(c.op('get-tuple-element', S(t, shape), [r], 'index=0'), np.take_along_axis(keys, perm, axis=dim))
+            c.out(c.op('get-tuple-element', S('s32', shape), [r], 'index=1'), np.take_along_axis(payload, perm, axis=dim))
+            suite.add(c)
+
+
+def add_large_sort():
+    # Long rows: catches quadratic or recursive sorts that time out or overflow.
+    for t in ('f32', 's32'):
+        x = key_values(t, (4, 5000), dup=True)
+        add_case('sort/large/%s/4x5000' % t, [x, np.arange(20000, dtype=np.int32).reshape(4, 5000)],
+                 [t, 's32'], 1, False, None, 1, True)
+
+
 add_single_operand()
 add_total_order()
 add_stable_payload()
 add_lexicographic()
 add_unstable_distinct()
+add_computed_comparator()
+add_large_sort()
 
 if __name__ == '__main__':
     sys.exit(suite.main())

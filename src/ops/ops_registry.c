@@ -1,0 +1,73 @@
+/* The registry of op families. Each family file (ops_onnx_*.c, ops_tf_*.c) exports one
+ * op_table; this file lists them and serves lookups by name from one sorted index built
+ * on first use. Adding a family = one extern line and one table entry below. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/ops.h"
+
+/* ONNX families */
+/* (ONNX tables) */
+
+/* TensorFlow families */
+/* (TF tables) */
+
+static const op_table *const families[] = {
+    /* (ONNX entries) */
+    /* (TF entries) */
+    NULL,
+};
+
+static const op_def **index_defs;
+static int index_n = -1;
+
+static int by_name(const void *a, const void *b) {
+  return strcmp((*(const op_def *const *)a)->name, (*(const op_def *const *)b)->name);
+}
+
+static void build_index(void) {
+  if (index_n >= 0) return;
+  int n = 0;
+  for (int f = 0; families[f]; f++) n += families[f]->n;
+  index_defs = malloc((size_t)(n ? n : 1) * sizeof *index_defs);
+  if (!index_defs) abort();
+  int k = 0;
+  for (int f = 0; families[f]; f++)
+    for (int i = 0; i < families[f]->n; i++) index_defs[k++] = &families[f]->defs[i];
+  qsort(index_defs, (size_t)n, sizeof *index_defs, by_name);
+  index_n = n;
+}
+
+const op_def *op_find(const char *name) {
+  build_index();
+  int lo = 0, hi = index_n - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    int c = strcmp(index_defs[mid]->name, name);
+    if (c == 0) return index_defs[mid];
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid - 1;
+  }
+  return NULL;
+}
+
+int op_count(void) {
+  build_index();
+  return index_n;
+}
+
+const op_def *op_at(int i) {
+  build_index();
+  return index_defs[i];
+}
+
+kiln_status op_error(const graph_node *node, kiln_code code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  kiln_status s = status_verror(code, fmt, ap);
+  va_end(ap);
+  return status_wrap(s, "node %s (%s)", node->name, node->op);
+}
