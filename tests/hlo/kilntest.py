@@ -23,10 +23,15 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+# References deliberately compute with infinities, NaNs (signalling ones included) and
+# overflowing values; numpy's floating-point warnings would only be noise.
+np.seterr(all='ignore')
 
 # --------------------------------------------------------------------------------------
 # Element types
@@ -240,7 +245,12 @@ class Gen:
             pos = self.rng.choice(n, size=min(k, n), replace=False)
             for p in pos:
                 vals[p] = sp[int(self.rng.integers(0, len(sp)))]
-        return round_to(vals, t).reshape(shape)
+        out = round_to(vals, t).reshape(shape)
+        if special and n >= 12:
+            flat = out.reshape(-1)
+            for i, nan in enumerate(payload_nans(t)):
+                flat[int(self.rng.integers(0, n))] = nan
+        return out
 
     def choice(self, seq):
         return seq[int(self.rng.integers(0, len(seq)))]
@@ -260,6 +270,16 @@ def special_floats(t):
     denorm = 2.0 ** (MIN_EXP[t] - MANT_BITS[t])
     return [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 3.5, math.inf, -math.inf, math.nan,
             mx, -mx, tiny, -tiny, denorm, -3 * denorm, 1e-3, 100.0, -7.0]
+
+
+def payload_nans(t):
+    """Quiet NaNs of type t (storage scalars) with a sign and a non-zero payload; data
+    movement must keep their bits. bf16 gets none with a payload: bf16 parameters are
+    narrowed from f32 by the kiln command, and how a NaN payload survives that narrowing
+    is the command's business, not the evaluator's."""
+    if t == 'bf16':
+        return [nan_of(t, negative=True)]
+    return [nan_of(t, negative=True), nan_of(t, payload=5), nan_of(t, negative=True, payload=3)]
 
 
 def nan_of(t, negative=False, payload=None):
@@ -393,7 +413,18 @@ def literal_text(values, t):
             return str(int(v))
         f = float(v)
         if math.isnan(f):
-            return 'nan'
+            # XLA's spelling: [-]nan, with "(0x<mantissa bits>)" unless the NaN is the
+            # plain quiet one.
+            if t == 'bf16':
+                bits = int(np.asarray(v, dtype=np.float32).view(np.uint32)) >> 16
+            else:
+                bits = int(np.asarray(v, dtype=np_dtype(t)).view(float_bits_dtype(t)))
+            nb = 16 if t == 'bf16' else BITS[t]
+            mant = bits & ((1 << MANT_BITS[t]) - 1)
+            text = ('-' if bits >> (nb - 1) else '') + 'nan'
+            if mant != 1 << (MANT_BITS[t] - 1):
+                text += '(0x%x)' % mant
+            return text
         if math.isinf(f):
             return 'inf' if f > 0 else '-inf'
         return repr(f)
@@ -519,6 +550,8 @@ class Tol:
         self.signed_zero = signed_zero
 
     def __repr__(self):
+        if self.kind == 'bitwise':
+            return 'bitwise'
         if self.kind == 'exact':
             return 'exact' + ('' if self.signed_zero else '(+-0 equal)')
         if self.kind == 'ulp':
@@ -528,6 +561,9 @@ class Tol:
 
 EXACT = Tol('exact')
 EXACT_ANY_ZERO = Tol('exact', signed_zero=False)
+# Bit-for-bit equality, NaN payloads and signs included: for ops that only move or
+# reinterpret values (data movement, gather, sort, bitcast-convert).
+BITWISE = Tol('bitwise')
 
 
 def ULP(n, atol=None):
@@ -558,7 +594,11 @@ def compare(got, exp, t, tol):
         return 'shape %s, expected %s' % (got.shape, exp.shape)
     if exp.size == 0:
         return None
-    if is_float(t):
+    err = None
+    if tol.kind == 'bitwise' and is_float(t):
+        udt = float_bits_dtype(t)
+        bad = got.view(udt) != exp.view(udt)
+    elif is_float(t):
         g = got.astype(np.float64)
         e = exp.astype(np.float64)
         gn, en = np.isnan(g), np.isnan(e)
@@ -584,7 +624,6 @@ def compare(got, exp, t, tol):
                 bad |= fin & (err > allowed)
     else:
         bad = got != exp
-        err = None
     nbad = int(np.count_nonzero(bad))
     if nbad == 0:
         return None
@@ -645,7 +684,11 @@ class Case:
             self.comps.append(comp)
         return comp
 
-    def out(self, v, expected, tol=EXACT):
+    # Tolerance of outputs added without one; a test file may set kt.Case.default_tol.
+    default_tol = EXACT
+
+    def out(self, v, expected, tol=None):
+        tol = tol or self.default_tol
         if v.shape.is_tuple():
             raise TypeError('outputs must be arrays; use get-tuple-element')
         exp = np.asarray(expected)
@@ -847,12 +890,13 @@ class _Runner:
         self.fail_root = fail_root
         self.keep = keep
         self.runs = 0
-        self.seq = 0
+        self.lock = threading.Lock()   # packs run on several threads with -j
 
     def _exec(self, cases):
         """Runs one module made of `cases`. Returns (outputs list or None, error text)."""
-        self.seq += 1
-        d = os.path.join(self.tmp_root, 'run%05d' % self.seq)
+        with self.lock:
+            self.runs += 1
+            d = os.path.join(self.tmp_root, 'run%05d' % self.runs)
         os.makedirs(d)
         text, inputs, outputs = assemble(cases)
         hlo = os.path.join(d, 'module.hlo')
@@ -865,14 +909,11 @@ class _Runner:
             cmd += ['-i', 'p%d=%s' % (i, p)]
         outdir = os.path.join(d, 'out')
         cmd += ['-o', outdir, '--device', 'interpreter']
-        self.runs += 1
         try:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   timeout=120)
         except subprocess.TimeoutExpired:
             return None, 'kiln timed out after 120s'
-        finally:
-            pass
         err = proc.stderr.decode('utf-8', 'replace').strip()
         if proc.returncode != 0:
             why = ('killed by signal %d' % -proc.returncode if proc.returncode < 0
@@ -941,10 +982,6 @@ class _Runner:
 
 # --------------------------------------------------------------------------------------
 # Small helpers shared by the test files
-
-def shape_cycle(shapes, i):
-    return shapes[i % len(shapes)]
-
 
 def nelems(dims):
     return int(np.prod(dims)) if len(dims) else 1

@@ -2,8 +2,10 @@
 (counted loops with 0, 1 and many trips, data-dependent exit, integer recurrences that
 wrap, nested loops, a loop body calling a reducer), conditional (predicate form with
 different operand types per branch, index form with in-range, negative and too-large
-indices -- which run the last branch), call (nested), map (one and two operands, scalar
-operands) and tuple / get-tuple-element (nested tuples, parameters passed through).
+indices -- which run the last branch), call (nested chains 40 and 100 deep, no
+operands), map (one to three operands, scalar operands) and tuple / get-tuple-element
+(nested tuples, parameters passed through). Loops also run with a non-tuple state and
+for 20000 trips.
 
 References replay the same steps in numpy with the same element types; every step is a
 single IEEE-exact operation (add, multiply, negate, convert) or integer arithmetic, so
@@ -381,6 +383,89 @@ def add_tuples():
     suite.add(c)
 
 
+def add_more_loops():
+    # Non-tuple loop state.
+    for start in (1.0, 100.0, 0.75):
+        c = kt.Case('while/array_state/start%g' % start)
+        cond = comp(c, 'cond')
+        p = cond.param(S('f32', (2,)))
+        first = cond.op('slice', S('f32', (1,)), [p], kt.slice_attr([0], [1], [1]))
+        v = cond.op('reshape', S('f32'), [first])
+        cond.finish(cond.op('compare', S('pred'), [v, cond.constant(np.float32(50), 'f32')], 'direction=LT'))
+        body = comp(c, 'body')
+        p = body.param(S('f32', (2,)))
+        two = body.op('broadcast', S('f32', (2,)), [body.constant(np.float32(2), 'f32')], 'dimensions={}')
+        body.finish(body.op('multiply', S('f32', (2,)), [p, two]))
+        x = np.array([start, -start], dtype=np.float32)
+        w = c.op('while', S('f32', (2,)), [c.param(x, 'f32')], 'condition=%%%s, body=%%%s' % (cond.name, body.name))
+        y = x.copy()
+        while y[0] < 50:
+            y = (y * np.float32(2)).astype(np.float32)
+        c.out(w, y)
+        suite.add(c)
+    # Many iterations (the evaluator must not be quadratic or leak per trip).
+    c = kt.Case('while/many_trips/20000')
+    state = T([S('s32'), S('s64')])
+    cond = comp(c, 'cond')
+    p = cond.param(state)
+    cond.finish(cond.op('compare', S('pred'), [cond.op('get-tuple-element', S('s32'), [p], 'index=0'),
+                                               cond.constant(np.int32(20000), 's32')], 'direction=LT'))
+    body = comp(c, 'body')
+    p = body.param(state)
+    i = body.op('get-tuple-element', S('s32'), [p], 'index=0')
+    acc = body.op('get-tuple-element', S('s64'), [p], 'index=1')
+    i64 = body.op('convert', S('s64'), [i])
+    body.finish(body.op('tuple', state, [body.op('add', S('s32'), [i, body.constant(np.int32(1), 's32')]),
+                                         body.op('add', S('s64'), [acc, body.op('multiply', S('s64'), [i64, i64])])]))
+    init = c.op('tuple', state, [c.constant(np.int32(0), 's32'), c.constant(np.int64(0), 's64')])
+    w = c.op('while', state, [init], 'condition=%%%s, body=%%%s' % (cond.name, body.name))
+    c.out(c.op('get-tuple-element', S('s64'), [w], 'index=1'), np.int64(sum(k * k for k in range(20000))))
+    suite.add(c)
+
+
+def add_deep_calls():
+    # Chains of nested calls, each adding its depth: legal HLO at any depth (the call
+    # graph is acyclic; the parser rejects recursion), so they must evaluate.
+    for depth in (40, 100):
+        add_call_chain(depth)
+    # A call with no operands.
+    c = kt.Case('call/no_operands')
+    f = comp(c, 'const')
+    f.finish(f.op('iota', S('u8', (4,)), [], 'iota_dimension=0'))
+    c.out(c.op('call', S('u8', (4,)), [], 'to_apply=%%%s' % f.name), np.arange(4, dtype=np.uint8))
+    suite.add(c)
+
+
+def add_call_chain(depth):
+    c = kt.Case('call/nested_chain/%d' % depth)
+    prev = None
+    for d in range(depth):
+        f = comp(c, 'level%d' % d)
+        if prev is not None:
+            f.use(prev)
+        x = f.param(S('s32'))
+        y = f.op('add', S('s32'), [x, f.constant(np.int32(d), 's32')])
+        if prev is not None:
+            y = f.op('call', S('s32'), [y], 'to_apply=%%%s' % prev.name)
+        f.finish(y)
+        prev = f
+    r = c.op('call', S('s32'), [c.param(np.int32(5), 's32')], 'to_apply=%%%s' % prev.name)
+    c.out(r, np.int32(5 + sum(range(depth))))
+    suite.add(c)
+
+
+def add_map_three():
+    c = kt.Case('map/ternary/f64')
+    f = comp(c, 'f')
+    a, b, d = f.param(S('f64')), f.param(S('f64')), f.param(S('f64'))
+    f.finish(f.op('select', S('f64'), [f.op('compare', S('pred'), [a, b], 'direction=GT'), d,
+                                       f.op('subtract', S('f64'), [a, b])]))
+    xs = [g.array('f64', (4, 5), special=False) for _ in range(3)]
+    r = c.op('map', S('f64', (4, 5)), [c.param(x, 'f64') for x in xs], 'dimensions={0,1}, to_apply=%%%s' % f.name)
+    c.out(r, np.where(xs[0] > xs[1], xs[2], xs[0] - xs[1]))
+    suite.add(c)
+
+
 add_counted_loops()
 add_data_dependent_loop()
 add_fibonacci()
@@ -392,6 +477,9 @@ add_conditional_tuple_result()
 add_call()
 add_map()
 add_tuples()
+add_more_loops()
+add_deep_calls()
+add_map_three()
 
 if __name__ == '__main__':
     sys.exit(suite.main())

@@ -3,10 +3,13 @@
 (start indices of every integer type, in range, negative and too large -- XLA clamps
 them so the slice stays inside the operand), concatenate (2-4 operands along each
 dimension, zero-size operands), pad (negative edge padding, interior padding), reverse,
-iota (each dimension, each type) and constants of every type.
+iota (each dimension, each type), bitcast, constants of every type (special values and
+NaN payloads in XLA's spelling), ranks up to 11, million-element arrays, and chains of
+ops whose parameters, instructions and outputs carry non-default layouts (values are
+logical whatever the layout).
 
-Moving values never changes them, so every comparison is exact (bitwise for integers,
-value and zero sign for floats, NaN for NaN).
+Moving values never changes them, so every comparison is bit for bit (NaN payloads and
+signs included).
 """
 
 import os
@@ -19,6 +22,8 @@ import kilntest as kt  # noqa: E402
 from kilntest import S  # noqa: E402
 
 g = kt.Gen(31337)
+# Moving values must keep their bits, NaN payloads and signs included.
+kt.Case.default_tol = kt.BITWISE
 suite = kt.Suite('kiln evaluator: data movement vs numpy')
 TYPES = kt.ALL_TYPES
 
@@ -276,11 +281,25 @@ def add_iota():
 
 def add_constants():
     for i, t in enumerate(TYPES):
-        for shape in [(), (4,), (2, 3), (0, 2)]:
+        for shape in [(), (4,), (2, 3), (0, 2), (3, 5)]:
             c = kt.Case('constant/%s/%s' % (t, sname(shape)))
             x = g.array(t, shape)
             c.out(c.constant(x, t), x.copy())
             suite.add(c)
+    # Every special float value, NaN payloads and signs included (XLA spells them
+    # -nan, nan(0x...)), must come out of a constant bit for bit.
+    for t in kt.FLOATS:
+        c = kt.Case('constant/%s/specials' % t)
+        x = np.concatenate([kt.round_to(kt.special_floats(t), t),
+                            np.array(kt.payload_nans(t), dtype=kt.np_dtype(t))])
+        c.out(c.constant(x, t), x.copy())
+        suite.add(c)
+    for t in kt.INTS:
+        c = kt.Case('constant/%s/extremes' % t)
+        lo, hi = kt.int_range(t)
+        x = kt.wrap_int([lo, hi, 0, -1, 1, lo + 1, hi - 1], t)
+        c.out(c.constant(x, t), x.copy())
+        suite.add(c)
 
 
 # --------------------------------------------------------------------------------------
@@ -373,6 +392,62 @@ def add_layouts():
         suite.add(c)
 
 
+def add_high_rank():
+    # Ranks up to 9 (HLO allows many more dimensions than numpy kernels usually see).
+    for n in range(10):
+        rank = 5 + n % 5
+        shape = tuple(g.randint(1, 3) for _ in range(rank))
+        t = type_for(n)
+        x = g.array(t, shape)
+        perm = g.perm(rank)
+        c = kt.Case('high_rank/transpose/rank%d/%s' % (rank, t))
+        c.out(c.op('transpose', S(t, tuple(shape[p] for p in perm)), [c.param(x, t)], 'dimensions=' + kt.ints_attr(perm)),
+              np.transpose(x, perm).copy())
+        suite.add(c)
+        starts = [g.randint(0, s - 1) for s in shape]
+        limits = [g.randint(a + 1, s) for a, s in zip(starts, shape)]
+        strides = [g.randint(1, 2) for _ in shape]
+        exp = x[tuple(slice(a, b, s) for a, b, s in zip(starts, limits, strides))].copy()
+        c = kt.Case('high_rank/slice/rank%d/%s' % (rank, t))
+        c.out(c.op('slice', S(t, exp.shape), [c.param(x, t)], kt.slice_attr(starts, limits, strides)), exp)
+        suite.add(c)
+        dims = sorted(d for d in range(rank) if g.randint(0, 1))
+        c = kt.Case('high_rank/reverse/rank%d/%s' % (rank, t))
+        c.out(c.op('reverse', S(t, shape), [c.param(x, t)], 'dimensions=' + kt.ints_attr(dims)),
+              np.flip(x, axis=tuple(dims)).copy() if dims else x.copy())
+        suite.add(c)
+        out_shape = (2,) + shape[:2] + (3,) + shape[2:]
+        bdims = [1, 2] + list(range(4, rank + 2))
+        c = kt.Case('high_rank/broadcast/rank%d/%s' % (rank + 2, t))
+        c.out(c.op('broadcast', S(t, out_shape), [c.param(x, t)], 'dimensions=' + kt.ints_attr(bdims)),
+              np.broadcast_to(x.reshape((1,) + shape[:2] + (1,) + shape[2:]), out_shape).copy())
+        suite.add(c)
+        d = g.randint(0, rank - 1)
+        y = g.array(t, shape)
+        c = kt.Case('high_rank/concatenate/rank%d/dim%d/%s' % (rank, d, t))
+        exp = np.concatenate([x, y], axis=d)
+        c.out(c.op('concatenate', S(t, exp.shape), [c.param(x, t), c.param(y, t)], 'dimensions={%d}' % d), exp)
+        suite.add(c)
+
+
+def add_large_arrays():
+    # A million elements through the data-movement paths.
+    x = g.array('f32', (100, 100, 100), special=False)
+    c = kt.Case('large/transpose_1m')
+    c.out(c.op('transpose', S('f32', (100, 100, 100)), [c.param(x, 'f32')], 'dimensions={2,0,1}'),
+          np.transpose(x, (2, 0, 1)).copy())
+    suite.add(c)
+    c = kt.Case('large/pad_reverse_1m')
+    p = c.param(x, 'f32')
+    r = c.op('reverse', S('f32', (100, 100, 100)), [p], 'dimensions={0,2}')
+    z = c.constant(np.float32(0), 'f32')
+    pd = c.op('pad', S('f32', (101, 100, 99)), [r, z], kt.padding_attr([1, 0, 0], [0, 0, -1], [0, 0, 0]))
+    e = np.zeros((101, 100, 99), dtype=np.float32)
+    e[1:, :, :] = x[::-1, :, ::-1][:, :, :99]
+    c.out(pd, e)
+    suite.add(c)
+
+
 add_broadcast()
 add_reshape()
 add_transpose()
@@ -385,6 +460,8 @@ add_reverse()
 add_iota()
 add_constants()
 add_layouts()
+add_high_rank()
+add_large_arrays()
 
 if __name__ == '__main__':
     sys.exit(suite.main())

@@ -12,6 +12,10 @@ scalar updates, batching dimensions, two operands scattered together, out-of-bou
 indices (XLA skips an update window entirely unless its start index lies in
 [0, operand_dim - window_size] in every dimension).
 
+Hundreds of random dimension-number configurations (batch and window dimensions at
+random positions, index_vector_dim anywhere or implicit, batching dimensions) of both
+ops add breadth.
+
 The references transcribe the index arithmetic of XLA's operation semantics element by
 element. Gathered values are copies and scattered sums are of small integers (exact in
 every type), so every comparison is exact.
@@ -27,6 +31,8 @@ import kilntest as kt  # noqa: E402
 from kilntest import S  # noqa: E402
 
 g = kt.Gen(60606)
+# Moving values must keep their bits, NaN payloads and signs included.
+kt.Case.default_tol = kt.BITWISE
 suite = kt.Suite('kiln evaluator: gather and scatter vs numpy')
 
 
@@ -167,6 +173,13 @@ def add_gather():
         lo, hi = kt.int_range(it)
         idx = kt.wrap_int([lo, hi, 0, 2, hi - 1, lo + 1], it)
         add_gather_case('gather/extreme_indices/%s' % it, 's32', it, [5, 3], idx, [1], [0], [0], 1, [1, 3])
+    # Zero-size slices and operands; a window as large as the operand (start clamped to 0).
+    idx = index_array('s32', (3, 1), -2, 3)
+    add_gather_case('gather/zero_slice/f32_s32', 'f32', 's32', [4, 3], idx, [1, 2], [], [0], 1, [0, 3])
+    idx = index_array('s32', (2, 1), 0, 2)
+    add_gather_case('gather/zero_operand_dim/f32_s32', 'f32', 's32', [0, 3], idx, [1, 2], [], [0], 1, [0, 3])
+    idx = index_array('s64', (3, 1), -5, 5)
+    add_gather_case('gather/full_window/s16_s64', 's16', 's64', [4, 3], idx, [1, 2], [], [0], 1, [4, 3])
     # Batching dimensions: each batch row gathers from its own operand slice.
     t, it = 'f32', 's32'
     idx = index_array(it, (3, 2), -1, 6)
@@ -325,6 +338,9 @@ def add_scatter():
     # Update window smaller than the operand's window dimension.
     idx = index_array('s32', (3,), -1, 5)
     add_scatter_case('scatter/partial_window/f32', 'add', 'f32', 's32', [5, 4], idx, [3, 2], [1], [0], [0], 1)
+    # A window as large as the operand: only start index 0 is in bounds.
+    idx = kt.wrap_int([0, 1, -1, 0], 's32')
+    add_scatter_case('scatter/full_window/s32', 'add', 's32', 's32', [3, 2], idx, [4, 3, 2], [1, 2], [], [0], 1)
     # Zero updates.
     idx = index_array('s32', (0,), 0, 3)
     add_scatter_case('scatter/empty_updates/f32', 'add', 'f32', 's32', [4, 3], idx, [0, 3], [1], [0], [0], 1)
@@ -445,8 +461,8 @@ def add_random_scatters(count):
 
 add_gather()
 add_scatter()
-add_random_gathers(150)
-add_random_scatters(150)
+add_random_gathers(300)
+add_random_scatters(300)
 
 if __name__ == '__main__':
     sys.exit(suite.main())

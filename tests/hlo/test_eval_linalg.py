@@ -444,8 +444,8 @@ def add_dot_case_arrays(name, t, a, b, lb, lc, rb, rc):
 
 add_dot()
 add_convolution()
-add_random_dots(120)
-add_random_convolutions(150)
+add_random_dots(200)
+add_random_convolutions(300)
 add_large()
 
 if __name__ == '__main__':

@@ -16,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kilntest as kt  # noqa: E402
-from kilntest import S, Shape, EXACT  # noqa: E402
+from kilntest import S, Shape  # noqa: E402
 
 g = kt.Gen(271828)
 suite = kt.Suite('kiln evaluator: topk, batch-norm-inference, fusion and plumbing ops vs numpy')

@@ -2,7 +2,8 @@
 of rank 1-3 operands, ascending (LT) and descending (GT) comparators, stable sorts with
 many duplicate keys (the payload operand must keep its original order), a
 lexicographic two-key comparator, NaNs and signed zeros ordered by TOTALORDER, unstable
-sorts of distinct keys, zero-size and size-1 dimensions.
+sorts of distinct keys, a comparator that computes (|x| < |y|), zero-size, size-1 and
+5000-long dimensions.
 
 References are numpy's stable argsort on ranks derived from the keys (np.unique's
 inverse, so -0 and +0 rank equal under IEEE comparison, and TOTALORDER ranks come from
