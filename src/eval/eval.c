@@ -357,7 +357,13 @@ kiln_status eval_call(eval_ctx *ctx, const hlo_computation *c, hlo_literal *cons
   return call_computation(ctx, c, args, NULL, n_args, out);
 }
 
-static kiln_status wrap_called(kiln_status st, const hlo_instr *ins, const hlo_computation *c) {
+/* Errors from a called computation gain the calling instruction as context, for the
+ * outermost few levels only: the innermost message plus where the outer calls came from
+ * says enough, and a deep chain would otherwise repeat itself hundreds of times. */
+enum { EVAL_CONTEXT_LEVELS = 8 };
+
+static kiln_status wrap_called(const eval_ctx *ctx, kiln_status st, const hlo_instr *ins, const hlo_computation *c) {
+  if (ctx->depth >= EVAL_CONTEXT_LEVELS) return st;
   return status_wrap(st, "%s (%s) calling %s", ins->name, hlo_opcode_name(ins->op), c->name);
 }
 
@@ -423,7 +429,7 @@ static kiln_status k_call(eval_ctx *ctx, const hlo_instr *ins, const eval_operan
   kiln_status st = call_computation(ctx, ins->called[0], args, owned, n, out);
   if (args != small_args) free(args);
   if (owned != small_owned) free(owned);
-  return wrap_called(st, ins, ins->called[0]);
+  return wrap_called(ctx, st, ins, ins->called[0]);
 }
 
 static kiln_status k_while(eval_ctx *ctx, const hlo_instr *ins, const eval_operands *a, hlo_literal **out) {
@@ -435,7 +441,7 @@ static kiln_status k_while(eval_ctx *ctx, const hlo_instr *ins, const eval_opera
     kiln_status st = eval_call(ctx, cond, &state, 1, &pred);
     if (st) {
       literal_free(state);
-      return wrap_called(st, ins, cond);
+      return wrap_called(ctx, st, ins, cond);
     }
     if (pred->shape.type != HLO_PRED || pred->n != 1) {
       char *s = shape_str(&pred->shape);
@@ -451,7 +457,7 @@ static kiln_status k_while(eval_ctx *ctx, const hlo_instr *ins, const eval_opera
     bool give = true;
     hlo_literal *next = NULL;
     st = call_computation(ctx, body, &state, &give, 1, &next); /* the body takes the state over */
-    if (st) return wrap_called(st, ins, body);
+    if (st) return wrap_called(ctx, st, ins, body);
     state = next;
   }
   *out = state;
@@ -481,7 +487,7 @@ static kiln_status k_conditional(eval_ctx *ctx, const hlo_instr *ins, const eval
   bool owned;
   hlo_literal *arg = opnd_take_or_borrow(a, branch + 1, &owned);
   kiln_status st = call_computation(ctx, ins->called[branch], &arg, &owned, 1, out);
-  return wrap_called(st, ins, ins->called[branch]);
+  return wrap_called(ctx, st, ins, ins->called[branch]);
 }
 
 static kiln_status k_map(eval_ctx *ctx, const hlo_instr *ins, const eval_operands *a, hlo_literal **out) {
@@ -532,7 +538,7 @@ static kiln_status k_map(eval_ctx *ctx, const hlo_instr *ins, const eval_operand
     hlo_literal *r = NULL;
     st = eval_call(ctx, f, scalars, n_ops, &r);
     if (st) {
-      st = wrap_called(st, ins, f);
+      st = wrap_called(ctx, st, ins, f);
       break;
     }
     if (r->shape.type != rt || r->n != 1 || r->shape.rank != 0) {

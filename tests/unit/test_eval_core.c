@@ -512,7 +512,7 @@ static void test_recursion_limit(void) {
   finish(e, call);
   int32_t v = 1;
   hlo_literal *arg = lit(s, &v), *r = NULL;
-  CHECK_ERR(eval_module(m, &arg, 1, &r), "nested more than 64");
+  CHECK_ERR(eval_module(m, &arg, 1, &r), "nested more than 512");
   literal_free(arg);
   hlo_module_free(m);
 }
