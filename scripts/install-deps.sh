@@ -26,3 +26,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 bash "$(dirname "${BASH_SOURCE[0]}")/install-ref-env.sh"
+bash "$(dirname "${BASH_SOURCE[0]}")/install-ref-npm.sh"

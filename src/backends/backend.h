@@ -40,6 +40,28 @@ const backend *backend_find(const char *name);
 /* The default device for `kiln run`. */
 const backend *backend_default(void);
 
+/* The full registry, including devices that cannot be used (a plugin with an
+ * incompatible ABI, a missing library, a failed init): `kiln devices` lists these with
+ * the reason. backend_count/backend_at/backend_find above see only usable devices,
+ * highest priority first. Plugins are discovered on first use of the registry from
+ * KILN_PLUGIN_PATH (colon-separated directories of *.kiln-plugin.json) and the --plugin
+ * flag (manifest paths). */
+typedef struct backend_entry {
+  const char *name;
+  int priority;
+  const char *description;
+  const backend *backend; /* NULL when unavailable */
+  const char *reason;     /* why unavailable; NULL when usable */
+  const char *source;     /* "built-in" or the plugin's manifest path */
+} backend_entry;
+
+int backend_entry_count(void);
+const backend_entry *backend_entry_at(int i);
+const backend_entry *backend_entry_find(const char *name);
+/* Unloads every plugin; the next registry call discovers them again (tests use it
+ * after changing KILN_PLUGIN_PATH; kiln calls it at exit). */
+void backend_registry_reset(void);
+
 /* Defined by each built-in backend. */
 extern const backend interpreter_backend;
 

@@ -28,10 +28,13 @@
   X(json, '\0', BOOL, "false", "kiln run: print one JSON line with device and timings")            \
   X(output_dir, 'o', STRING, ".", "kiln run: directory for output_N.npy (created if missing)")     \
   X(input, 'i', LIST, "", "kiln run: NAME=PATH.npy for an entry parameter (pN or its name); repeatable") \
+  X(jit, '\0', STRING, "auto", "kiln run MODEL: auto (compile clusters; op by op until the bridge lands) or off (op by op)") \
   X(dump_to, '\0', STRING, "", "directory to dump the module before optimizations and after passes") \
   X(dump_pass_re, '\0', STRING, ".*", "POSIX extended regex: dump after the passes whose name matches") \
   X(disable_passes, '\0', STRING, "", "comma-separated pass names the pipeline skips")             \
   X(max_literal_bytes, '\0', INT, "8589934592", "largest single tensor kiln allocates, in bytes")  \
+  X(plugin, '\0', LIST, "", "plugin manifest (NAME.kiln-plugin.json) to load besides KILN_PLUGIN_PATH; repeatable") \
+  X(csv, '\0', STRING, "", "kiln conformance: write the opcode x dtype support matrix to this CSV file") \
   X(v, '\0', INT, "0", "verbosity: 1 prints info messages on stderr")                              \
   X(help, 'h', BOOL, "false", "print usage and exit")
 

@@ -422,7 +422,9 @@ kiln_status hlo_build_pad(hlo_computation *c, hlo_instr *x, hlo_instr *pad_value
   hlo_instr t = hlo_instr_template(HLO_OP_PAD);
   t.pad_lo = ints_view(r, lo);
   t.pad_hi = ints_view(r, hi);
-  t.pad_interior = ints_view(interior ? r : 0, interior);
+  /* No interior padding means zeros, spelled out so every consumer sees a full config. */
+  static const int64_t no_interior[HLO_MAX_RANK] = {0};
+  t.pad_interior = ints_view(r, interior ? interior : no_interior);
   return build2(c, &t, x, pad_value, out);
 }
 

@@ -37,7 +37,10 @@ typedef enum op_trait {
   OP_RESOURCE_READ = 1u << 5,   /* reads a resource variable */
   OP_RESOURCE_WRITE = 1u << 6,  /* writes a resource variable */
   OP_DYNAMIC_SHAPE = 1u << 7,   /* output shape depends on input values: host kernel only */
-  OP_STRING = 1u << 8           /* consumes or produces strings */
+  OP_STRING = 1u << 8,          /* consumes or produces strings */
+  /* The last input must be a compile-time constant too, wherever it falls (ConcatV2's
+   * axis follows a variable number of values, so no fixed const_inputs bit can say it). */
+  OP_CONST_LAST_INPUT = 1u << 9
 } op_trait;
 
 /* Context of a lowering. The caller creates `comp` (a computation of a module being

@@ -9,13 +9,27 @@
 
 /* ONNX families */
 /* (ONNX tables) */
+extern const op_table onnx_math_ops, onnx_nn_ops, onnx_tensor_ops, onnx_index_ops, onnx_reduce_ops, onnx_resize_ops;
 
 /* TensorFlow families */
 /* (TF tables) */
+extern const op_table tf_array_table;
+extern const op_table tf_image_table;
+extern const op_table tf_index_table;
+extern const op_table tf_math_table;
+extern const op_table tf_nn_table;
+extern const op_table tf_reduce_table;
 
 static const op_table *const families[] = {
     /* (ONNX entries) */
+    &onnx_math_ops, &onnx_nn_ops, &onnx_tensor_ops, &onnx_index_ops, &onnx_reduce_ops, &onnx_resize_ops,
     /* (TF entries) */
+    &tf_array_table,
+    &tf_image_table,
+    &tf_index_table,
+    &tf_math_table,
+    &tf_nn_table,
+    &tf_reduce_table,
     NULL,
 };
 

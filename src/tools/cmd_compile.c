@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "eval/constant_folding.h"
 #include "hlo/parser.h"
 #include "hlo/passes/pipeline.h"
 #include "hlo/printer.h"
@@ -17,7 +18,7 @@ int cmd_compile(int argc, char **argv) {
   kiln_status s = hlo_parse_file(argv[0], &m);
   if (!s) s = hlo_verify_module(m);
   if (!s) {
-    hlo_pipeline *p = hlo_pipeline_new_default();
+    hlo_pipeline *p = hlo_pipeline_new_optimize(eval_pass_constant_folding);
     hlo_pipeline_options opts = hlo_pipeline_options_from_flags();
     s = hlo_pipeline_run(p, m, &opts, NULL);
     hlo_pipeline_free(p);

@@ -36,10 +36,14 @@ int cmd_flags(int argc, char **argv) {
 int cmd_devices(int argc, char **argv) {
   if (argc > 0) return tool_usage_error("kiln devices takes no arguments (got '%s')", argv[0]);
   const backend *def = backend_default();
-  printf("%-14s %-9s %s\n", "DEVICE", "PRIORITY", "DESCRIPTION");
-  for (int i = 0; i < backend_count(); i++) {
-    const backend *b = backend_at(i);
-    printf("%-14s %-9d %s%s\n", b->name, b->priority, b->description, b == def ? " (default)" : "");
+  printf("%-20s %-9s %-12s %s\n", "DEVICE", "PRIORITY", "STATUS", "DESCRIPTION");
+  for (int i = 0; i < backend_entry_count(); i++) {
+    const backend_entry *e = backend_entry_at(i);
+    if (e->backend)
+      printf("%-20s %-9d %-12s %s%s\n", e->name, e->priority, "available", e->description,
+             e->backend == def ? " (default)" : "");
+    else
+      printf("%-20s %-9d %-12s %s\n", e->name, e->priority, "unavailable", e->reason);
   }
   return TOOL_OK;
 }

@@ -1,15 +1,24 @@
-/* `kiln run FILE.hlo`: parse, verify, compile for --device, bind .npy inputs to the entry
- * parameters, execute --iters times and write the outputs as .npy.
+/* `kiln run FILE`: run an HLO module or a framework model on .npy inputs.
  *
- * Inputs bind by name: `pN` is parameter number N, and a parameter instruction's own name
- * also works (an exact name match wins over the pN reading, so a parameter literally
- * called "p1" is found by its name). Every input is checked against its parameter before
- * anything runs, and all missing inputs are reported at once together with the list of
- * what the module needs, so one failed attempt tells the user the whole signature.
- * Tuple-shaped entry parameters are not supported (an error says so); token parameters
- * need no input. bf16 parameters take float32 .npy files (rounded to nearest even), and
- * bf16 outputs are written as float32 (see hlo/npy.h). Outputs are the root's leaves,
- * depth-first: a non-tuple root is output_0.npy; token leaves are skipped. */
+ * HLO text (FILE.hlo, or anything that is not a model): parse, verify, compile for
+ * --device, bind .npy inputs to the entry parameters, execute --iters times and write
+ * the outputs as .npy. Inputs bind by name: `pN` is parameter number N, and a parameter
+ * instruction's own name also works (an exact name match wins over the pN reading, so a
+ * parameter literally called "p1" is found by its name). Every input is checked against
+ * its parameter before anything runs, and all missing inputs are reported at once
+ * together with the list of what the module needs, so one failed attempt tells the user
+ * the whole signature. Tuple-shaped entry parameters are not supported (an error says
+ * so); token parameters need no input. bf16 parameters take float32 .npy files (rounded
+ * to nearest even), and bf16 outputs are written as float32 (see hlo/npy.h). Outputs are
+ * the root's leaves, depth-first: a non-tuple root is output_0.npy; token leaves are
+ * skipped.
+ *
+ * Models (.onnx, a GraphDef .pb, a TF.js model.json; see import/import.h): import, then
+ * run with the host executor (exec/executor.h) op by op -- the only mode until the
+ * bridge lands, so --jit auto means --jit off for now. -i NAME=PATH.npy feeds the graph
+ * input NAME (an ONNX input name or a TF Placeholder's node name); outputs go to
+ * OUTDIR/NAME.npy, NAME being the graph result's name with a trailing ":0" dropped and
+ * every character outside [A-Za-z0-9_.-] replaced by '_'. --json adds the node count. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +28,11 @@
 #include "base/flags.h"
 #include "base/log.h"
 #include "base/strbuf.h"
+#include "exec/executor.h"
 #include "hlo/npy.h"
 #include "hlo/parser.h"
 #include "hlo/verifier.h"
+#include "import/import.h"
 #include "tools/tool.h"
 
 typedef struct run_ctx {
@@ -233,9 +244,13 @@ static void json_string(strbuf *b, const char *s) {
   strbuf_putc(b, '"');
 }
 
+static int run_model(const char *path, const backend *device);
+
 int cmd_run(int argc, char **argv) {
-  if (argc < 1) return tool_usage_error("kiln run needs an HLO file: kiln run FILE.hlo [-i NAME=PATH.npy]...");
-  if (argc > 1) return tool_usage_error("kiln run takes one HLO file (unexpected '%s'; inputs go in -i NAME=PATH)", argv[1]);
+  if (argc < 1)
+    return tool_usage_error("kiln run needs an HLO file or a model: kiln run FILE.hlo|MODEL.onnx|MODEL.pb|model.json "
+                            "[-i NAME=PATH.npy]...");
+  if (argc > 1) return tool_usage_error("kiln run takes one HLO file or model (unexpected '%s'; inputs go in -i NAME=PATH)", argv[1]);
   if (kiln_flags.iters < 1) return tool_usage_error("--iters must be at least 1 (got %lld)", (long long)kiln_flags.iters);
   if (kiln_flags.iters > 1000000) return tool_usage_error("--iters is at most 1000000 (got %lld)", (long long)kiln_flags.iters);
 
@@ -250,6 +265,7 @@ int cmd_run(int argc, char **argv) {
     strbuf_free(&b);
     return rc;
   }
+  if (import_detect_format(argv[0]) != IMPORT_FORMAT_UNKNOWN) return run_model(argv[0], r.device);
 
   kiln_status s = hlo_parse_file(argv[0], &r.module);
   if (!s) s = hlo_verify_module(r.module);
@@ -304,5 +320,323 @@ int cmd_run(int argc, char **argv) {
   log_info("wrote %d output%s to %s", n_outputs, n_outputs == 1 ? "" : "s", kiln_flags.output_dir);
   strbuf_free(&report);
   run_ctx_free(&r);
+  return TOOL_OK;
+}
+
+/* ================================================================== models ====== */
+
+typedef struct model_run {
+  graph *g;
+  executor *ex;
+  int n_in;
+  const char **names;    /* graph input names, borrowed from the graph */
+  graph_tensor **inputs; /* owned */
+  graph_tensor **outputs; /* g->n_results, owned */
+  double *times_ms;
+} model_run;
+
+static void model_run_free(model_run *m) {
+  if (m->inputs)
+    for (int i = 0; i < m->n_in; i++) tensor_free(m->inputs[i]);
+  free(m->inputs);
+  free(m->names);
+  if (m->outputs && m->g)
+    for (int r = 0; r < m->g->n_results; r++) tensor_free(m->outputs[r]);
+  free(m->outputs);
+  free(m->times_ms);
+  executor_free(m->ex);
+  graph_free(m->g);
+}
+
+static void print_signature(strbuf *b, const graph_node *n) {
+  graph_dtype dt;
+  graph_shape s;
+  executor_feed_signature(n, &dt, &s);
+  strbuf_append(b, graph_dtype_name(dt));
+  if (s.rank == GRAPH_UNKNOWN) return;
+  strbuf_putc(b, '[');
+  for (int i = 0; i < s.rank; i++) {
+    if (i) strbuf_putc(b, ',');
+    if (s.dims[i] == GRAPH_UNKNOWN) strbuf_putc(b, '?');
+    else strbuf_printf(b, "%lld", (long long)s.dims[i]);
+  }
+  strbuf_putc(b, ']');
+}
+
+static void list_model_inputs(strbuf *b, const executor *ex) {
+  int n = executor_num_feeds(ex);
+  if (!n) {
+    strbuf_append(b, "; the model takes no inputs");
+    return;
+  }
+  strbuf_append(b, "; the model takes");
+  for (int i = 0; i < n; i++) {
+    const graph_node *f = executor_feed(ex, i);
+    strbuf_printf(b, "%s-i %s (", i ? ", " : " ", f->name);
+    print_signature(b, f);
+    strbuf_putc(b, ')');
+  }
+}
+
+/* A graph input or fed Placeholder by name; "NAME:0" (TF's tensor name) also works. */
+static const graph_node *find_model_input(const model_run *m, const char *name, size_t len) {
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) {
+      if (len < 3 || strncmp(name + len - 2, ":0", 2) != 0) break;
+      len -= 2;
+    }
+    for (int i = 0; i < m->g->n_inputs; i++) {
+      const graph_node *n = m->g->inputs[i];
+      if (strlen(n->name) == len && strncmp(n->name, name, len) == 0) return n;
+    }
+    for (int i = 0; i < executor_num_feeds(m->ex); i++) {
+      const graph_node *n = executor_feed(m->ex, i);
+      if (strlen(n->name) == len && strncmp(n->name, name, len) == 0) return n;
+    }
+  }
+  return NULL;
+}
+
+static bool signature_accepts(const graph_node *n, const graph_tensor *t) {
+  graph_dtype dt;
+  graph_shape s;
+  executor_feed_signature(n, &dt, &s);
+  if (dt != GRAPH_DT_INVALID && dt != t->dtype) return false;
+  if (s.rank == GRAPH_UNKNOWN) return true;
+  if (s.rank != t->rank) return false;
+  for (int i = 0; i < s.rank; i++)
+    if (s.dims[i] != GRAPH_UNKNOWN && s.dims[i] != t->dims[i]) return false;
+  return true;
+}
+
+static kiln_status load_model_input(const graph_node *n, const char *path, graph_tensor **out) {
+  hlo_literal *l;
+  TRY(npy_read_file(path, &l));
+  graph_dtype dt;
+  graph_shape s;
+  executor_feed_signature(n, &dt, &s);
+  if (dt == GRAPH_DT_BFLOAT16 && l->shape.type == HLO_F32) {
+    hlo_literal *narrowed;
+    kiln_status st = npy_convert_f32_to_bf16(l, &narrowed);
+    literal_free(l);
+    TRY(st);
+    l = narrowed;
+  }
+  kiln_status st = tensor_adopt_literal(l, out);
+  if (st) {
+    literal_free(l);
+    return status_wrap(st, "%s", path);
+  }
+  if (signature_accepts(n, *out)) return NULL;
+  strbuf b;
+  strbuf_init(&b);
+  strbuf_printf(&b, "input %s: the model takes ", n->name);
+  print_signature(&b, n);
+  strbuf_printf(&b, " but %s holds %s[", path, graph_dtype_name((*out)->dtype));
+  for (int i = 0; i < (*out)->rank; i++) strbuf_printf(&b, "%s%lld", i ? "," : "", (long long)(*out)->dims[i]);
+  strbuf_printf(&b, "] (%s)", dt != GRAPH_DT_INVALID && dt != (*out)->dtype ? "element types differ" : "dimensions differ");
+  if (dt == GRAPH_DT_BFLOAT16) strbuf_append(&b, "; bfloat16 inputs take float32 .npy files");
+  st = ERR_INVALID("%s", strbuf_cstr(&b));
+  strbuf_free(&b);
+  tensor_free(*out);
+  *out = NULL;
+  return st;
+}
+
+static kiln_status bind_model_inputs(model_run *m, bool *usage) {
+  const flag_list *inputs = &kiln_flags.input;
+  m->names = calloc((size_t)inputs->n + 1, sizeof *m->names);
+  m->inputs = calloc((size_t)inputs->n + 1, sizeof *m->inputs);
+  if (!m->names || !m->inputs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int k = 0; k < inputs->n; k++) {
+    const char *spec = inputs->v[k];
+    const char *eq = strchr(spec, '=');
+    if (!eq || eq == spec || !eq[1]) {
+      *usage = true;
+      return ERR_INVALID("-i expects NAME=PATH.npy, got '%s'", spec);
+    }
+    const graph_node *n = find_model_input(m, spec, (size_t)(eq - spec));
+    if (!n) {
+      strbuf b;
+      strbuf_init(&b);
+      strbuf_printf(&b, "unknown input '%.*s' (in -i %s)", (int)(eq - spec), spec, spec);
+      list_model_inputs(&b, m->ex);
+      kiln_status s = ERR_INVALID("%s", strbuf_cstr(&b));
+      strbuf_free(&b);
+      return s;
+    }
+    for (int j = 0; j < m->n_in; j++)
+      if (m->names[j] == n->name) return ERR_INVALID("input %s is given twice (second: -i %s)", n->name, spec);
+    TRY(load_model_input(n, eq + 1, &m->inputs[m->n_in]));
+    m->names[m->n_in++] = n->name;
+  }
+  strbuf missing;
+  strbuf_init(&missing);
+  int n_missing = 0;
+  for (int i = 0; i < executor_num_feeds(m->ex); i++) {
+    const graph_node *f = executor_feed(m->ex, i);
+    bool given = false;
+    for (int j = 0; j < m->n_in && !given; j++) given = m->names[j] == f->name;
+    if (given) continue;
+    strbuf_printf(&missing, "%s%s (", n_missing++ ? ", " : "", f->name);
+    print_signature(&missing, f);
+    strbuf_putc(&missing, ')');
+  }
+  if (!n_missing) {
+    strbuf_free(&missing);
+    return NULL;
+  }
+  strbuf b;
+  strbuf_init(&b);
+  strbuf_printf(&b, "missing input%s: %s", n_missing > 1 ? "s" : "", strbuf_cstr(&missing));
+  list_model_inputs(&b, m->ex);
+  kiln_status s = ERR_INVALID("%s", strbuf_cstr(&b));
+  strbuf_free(&b);
+  strbuf_free(&missing);
+  return s;
+}
+
+/* OUTDIR/NAME.npy for a graph result: TF's ":0" dropped, unsafe characters made '_'. */
+static char *output_file_name(const graph *g, const char *name) {
+  size_t len = strlen(name);
+  bool tf = g->framework && strcmp(g->framework, "tf") == 0;
+  if (tf && len > 2 && strcmp(name + len - 2, ":0") == 0) len -= 2;
+  char *s = malloc(len + 1);
+  if (!s) abort();
+  for (size_t i = 0; i < len; i++) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == '-';
+    s[i] = ok ? c : '_';
+  }
+  s[len] = 0;
+  if (len == 0 || strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
+    free(s);
+    s = malloc(16);
+    if (!s) abort();
+    snprintf(s, 16, "output");
+  }
+  return s;
+}
+
+static kiln_status write_model_outputs(const model_run *m, const char *dir, strbuf *report) {
+  const graph *g = m->g;
+  char **used = calloc((size_t)g->n_results + 1, sizeof *used);
+  if (!used) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  kiln_status s = NULL;
+  for (int r = 0; r < g->n_results && !s; r++) {
+    char *base = output_file_name(g, g->results[r].name);
+    /* Distinct results whose names sanitise alike get _1, _2, ... */
+    char *name = base;
+    for (int k = 1;; k++) {
+      bool clash = false;
+      for (int j = 0; j < r && !clash; j++) clash = strcmp(used[j], name) == 0;
+      if (!clash) break;
+      if (name != base) free(name);
+      size_t n = strlen(base) + 24;
+      name = malloc(n);
+      if (!name) abort();
+      snprintf(name, n, "%s_%d", base, k);
+    }
+    if (name != base) free(base);
+    used[r] = name;
+    const graph_tensor *t = m->outputs[r];
+    hlo_literal view;
+    if (!tensor_literal_view(t, &view)) {
+      s = status_error(KILN_UNIMPLEMENTED, "output %s has dtype %s; .npy outputs hold numbers and bools only",
+                       g->results[r].name, graph_dtype_name(t->dtype));
+      break;
+    }
+    size_t n = strlen(dir) + strlen(name) + 8;
+    char *path = malloc(n);
+    if (!path) abort();
+    snprintf(path, n, "%s/%s.npy", dir, name);
+    s = npy_write_file(path, &view);
+    if (!s) {
+      char *shape = shape_to_string(&view.shape);
+      strbuf_printf(report, "%s: %s%s\n", path, shape, view.shape.type == HLO_BF16 ? " (written as f32)" : "");
+      free(shape);
+    }
+    free(path);
+  }
+  for (int r = 0; r < g->n_results; r++) free(used[r]);
+  free(used);
+  return s;
+}
+
+static int run_model(const char *path, const backend *device) {
+  if (strcmp(kiln_flags.jit, "off") != 0 && strcmp(kiln_flags.jit, "auto") != 0)
+    return tool_usage_error("--jit is off or auto (got '%s')", kiln_flags.jit);
+  model_run m;
+  memset(&m, 0, sizeof m);
+  bool usage = false;
+  int iters = (int)kiln_flags.iters;
+  kiln_status s = import_model_file(path, &m.g);
+  if (!s && kiln_flags.dump_to[0]) s = tool_make_dirs(kiln_flags.dump_to);
+  if (!s) {
+    executor_options opts = {.device = device->name, .dump_dir = kiln_flags.dump_to};
+    s = executor_new(m.g, &opts, &m.ex);
+    if (s) s = status_wrap(s, "%s", path);
+  }
+  if (!s) s = bind_model_inputs(&m, &usage);
+  if (!s) {
+    m.outputs = calloc((size_t)m.g->n_results + 1, sizeof *m.outputs);
+    m.times_ms = calloc((size_t)iters, sizeof *m.times_ms);
+    if (!m.outputs || !m.times_ms) s = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  graph_tensor **fresh = NULL;
+  if (!s) {
+    fresh = calloc((size_t)m.g->n_results + 1, sizeof *fresh);
+    if (!fresh) s = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (int i = 0; !s && i < iters; i++) {
+    double t0 = now_ms();
+    s = executor_run(m.ex, m.n_in, m.names, m.inputs, fresh);
+    m.times_ms[i] = now_ms() - t0;
+    if (s) break;
+    for (int r = 0; r < m.g->n_results; r++) {
+      tensor_free(m.outputs[r]);
+      m.outputs[r] = fresh[r];
+      fresh[r] = NULL;
+    }
+  }
+  free(fresh);
+  strbuf report;
+  strbuf_init(&report);
+  if (!s) s = tool_make_dirs(kiln_flags.output_dir);
+  if (!s) s = write_model_outputs(&m, kiln_flags.output_dir, &report);
+  if (s) {
+    strbuf_free(&report);
+    model_run_free(&m);
+    if (usage) {
+      int rc = tool_usage_error("%s", kiln_status_message(s));
+      kiln_status_free(s);
+      return rc;
+    }
+    return tool_fail(s);
+  }
+  const executor_stats *st = executor_get_stats(m.ex);
+  log_info("executor: %lld modules compiled, %lld cache hits, %lld lowered op runs, %lld host kernel runs, %lld "
+           "executor-interpreted nodes, %lld dead nodes",
+           (long long)st->compiles, (long long)st->cache_hits, (long long)st->lowered_runs, (long long)st->host_runs,
+           (long long)st->native_runs, (long long)st->dead_nodes);
+  double first = m.times_ms[0], med = median(m.times_ms, iters);
+  if (kiln_flags.json) {
+    strbuf j;
+    strbuf_init(&j);
+    strbuf_append(&j, "{\"device\":");
+    json_string(&j, device->name);
+    strbuf_printf(&j, ",\"first_ms\":%.6f,\"median_ms\":%.6f,\"iters\":%d,\"nodes\":%d}\n", first, med, iters,
+                  m.g->n_nodes);
+    fputs(strbuf_cstr(&j), stdout);
+    strbuf_free(&j);
+  } else {
+    fputs(strbuf_cstr(&report), stdout);
+    printf("%s: %d iteration%s, first %.3f ms, median %.3f ms (op by op)\n", device->name, iters,
+           iters == 1 ? "" : "s", first, med);
+  }
+  log_info("wrote %d output%s to %s", m.g->n_results, m.g->n_results == 1 ? "" : "s", kiln_flags.output_dir);
+  strbuf_free(&report);
+  model_run_free(&m);
   return TOOL_OK;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "backends/backend.h"
 #include "base/flags.h"
 #include "base/log.h"
 #include "hlo/literal.h"
@@ -23,10 +24,20 @@ static const char usage_text[] =
     "        compile the module for a device, run it on .npy inputs and write\n"
     "        OUTDIR/output_0.npy, output_1.npy, ... (one per element of the root tuple).\n"
     "        NAME is pN (the parameter number) or the parameter instruction's name.\n"
+    "  run MODEL [-i NAME=PATH.npy]... [-o OUTDIR] [--device NAME] [--iters N] [--json] [--jit off|auto]\n"
+    "        import MODEL (model.onnx, a TensorFlow GraphDef .pb or a TF.js model.json)\n"
+    "        and run it op by op; NAME is a graph input (ONNX input, TF Placeholder).\n"
+    "        Writes OUTDIR/NAME.npy per graph output (TF's ':0' dropped, characters\n"
+    "        outside [A-Za-z0-9_.-] replaced by '_'). --jit auto (the default) will\n"
+    "        compile clusters once the bridge lands; until then it means --jit off.\n"
     "  compile FILE.hlo [--dump_to DIR] [--dump_pass_re RE]\n"
     "        run the optimization pipeline and print the resulting module.\n"
     "  flags        list every flag with its type, default and help\n"
-    "  devices      list the devices (backends) kiln can run on\n"
+    "  devices      list the devices (backends) kiln can run on\n"    "  ops [NAMESPACE]  list the framework ops kiln can run (onnx, tf, ...)\n"
+    "  plugins      list discovered plugins (KILN_PLUGIN_PATH, --plugin FILE) and why any is unavailable\n"
+    "  conformance --device NAME [--csv FILE]\n"
+    "        run every opcode x type x shape case on the device and on the evaluator;\n"
+    "        prints OK / FAIL / unsupported per case, exits 1 if any case is wrong\n"
     "  help         print this message\n"
     "\n"
     "Flags are also read from the KILN_FLAGS environment variable (e.g.\n"
@@ -88,7 +99,10 @@ static int dispatch(int n_pos, char **pos) {
   if (strcmp(cmd, "compile") == 0) return cmd_compile(n_pos - 1, pos + 1);
   if (strcmp(cmd, "flags") == 0) return cmd_flags(n_pos - 1, pos + 1);
   if (strcmp(cmd, "devices") == 0) return cmd_devices(n_pos - 1, pos + 1);
-  return tool_usage_error("unknown command '%s' (commands: run, compile, flags, devices, help)", cmd);
+  if (strcmp(cmd, "plugins") == 0) return cmd_plugins(n_pos - 1, pos + 1);
+  if (strcmp(cmd, "conformance") == 0) return cmd_conformance(n_pos - 1, pos + 1);
+  if (strcmp(cmd, "ops") == 0) return cmd_ops(n_pos - 1, pos + 1);
+  return tool_usage_error("unknown command '%s' (commands: run, compile, flags, devices, plugins, conformance, ops, help)", cmd);
 }
 
 int main(int argc, char **argv) {
@@ -109,6 +123,7 @@ int main(int argc, char **argv) {
     rc = dispatch(n_pos, pos);
   }
   free(pos);
+  backend_registry_reset(); /* unload plugins before the flags they were found by go away */
   flags_reset();
   fflush(stdout);
   return rc;

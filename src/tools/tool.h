@@ -22,5 +22,8 @@ int cmd_run(int argc, char **argv);
 int cmd_compile(int argc, char **argv);
 int cmd_flags(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_plugins(int argc, char **argv);
+int cmd_conformance(int argc, char **argv);
+int cmd_ops(int argc, char **argv);
 
 #endif

@@ -278,3 +278,21 @@ hlo_pipeline *hlo_pipeline_new_default(void) {
   hlo_pipeline_add_fix(p, simplify, HLO_FIX_DEFAULT_MAX_ITERS);
   return p;
 }
+
+hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
+  hlo_pipeline *p = hlo_pipeline_new("optimizations");
+  hlo_pipeline_add_pass(p, "batchnorm-expander", hlo_pass_batchnorm_expander);
+  hlo_pipeline *simplify = hlo_pipeline_new("simplification");
+  hlo_pipeline_add_pass(simplify, "algsimp", hlo_pass_algebraic_simplifier);
+  if (constant_folding) hlo_pipeline_add_pass(simplify, "constant-folding", constant_folding);
+  hlo_pipeline_add_pass(simplify, "cse", hlo_pass_cse);
+  hlo_pipeline_add_pass(simplify, "dce", hlo_pass_dce);
+  hlo_pipeline_add_fix(p, simplify, HLO_FIX_DEFAULT_MAX_ITERS);
+  hlo_pipeline_add_pass(p, "transpose-folding", hlo_pass_transpose_folding);
+  hlo_pipeline *cleanup = hlo_pipeline_new("cleanup");
+  hlo_pipeline_add_pass(cleanup, "algsimp", hlo_pass_algebraic_simplifier);
+  hlo_pipeline_add_pass(cleanup, "cse", hlo_pass_cse);
+  hlo_pipeline_add_pass(cleanup, "dce", hlo_pass_dce);
+  hlo_pipeline_add_fix(p, cleanup, HLO_FIX_DEFAULT_MAX_ITERS);
+  return p;
+}

@@ -61,9 +61,17 @@ const char *hlo_pipeline_name(const hlo_pipeline *p);
  * module. On error the module may be partially rewritten; callers discard it. */
 kiln_status hlo_pipeline_run(const hlo_pipeline *p, hlo_module *m, const hlo_pipeline_options *opts, bool *changed);
 
-/* The target-independent optimization pipeline `kiln compile` runs (today: fix(dce)).
- * Backends build their own pipelines and may start from this one. */
+/* The minimal target-independent pipeline: fix(dce). `kiln compile` runs the full one
+ * below; backends build their own pipelines and may start from either. */
 hlo_pipeline *hlo_pipeline_new_default(void);
+
+/* The full target-independent optimization pipeline:
+ *   batchnorm-expander, fix(algsimp, constant-folding, cse, dce), transpose-folding,
+ *   fix(algsimp, cse, dce).
+ * constant_folding is the folding pass (eval_pass_constant_folding from
+ * eval/constant_folding.h) or NULL to leave it out: kiln_hlo cannot call the evaluator
+ * itself, so whoever links kiln_eval passes it in. */
+hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding);
 
 /* ---- passes defined in src/hlo/passes ---- */
 
@@ -71,5 +79,18 @@ hlo_pipeline *hlo_pipeline_new_default(void);
  * (keeping parameters and side-effecting instructions), then computations no longer
  * reachable from the entry. */
 kiln_status hlo_pass_dce(hlo_module *m, bool *changed);
+
+/* Common subexpression elimination (cse.c): merges identical side-effect-free
+ * instructions of a computation; constants compare by value. */
+kiln_status hlo_pass_cse(hlo_module *m, bool *changed);
+
+/* Bit-exact algebraic identities (algebraic_simplifier.c; each rule documented there). */
+kiln_status hlo_pass_algebraic_simplifier(hlo_module *m, bool *changed);
+
+/* batch-norm-inference -> elementwise ops, bit-identical to the evaluator's kernel. */
+kiln_status hlo_pass_batchnorm_expander(hlo_module *m, bool *changed);
+
+/* dot(transpose(a), b) -> dot(a, b) with renamed dimension numbers, when exact. */
+kiln_status hlo_pass_transpose_folding(hlo_module *m, bool *changed);
 
 #endif

@@ -1,0 +1,114 @@
+/* Constant folding (see constant_folding.h): each candidate is copied into a scratch
+ * computation whose parameters stand for its constant operands, and the evaluator runs
+ * that computation on the constants' literals. The result is, by construction, exactly
+ * what the evaluator would have computed in place, so folding never changes a result
+ * bit. */
+#include <stdlib.h>
+
+#include "eval/constant_folding.h"
+#include "eval/eval.h"
+#include "hlo/builder.h"
+#include "hlo/passes/pass_util.h"
+
+/* Bounds the evaluator work spent on one fold (e.g. a dot of two big constants). */
+#define MAX_OPERAND_ELEMENTS (4 * 1024 * 1024)
+
+static bool foldable(const hlo_instr *ins) {
+  if (ins->n_operands < 1 || !shape_is_array(&ins->shape)) return false;
+  switch (ins->op) {
+    case HLO_OP_BROADCAST:
+    case HLO_OP_WHILE: case HLO_OP_CONDITIONAL: case HLO_OP_CALL:
+    case HLO_OP_FUSION: case HLO_OP_MAP:
+    case HLO_OP_GET_DIMENSION_SIZE: case HLO_OP_SET_DIMENSION_SIZE:
+      return false;
+    default:
+      break;
+  }
+  if (hlo_pass_has_side_effect(ins)) return false;
+  int64_t n = shape_elements(&ins->shape);
+  if (n < 0 || n > EVAL_CONSTANT_FOLDING_MAX_ELEMENTS) return false;
+  int64_t in = 0;
+  for (int k = 0; k < ins->n_operands; k++) {
+    const hlo_instr *op = ins->operands[k];
+    if (op->op != HLO_OP_CONSTANT || !op->literal || !shape_is_array(&op->shape)) return false;
+    in += op->literal->n;
+    if (in > MAX_OPERAND_ELEMENTS) return false;
+  }
+  /* An op whose constant result is much larger than its constant inputs (pad of a small
+   * constant, a gather that repeats rows…) would only make the module bigger. */
+  if (n > in && n > 256) return false;
+  return eval_supports(ins);
+}
+
+/* Evaluates ins on its constant operands; *out NULL when the evaluator declines. The
+ * copy lives in a scratch computation of the same module (so called computations are
+ * valid for the builder) whose parameters receive the constants' literals, borrowed, so
+ * no constant data is copied; the scratch computation is unlinked afterwards (its few
+ * IR objects stay in the module's arena, like everything a pass bypasses). */
+static kiln_status evaluate(hlo_module *m, const hlo_instr *ins, hlo_literal **out) {
+  *out = NULL;
+  int n_comps = m->n_comps;
+  hlo_computation *c = hlo_computation_new(m, "constant_folding.scratch");
+  hlo_instr **ops = calloc((size_t)ins->n_operands, sizeof *ops);
+  hlo_literal **args = calloc((size_t)ins->n_operands, sizeof *args);
+  if (!ops || !args) abort();
+  kiln_status s = NULL;
+  for (int k = 0; k < ins->n_operands && !s; k++) {
+    args[k] = ins->operands[k]->literal;
+    s = hlo_build_parameter(c, k, &ins->operands[k]->shape, NULL, &ops[k]);
+  }
+  hlo_instr *copy = NULL;
+  if (!s) {
+    hlo_instr tmpl = *ins;
+    tmpl.name = NULL;
+    tmpl.literal = NULL;
+    tmpl.user_data = NULL;
+    tmpl.operands = ops;
+    s = hlo_build_instr(c, &tmpl, &copy);
+  }
+  if (!s) s = hlo_build_set_root(c, copy);
+  if (!s) s = eval_computation(c, args, ins->n_operands, out);
+  free(ops);
+  free(args);
+  m->n_comps = n_comps; /* unlink the scratch computation */
+  if (s) {
+    kiln_status_free(s);
+    *out = NULL;
+  }
+  return NULL;
+}
+
+kiln_status eval_pass_constant_folding(hlo_module *m, bool *changed) {
+  *changed = false;
+  for (int ci = 0; ci < m->n_comps; ci++) {
+    hlo_computation *c = m->comps[ci];
+    int n = c->n_instrs;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+      hlo_instr *ins = c->instrs[i];
+      if (!foldable(ins)) continue;
+      if (ins != c->root && hlo_instr_count_users(ins) == 0) continue;
+      hlo_literal *value = NULL;
+      TRY(evaluate(m, ins, &value));
+      if (!value) continue;
+      if (!shape_compatible(&value->shape, &ins->shape)) {
+        literal_free(value);
+        continue;
+      }
+      hlo_instr *k = NULL;
+      kiln_status s = hlo_build_constant(c, value, &k);
+      if (s) {
+        kiln_status_free(s);
+        continue;
+      }
+      if (ins->shape.has_layout) { /* keep the printed layout of what it replaces */
+        k->shape.has_layout = true;
+        for (int d = 0; d < ins->shape.rank; d++) k->shape.minor_to_major[d] = ins->shape.minor_to_major[d];
+      }
+      if (hlo_pass_replace_uses(c, ins, k) > 0) any = true;
+    }
+    if (any || c->n_instrs != n) hlo_pass_restore_order(c);
+    if (any) *changed = true;
+  }
+  return NULL;
+}

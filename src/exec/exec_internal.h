@@ -1,0 +1,168 @@
+/* Internals shared by the executor's files: the session object, execution plans (the
+ * per-graph layout the scheduler walks), the compiled-op cache, the executor-native
+ * ops (resources, TensorArray/TensorList, functional ops) and host tensor helpers.
+ *
+ * executor.c     plans and the scheduler (frames, iterations, deadness)
+ * op_runner.c    op-library ops: single-op HLO modules, the compile cache, host kernels
+ * natives.c      the table of ops the executor interprets, and the simple ones
+ * resources.c    resource variables, TensorArrayV3 family, TensorList family
+ * functional.c   ONNX If/Loop/Scan, TF If/While/PartitionedCall
+ * tensor_util.c  slicing, stacking and scalar helpers over host tensors */
+#ifndef KILN_EXEC_EXEC_INTERNAL_H
+#define KILN_EXEC_EXEC_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/backend.h"
+#include "base/status.h"
+#include "exec/executor.h"
+#include "graph/graph.h"
+#include "graph/tensor.h"
+#include "ops/ops.h"
+
+/* ------------------------------------------------------------------ natives ---- */
+
+/* Context of an executor-native op. Inputs are borrowed (the scheduler holds them);
+ * each produced output is stored with one reference owned by the caller. */
+typedef struct exec_node_ctx {
+  executor *e;
+  const graph_node *node;
+  int n_inputs;
+  graph_tensor *const *inputs;
+  int n_outputs;
+  graph_tensor **outputs;
+} exec_node_ctx;
+
+typedef kiln_status (*exec_native_fn)(exec_node_ctx *ctx);
+
+typedef struct exec_native {
+  const char *name; /* namespaced: "tf.TensorArrayV3" */
+  exec_native_fn fn;
+} exec_native;
+
+/* NULL when the executor does not interpret op itself. */
+const exec_native *exec_native_find(const char *op);
+
+/* Native op implementations, by file. */
+kiln_status exec_native_const(exec_node_ctx *c);
+kiln_status exec_native_identity(exec_node_ctx *c);
+kiln_status exec_native_noop(exec_node_ctx *c);
+
+kiln_status exec_var_handle(exec_node_ctx *c);
+kiln_status exec_var_read(exec_node_ctx *c);
+kiln_status exec_var_assign(exec_node_ctx *c);
+kiln_status exec_var_assign_add(exec_node_ctx *c);
+kiln_status exec_var_assign_sub(exec_node_ctx *c);
+kiln_status exec_var_is_initialized(exec_node_ctx *c);
+kiln_status exec_var_destroy(exec_node_ctx *c);
+
+kiln_status exec_ta_new(exec_node_ctx *c);
+kiln_status exec_ta_read(exec_node_ctx *c);
+kiln_status exec_ta_write(exec_node_ctx *c);
+kiln_status exec_ta_gather(exec_node_ctx *c);
+kiln_status exec_ta_scatter(exec_node_ctx *c);
+kiln_status exec_ta_concat(exec_node_ctx *c);
+kiln_status exec_ta_split(exec_node_ctx *c);
+kiln_status exec_ta_size(exec_node_ctx *c);
+kiln_status exec_ta_close(exec_node_ctx *c);
+
+kiln_status exec_tl_empty(exec_node_ctx *c);
+kiln_status exec_tl_reserve(exec_node_ctx *c);
+kiln_status exec_tl_from_tensor(exec_node_ctx *c);
+kiln_status exec_tl_set_item(exec_node_ctx *c);
+kiln_status exec_tl_get_item(exec_node_ctx *c);
+kiln_status exec_tl_push_back(exec_node_ctx *c);
+kiln_status exec_tl_pop_back(exec_node_ctx *c);
+kiln_status exec_tl_stack(exec_node_ctx *c);
+kiln_status exec_tl_gather(exec_node_ctx *c);
+kiln_status exec_tl_scatter_into(exec_node_ctx *c);
+kiln_status exec_tl_scatter(exec_node_ctx *c);
+kiln_status exec_tl_length(exec_node_ctx *c);
+kiln_status exec_tl_element_shape(exec_node_ctx *c);
+kiln_status exec_tl_resize(exec_node_ctx *c);
+kiln_status exec_tl_concat(exec_node_ctx *c);
+kiln_status exec_tl_split(exec_node_ctx *c);
+
+kiln_status exec_onnx_if(exec_node_ctx *c);
+kiln_status exec_onnx_loop(exec_node_ctx *c);
+kiln_status exec_onnx_scan(exec_node_ctx *c);
+kiln_status exec_tf_if(exec_node_ctx *c);
+kiln_status exec_tf_while(exec_node_ctx *c);
+kiln_status exec_tf_call(exec_node_ctx *c);
+
+/* ---------------------------------------------------------------- resources ---- */
+
+typedef struct exec_resources exec_resources;
+exec_resources *exec_resources_new(void);
+void exec_resources_free(exec_resources *r);
+/* Drops the per-run resources (TensorArrays, TensorLists) after a top-level run. */
+void exec_resources_end_run(exec_resources *r);
+
+/* ------------------------------------------------------------------- cache ---- */
+
+typedef struct exec_cache exec_cache;
+exec_cache *exec_cache_new(void);
+void exec_cache_free(exec_cache *c);
+/* Interns what of a node's key is fixed (op, attributes, output count): nodes with the
+ * same static key and the same runtime signature share one compiled module. */
+int exec_cache_static_key(exec_cache *c, const graph_node *n);
+
+/* Runs an op-library op on host tensors (borrowed); fills out[0..n_out) (NULL where
+ * the op produced nothing). */
+kiln_status exec_run_op(executor *e, const graph_node *node, const op_def *def, int static_key,
+                        graph_tensor *const *in, int n_in, graph_tensor **out, int n_out);
+
+/* ------------------------------------------------------------- the session ---- */
+
+typedef struct exec_plan exec_plan;
+
+struct executor {
+  graph *g;
+  const backend *device;
+  executor_stats stats;
+  exec_cache *cache;
+  exec_resources *res;
+  int n_plans, cap_plans;
+  exec_plan **plans; /* plans[0]: the root graph; then function bodies, built lazily */
+  int call_depth;    /* nesting of function calls, bounded */
+  char *dump_dir;    /* NULL: no dumps */
+};
+
+/* Runs function graph `body` (of e's graph library) on positional inputs, giving its
+ * results in order. Errors name the function. */
+kiln_status exec_call_function(executor *e, graph *body, int n_in, graph_tensor *const *in, int n_out,
+                               graph_tensor **out);
+
+/* ---------------------------------------------------------- tensor helpers ---- */
+
+/* "float[2,3]" into b. */
+void exec_print_tensor_type(strbuf *b, const graph_tensor *t);
+/* A new scalar. */
+kiln_status exec_scalar_s64(graph_dtype dtype, int64_t v, graph_tensor **out);
+kiln_status exec_scalar_f64(graph_dtype dtype, double v, graph_tensor **out);
+/* Reads a one-element integer (or bool) tensor; `what` names it in errors. */
+kiln_status exec_read_index(const graph_tensor *t, const char *what, int64_t *out);
+/* TF's ToBool / ONNX's condition: one-element tensors by value (non-zero), otherwise
+ * true iff non-empty. */
+bool exec_truth(const graph_tensor *t);
+/* A shape given as a tensor (TF element_shape operands): scalar -1 is unknown rank,
+ * -1 entries are unknown dims. */
+kiln_status exec_read_shape(const graph_tensor *t, const char *what, graph_shape *out);
+/* Copies count elements between buffers of the same dtype (deep copies strings). */
+void exec_copy_elements(graph_tensor *dst, int64_t dst_off, const graph_tensor *src, int64_t src_off, int64_t count);
+/* Element `index` along `axis` with that axis removed. */
+kiln_status exec_tensor_take(const graph_tensor *t, int axis, int64_t index, graph_tensor **out);
+/* Rows [start, start+len) along axis 0 (axis kept). */
+kiln_status exec_tensor_rows(const graph_tensor *t, int64_t start, int64_t len, graph_tensor **out);
+/* Stacks n tensors of one dtype and shape along a new axis `axis`. When n == 0 the
+ * element shape comes from *empty_shape (must be fully known) and dtype. */
+kiln_status exec_tensor_stack(graph_dtype dtype, int n, graph_tensor *const *elems, int axis,
+                              const graph_shape *empty_shape, graph_tensor **out);
+/* Concatenates n tensors along axis 0 (same dtype and trailing dims). */
+kiln_status exec_tensor_concat0(graph_dtype dtype, int n, graph_tensor *const *elems,
+                                const graph_shape *empty_shape, graph_tensor **out);
+/* Whether a runtime shape satisfies a declared one (unknown rank/dims match). */
+bool exec_shape_matches(const graph_shape *declared, const graph_tensor *t);
+
+#endif

@@ -1,0 +1,86 @@
+/* The host executor: runs a framework graph (what the importers produce) op by op.
+ *
+ * It plays the role of TensorFlow's executor inside a DirectSession. executor_new
+ * prunes the graph to what its results need and lays out, per loop frame, the pending
+ * counts and input slots of every node; executor_run feeds the graph inputs, runs the
+ * ready nodes one at a time and hands back the graph results. The session keeps state
+ * across runs: resource variables, the compiled-op cache, plans of function bodies.
+ *
+ * How a node runs:
+ *   - control flow (Switch, Merge, Enter, Exit, NextIteration, LoopCond, ControlTrigger)
+ *     follows TensorFlow's executor semantics: dead tensors, frames and iterations,
+ *     loop invariants (is_constant Enter), dead exits; parallel_iterations is 1;
+ *   - Const/Constant, Identity, Placeholder, resource variables, TensorArrayV3 and the
+ *     TensorList family, and the functional ops (ONNX If/Loop/Scan, TF If/While/
+ *     PartitionedCall) are interpreted here; function bodies run through the same
+ *     machinery recursively;
+ *   - every other op comes from the op library (ops/ops.h): an op with a lowering runs
+ *     as a single-op HLO module compiled for the device and cached by (op, attributes,
+ *     input dtypes and shapes, values of must-be-constant inputs), so identical nodes
+ *     share one compiled module; an op with only a host kernel runs that kernel.
+ * All tensors are host tensors, so ops that need values (shape operands) read them
+ * directly.
+ *
+ * The graph is borrowed and must not change (nor be freed) while the executor lives.
+ * Errors name the node, its op and its input shapes. */
+#ifndef KILN_EXEC_EXECUTOR_H
+#define KILN_EXEC_EXECUTOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/status.h"
+#include "graph/graph.h"
+#include "graph/tensor.h"
+
+typedef struct executor executor;
+
+typedef struct executor_options {
+  /* Backend that runs lowered ops (see `kiln devices`); NULL or "": the default. */
+  const char *device;
+  /* When non-empty: every single-op module compiled is also written there as
+   * op_NNNN.OPNAME.hlo (NNNN counts compiles), for debugging lowerings. */
+  const char *dump_dir;
+} executor_options;
+
+typedef struct executor_stats {
+  int64_t compiles;     /* single-op HLO modules lowered and compiled */
+  int64_t cache_hits;   /* lowered op runs that reused a compiled module */
+  int64_t lowered_runs; /* op runs through compiled modules */
+  int64_t host_runs;    /* op-library host kernel runs */
+  int64_t native_runs;  /* nodes the executor interpreted itself */
+  int64_t dead_nodes;   /* nodes skipped because an input was dead */
+} executor_stats;
+
+/* Validates g, prunes it to what its results need and checks that every needed node
+ * has an implementation (an error lists the nodes whose ops kiln lacks). */
+kiln_status executor_new(graph *g, const executor_options *opts, executor **out);
+void executor_free(executor *e); /* NULL is ignored */
+
+/* The feeds the results need: graph inputs, and Placeholder nodes (without a default)
+ * of graphs that kept them as nodes. The node's dtype and shape say what it takes. */
+int executor_num_feeds(const executor *e);
+const graph_node *executor_feed(const executor *e, int i);
+/* The declared dtype and shape of a feed (INVALID / unknown when not declared). */
+void executor_feed_signature(const graph_node *feed, graph_dtype *dtype, graph_shape *shape);
+
+/* Runs the graph once. inputs[i] (borrowed) feeds the graph input or Placeholder named
+ * names[i]; each feed the results need must be given, and its dtype and shape must
+ * match the declared ones (unknown dimensions match anything). On success outputs[r]
+ * receives a reference to the value of graph result r (g->n_results of them; release
+ * with tensor_free). On error every outputs[r] is NULL. */
+kiln_status executor_run(executor *e, int n_inputs, const char *const *names, graph_tensor *const *inputs,
+                         graph_tensor **outputs);
+
+const executor_stats *executor_get_stats(const executor *e);
+/* The device lowered ops run on. */
+const char *executor_device_name(const executor *e);
+
+/* Ops the executor interprets itself (control flow, resources, functional ops), as
+ * namespaced names ("tf.Switch"), sorted; for `kiln ops`. */
+int executor_native_op_count(void);
+const char *executor_native_op_at(int i);
+/* Whether the executor can run op (natively or through the op library). */
+bool executor_knows_op(const char *op);
+
+#endif

@@ -1,0 +1,447 @@
+/* Running op-library ops: single-op HLO modules through the device, with a compile
+ * cache, or the op's host kernel.
+ *
+ * An op with a lowering is lowered into a fresh module whose parameters are the
+ * runtime dtypes and shapes of its inputs (must-be-constant inputs are given by value,
+ * as constants and in ctx.const_inputs), compiled once for the device and cached.
+ * The key is (op, attributes, output count, opset) -- interned once per node as a
+ * "static key" -- plus the input dtypes and shapes and the values of the
+ * must-be-constant inputs, so two nodes with the same op, attributes and signature
+ * share one compiled module, as XLA's compilation cache does for clusters. The node
+ * name is not part of the key; it only appears in error messages of the first
+ * compile. A lowering or a compile that answers UNIMPLEMENTED falls back to the host
+ * kernel when the op has one, and the cache remembers that choice. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "exec/exec_internal.h"
+#include "hlo/builder.h"
+#include "hlo/printer.h"
+#include "hlo/verifier.h"
+
+/* ---------------------------------------------------------- hash table ---------- */
+
+typedef struct hslot {
+  uint64_t hash;
+  char *key;
+  size_t len;
+  void *value;
+} hslot;
+
+typedef struct htab {
+  size_t cap, n;
+  hslot *slots;
+} htab;
+
+static uint64_t fnv1a(const char *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+static hslot *htab_find(htab *t, const char *key, size_t len, uint64_t h) {
+  if (!t->cap) return NULL;
+  for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+    hslot *s = &t->slots[i];
+    if (!s->key) return s;
+    if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0) return s;
+  }
+}
+
+static void htab_grow(htab *t) {
+  size_t cap = t->cap ? t->cap * 2 : 64;
+  hslot *old = t->slots;
+  size_t old_cap = t->cap;
+  t->slots = calloc(cap, sizeof *t->slots);
+  if (!t->slots) abort();
+  t->cap = cap;
+  for (size_t i = 0; i < old_cap; i++)
+    if (old[i].key) *htab_find(t, old[i].key, old[i].len, old[i].hash) = old[i];
+  free(old);
+}
+
+/* Inserts (key taken over) into the empty slot a failed lookup returned. */
+static void htab_insert(htab *t, char *key, size_t len, uint64_t h, void *value) {
+  if ((t->n + 1) * 4 > t->cap * 3) htab_grow(t);
+  hslot *s = htab_find(t, key, len, h);
+  *s = (hslot){h, key, len, value};
+  t->n++;
+}
+
+/* ------------------------------------------------------------ the cache ---------- */
+
+typedef struct cache_entry {
+  hlo_module *module;
+  backend_executable *exe;
+  bool use_host;    /* lowering or compile answered UNIMPLEMENTED; the host kernel runs */
+  bool tuple_root;  /* the root is a tuple of the produced outputs */
+  int n_outputs;
+  int *tuple_index; /* per node output: element of the root tuple, -1 if not produced */
+} cache_entry;
+
+struct exec_cache {
+  htab statics; /* value: id + 1 */
+  int n_statics;
+  htab compiled; /* value: cache_entry* */
+  const backend *device; /* of the executables (for destroy) */
+};
+
+exec_cache *exec_cache_new(void) {
+  exec_cache *c = calloc(1, sizeof *c);
+  if (!c) abort();
+  return c;
+}
+
+void exec_cache_free(exec_cache *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->statics.cap; i++) free(c->statics.slots[i].key);
+  free(c->statics.slots);
+  for (size_t i = 0; i < c->compiled.cap; i++) {
+    hslot *s = &c->compiled.slots[i];
+    if (!s->key) continue;
+    cache_entry *ce = s->value;
+    if (ce->exe) c->device->destroy(ce->exe);
+    hlo_module_free(ce->module);
+    free(ce->tuple_index);
+    free(ce);
+    free(s->key);
+  }
+  free(c->compiled.slots);
+  free(c);
+}
+
+/* ------------------------------------------------------------- key bytes --------- */
+
+static void put(strbuf *b, const void *p, size_t n) { strbuf_appendn(b, (const char *)p, n); }
+static void put_i64(strbuf *b, int64_t v) { put(b, &v, sizeof v); }
+static void put_str(strbuf *b, const char *s, size_t n) {
+  put_i64(b, (int64_t)n);
+  put(b, s, n);
+}
+
+static void put_tensor(strbuf *b, const graph_tensor *t) {
+  put_i64(b, t->dtype);
+  put_i64(b, t->rank);
+  put(b, t->dims, (size_t)t->rank * sizeof t->dims[0]);
+  if (t->dtype == GRAPH_DT_STRING) {
+    for (int64_t i = 0; i < t->n; i++) {
+      const graph_bytes *s = tensor_string(t, i);
+      put_str(b, s->data, s->len);
+    }
+  } else {
+    put(b, t->data, tensor_byte_size(t));
+  }
+}
+
+static void put_attrs(strbuf *b, int n, const graph_attr *attrs);
+
+static void put_value(strbuf *b, const graph_attr_value *v) {
+  put_i64(b, v->kind);
+  switch (v->kind) {
+    case GRAPH_ATTR_NONE: break;
+    case GRAPH_ATTR_INT: put_i64(b, v->i); break;
+    case GRAPH_ATTR_FLOAT: put(b, &v->f, sizeof v->f); break;
+    case GRAPH_ATTR_BOOL: put_i64(b, v->b); break;
+    case GRAPH_ATTR_STRING: put_str(b, v->s.data, v->s.len); break;
+    case GRAPH_ATTR_TYPE: put_i64(b, v->type); break;
+    case GRAPH_ATTR_SHAPE:
+      put_i64(b, v->shape->rank);
+      if (v->shape->rank > 0) put(b, v->shape->dims, (size_t)v->shape->rank * sizeof v->shape->dims[0]);
+      break;
+    case GRAPH_ATTR_TENSOR: put_tensor(b, v->tensor); break;
+    case GRAPH_ATTR_FUNC:
+      put_str(b, v->func.name, strlen(v->func.name));
+      put(b, &v->func.body, sizeof v->func.body);
+      put_attrs(b, v->func.n_attrs, v->func.attrs);
+      break;
+    case GRAPH_ATTR_LIST:
+      put_i64(b, v->list.elem);
+      put_i64(b, v->list.n);
+      for (int i = 0; i < v->list.n; i++) put_value(b, &v->list.items[i]);
+      break;
+  }
+}
+
+static void put_attrs(strbuf *b, int n, const graph_attr *attrs) {
+  put_i64(b, n);
+  for (int i = 0; i < n; i++) {
+    put_str(b, attrs[i].name, strlen(attrs[i].name));
+    put_value(b, &attrs[i].value);
+  }
+}
+
+int exec_cache_static_key(exec_cache *c, const graph_node *n) {
+  strbuf b;
+  strbuf_init(&b);
+  put_str(&b, n->op, strlen(n->op));
+  put_i64(&b, n->n_outputs);
+  put_i64(&b, n->graph->root->opset);
+  put_attrs(&b, n->n_attrs, n->attrs);
+  size_t len = b.len;
+  uint64_t h = fnv1a(b.data ? b.data : "", len);
+  hslot *s = htab_find(&c->statics, b.data ? b.data : "", len, h);
+  if (s && s->key) {
+    strbuf_free(&b);
+    return (int)((intptr_t)s->value - 1);
+  }
+  int id = c->n_statics++;
+  char *key = strbuf_take(&b);
+  htab_insert(&c->statics, key, len, h, (void *)(intptr_t)(id + 1));
+  return id;
+}
+
+/* Must-be-constant inputs: the op's mask, and the last input for ops whose constant
+ * operand follows a variable number of values (OP_CONST_LAST_INPUT). */
+static bool is_const_input(const op_def *def, int i, int n_in) {
+  if ((def->traits & OP_CONST_LAST_INPUT) && i == n_in - 1) return true;
+  return i < 64 && ((def->const_inputs >> i) & 1u);
+}
+
+/* ------------------------------------------------------------- compiling --------- */
+
+/* Best effort: a dump that cannot be written only logs a warning. */
+static void dump_module(executor *e, const graph_node *node, const hlo_module *m) {
+  char *text = hlo_module_to_string(m, NULL);
+  size_t n = strlen(e->dump_dir) + strlen(node->op) + 32;
+  char *path = malloc(n);
+  if (!path) abort();
+  snprintf(path, n, "%s/op_%04lld.%s.hlo", e->dump_dir, (long long)e->stats.compiles, graph_node_op_base(node));
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fprintf(f, "// node %s (%s)\n%s", node->name, node->op, text);
+    fclose(f);
+  } else {
+    log_warning("cannot write %s", path);
+  }
+  free(path);
+  free(text);
+}
+
+static kiln_status build_module(executor *e, const graph_node *node, const op_def *def, graph_tensor *const *in,
+                                int n_in, int n_out, cache_entry *ce) {
+  hlo_module *m = hlo_module_new(graph_node_op_base(node));
+  hlo_computation *c = hlo_computation_new(m, "main");
+  hlo_instr **inputs = calloc((size_t)n_in + 1, sizeof *inputs);
+  const graph_tensor **consts = calloc((size_t)n_in + 1, sizeof *consts);
+  graph_dtype *dtypes = calloc((size_t)n_in + 1, sizeof *dtypes);
+  /* Room past n_out guards against a lowering that fills more outputs than the node
+   * declares; only the first n_out are read. */
+  hlo_instr **outs = calloc((size_t)n_out + 8, sizeof *outs);
+  if (!inputs || !consts || !dtypes || !outs) abort();
+  kiln_status s = NULL;
+  int n_params = 0;
+  for (int i = 0; i < n_in && !s; i++) {
+    const graph_tensor *t = in[i];
+    dtypes[i] = t->dtype;
+    if (is_const_input(def, i, n_in)) {
+      consts[i] = t;
+      hlo_literal view, *lit;
+      if (tensor_literal_view(t, &view)) {
+        s = tensor_to_literal(t, &lit);
+        if (!s) s = hlo_build_constant(c, lit, &inputs[i]);
+      }
+      continue;
+    }
+    graph_shape gs = tensor_shape(t);
+    hlo_shape hs;
+    if (!graph_shape_to_hlo(&gs, t->dtype, &hs)) {
+      s = ERR_UNIMPLEMENTED("input %d has dtype %s, which an HLO module cannot take", i, graph_dtype_name(t->dtype));
+      break;
+    }
+    s = hlo_build_parameter(c, n_params++, &hs, NULL, &inputs[i]);
+  }
+  if (!s) {
+    op_lower_ctx ctx = {
+        .node = node,
+        .opset = node->graph->root->opset,
+        .comp = c,
+        .n_inputs = n_in,
+        .inputs = inputs,
+        .const_inputs = consts,
+        .input_dtypes = dtypes,
+        .n_outputs = n_out,
+        .outputs = outs,
+    };
+    s = def->lower(&ctx);
+  }
+  hlo_instr *root = NULL;
+  if (!s) {
+    ce->n_outputs = n_out;
+    ce->tuple_index = calloc((size_t)n_out + 1, sizeof *ce->tuple_index);
+    if (!ce->tuple_index) abort();
+    if (n_out == 1) {
+      if (!outs[0]) s = ERR_INTERNAL("the lowering produced no value");
+      root = outs[0];
+    } else {
+      ce->tuple_root = true;
+      hlo_instr **elems = calloc((size_t)n_out + 1, sizeof *elems);
+      if (!elems) abort();
+      int k = 0;
+      for (int i = 0; i < n_out; i++) {
+        ce->tuple_index[i] = outs[i] ? k : -1;
+        if (outs[i]) elems[k++] = outs[i];
+      }
+      s = hlo_build_tuple(c, k, elems, &root);
+      free(elems);
+    }
+  }
+  if (!s) s = hlo_build_set_root(c, root);
+  if (!s) {
+    hlo_build_set_entry(m, c);
+    s = hlo_build_order_computations(m);
+  }
+  if (!s && e->dump_dir) dump_module(e, node, m);
+  if (!s) s = status_wrap(hlo_verify_module(m), "the lowering built an invalid module");
+  if (!s) {
+    ce->module = m;
+    m = NULL;
+    s = e->device->compile(e->device, ce->module, &ce->exe);
+    if (s) s = status_wrap(s, "compiling for device %s", e->device->name);
+  }
+  hlo_module_free(m);
+  free(inputs);
+  free(consts);
+  free(dtypes);
+  free(outs);
+  return s;
+}
+
+static void entry_free(exec_cache *c, cache_entry *ce) {
+  if (!ce) return;
+  if (ce->exe) c->device->destroy(ce->exe);
+  hlo_module_free(ce->module);
+  free(ce->tuple_index);
+  free(ce);
+}
+
+static kiln_status find_or_compile(executor *e, const graph_node *node, const op_def *def, int static_key,
+                                   graph_tensor *const *in, int n_in, int n_out, cache_entry **out) {
+  exec_cache *c = e->cache;
+  c->device = e->device;
+  strbuf b;
+  strbuf_init(&b);
+  put_i64(&b, static_key);
+  for (int i = 0; i < n_in; i++) {
+    put_i64(&b, in[i]->dtype);
+    put_i64(&b, in[i]->rank);
+    put(&b, in[i]->dims, (size_t)in[i]->rank * sizeof in[i]->dims[0]);
+  }
+  for (int i = 0; i < n_in; i++)
+    if (is_const_input(def, i, n_in)) put_tensor(&b, in[i]);
+  size_t len = b.len;
+  uint64_t h = fnv1a(b.data, len);
+  hslot *s = htab_find(&c->compiled, b.data, len, h);
+  if (s && s->key) {
+    strbuf_free(&b);
+    *out = s->value;
+    e->stats.cache_hits++;
+    return NULL;
+  }
+  cache_entry *ce = calloc(1, sizeof *ce);
+  if (!ce) abort();
+  kiln_status st = build_module(e, node, def, in, n_in, n_out, ce);
+  if (st && kiln_status_code(st) == KILN_UNIMPLEMENTED && def->host) {
+    log_info("node %s (%s): no lowering for this signature (%s); using the host kernel", node->name, node->op,
+             kiln_status_message(st));
+    kiln_status_free(st);
+    st = NULL;
+    entry_free(c, ce);
+    ce = calloc(1, sizeof *ce);
+    if (!ce) abort();
+    ce->use_host = true;
+  }
+  if (st) {
+    entry_free(c, ce);
+    strbuf_free(&b);
+    return st;
+  }
+  if (!ce->use_host) e->stats.compiles++;
+  htab_insert(&c->compiled, strbuf_take(&b), len, h, ce);
+  *out = ce;
+  return NULL;
+}
+
+/* --------------------------------------------------------------- running --------- */
+
+static kiln_status run_host(executor *e, const graph_node *node, const op_def *def, graph_tensor *const *in, int n_in,
+                            graph_tensor **out, int n_out) {
+  op_host_ctx hc = {node, node->graph->root->opset, n_in, in, n_out, out};
+  e->stats.host_runs++;
+  kiln_status s = def->host(&hc);
+  if (s)
+    for (int i = 0; i < n_out; i++) {
+      tensor_free(out[i]);
+      out[i] = NULL;
+    }
+  return s;
+}
+
+static kiln_status run_compiled(executor *e, const op_def *def, const cache_entry *ce, graph_tensor *const *in,
+                                int n_in, graph_tensor **out, int n_out) {
+  hlo_literal small_views[8] = {0};
+  hlo_literal *small_ptrs[8] = {0};
+  hlo_literal *views = n_in <= 8 ? small_views : calloc((size_t)n_in, sizeof *views);
+  hlo_literal **ptrs = n_in <= 8 ? small_ptrs : calloc((size_t)n_in, sizeof *ptrs);
+  if (!views || !ptrs) abort();
+  int n_args = 0;
+  for (int i = 0; i < n_in; i++) {
+    if (is_const_input(def, i, n_in)) continue;
+    tensor_literal_view(in[i], &views[n_args]); /* checked when the module was built */
+    ptrs[n_args] = &views[n_args];
+    n_args++;
+  }
+  hlo_literal *res = NULL;
+  kiln_status s = e->device->execute(ce->exe, ptrs, n_args, &res);
+  if (views != small_views) free(views);
+  if (ptrs != small_ptrs) free(ptrs);
+  e->stats.lowered_runs++;
+  if (s) return status_wrap(s, "running on device %s", e->device->name);
+  if (!ce->tuple_root) {
+    s = tensor_adopt_literal(res, &out[0]);
+    if (s) literal_free(res);
+    return s;
+  }
+  for (int k = 0; k < n_out && !s; k++) {
+    int j = ce->tuple_index[k];
+    if (j < 0) continue;
+    if (res->shape.type != HLO_TUPLE || j >= res->shape.n_elems) {
+      s = ERR_INTERNAL("the device returned a result of the wrong structure");
+      break;
+    }
+    s = tensor_adopt_literal(res->tuple[j], &out[k]);
+    if (!s) res->tuple[j] = NULL;
+  }
+  literal_free(res);
+  if (s)
+    for (int k = 0; k < n_out; k++) {
+      tensor_free(out[k]);
+      out[k] = NULL;
+    }
+  return s;
+}
+
+kiln_status exec_run_op(executor *e, const graph_node *node, const op_def *def, int static_key,
+                        graph_tensor *const *in, int n_in, graph_tensor **out, int n_out) {
+  bool host_first = !def->lower;
+  if (def->host && (def->traits & OP_DYNAMIC_SHAPE)) host_first = true;
+  for (int i = 0; i < n_in && !host_first; i++) {
+    hlo_type t;
+    if (!is_const_input(def, i, n_in) && !graph_dtype_to_hlo(in[i]->dtype, &t)) {
+      if (!def->host)
+        return ERR_UNIMPLEMENTED("input %d has dtype %s, which an HLO module cannot take, and the op has no host "
+                                 "kernel",
+                                 i, graph_dtype_name(in[i]->dtype));
+      host_first = true;
+    }
+  }
+  if (host_first) return run_host(e, node, def, in, n_in, out, n_out);
+  cache_entry *ce;
+  TRY(find_or_compile(e, node, def, static_key, in, n_in, n_out, &ce));
+  if (ce->use_host) return run_host(e, node, def, in, n_in, out, n_out);
+  return run_compiled(e, def, ce, in, n_in, out, n_out);
+}

@@ -1,0 +1,37 @@
+/* Helpers the rewriting passes share: redirecting users from one instruction to another,
+ * restoring definition order after a rewrite appended replacements at the end of a
+ * computation, and the side-effect test that CSE and constant folding must respect.
+ * Passes never delete the instructions they bypass; DCE (which knows about side
+ * effects) removes them, so a pass cannot drop an outfeed by accident. */
+#ifndef KILN_HLO_PASSES_PASS_UTIL_H
+#define KILN_HLO_PASSES_PASS_UTIL_H
+
+#include <stdbool.h>
+
+#include "base/status.h"
+#include "hlo/ir.h"
+
+/* Makes every operand reference to `from` inside c (and c's root) point at `to`.
+ * Returns the number of references changed. A replacement without a layout (made by
+ * the builder) takes over from's layout. */
+int hlo_pass_replace_uses(hlo_computation *c, hlo_instr *from, hlo_instr *to);
+
+/* Reorders c->instrs so every operand precedes its users, keeping the existing order
+ * wherever it is already valid (a stable depth-first post-order). */
+void hlo_pass_restore_order(hlo_computation *c);
+
+/* True for instructions whose execution is observable beyond their value or whose value
+ * is not a function of their operands: send/recv, infeed/outfeed, rng, custom-calls,
+ * collectives, async ops, and calls/whiles/conditionals whose callees contain any. */
+bool hlo_pass_has_side_effect(const hlo_instr *ins);
+
+/* A constant (or broadcast of a constant) whose every element equals the others;
+ * returns that one element's literal index 0 through *lit. */
+bool hlo_pass_uniform_constant(const hlo_instr *ins, const hlo_literal **lit);
+
+/* The uniform value as an integer / double (only meaningful for int / float types). */
+bool hlo_pass_is_int_constant(const hlo_instr *ins, int64_t value);
+/* Float constant equal to value with the given sign bit (distinguishes -0.0 and +0.0). */
+bool hlo_pass_is_float_constant(const hlo_instr *ins, double value, bool negative);
+
+#endif

@@ -1,0 +1,62 @@
+/* The importer dispatcher (see import.h): extension first, then a look at the first
+ * bytes, then the format's own importer. Sniffing reads at most 64 bytes, so it is
+ * cheap and safe on any file. */
+#include "import/import.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "import/onnx/onnx_import.h"
+#include "import/tf/tf_import.h"
+
+static bool has_ext(const char *path, const char *ext) {
+  size_t n = strlen(path), e = strlen(ext);
+  return n > e && strcasecmp(path + n - e, ext) == 0;
+}
+
+static import_format sniff(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return IMPORT_FORMAT_UNKNOWN;
+  unsigned char buf[64];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  size_t i = 0;
+  while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')) i++;
+  if (i < n && buf[i] == '{') return IMPORT_FORMAT_TFJS;
+  if (n >= 9 && memcmp(buf, "HloModule", 9) == 0) return IMPORT_FORMAT_UNKNOWN;
+  if (n >= 2 && buf[0] == 0x08) return IMPORT_FORMAT_ONNX;        /* field 1, varint */
+  if (n >= 2 && buf[0] == 0x0a) return IMPORT_FORMAT_TF_GRAPHDEF; /* field 1, length-delimited */
+  return IMPORT_FORMAT_UNKNOWN;
+}
+
+import_format import_detect_format(const char *path) {
+  if (has_ext(path, ".onnx")) return IMPORT_FORMAT_ONNX;
+  if (has_ext(path, ".pb")) return IMPORT_FORMAT_TF_GRAPHDEF;
+  if (has_ext(path, ".json")) return IMPORT_FORMAT_TFJS;
+  if (has_ext(path, ".hlo") || has_ext(path, ".txt")) return IMPORT_FORMAT_UNKNOWN;
+  return sniff(path);
+}
+
+const char *import_format_name(import_format f) {
+  switch (f) {
+    case IMPORT_FORMAT_ONNX: return "ONNX";
+    case IMPORT_FORMAT_TF_GRAPHDEF: return "TensorFlow GraphDef";
+    case IMPORT_FORMAT_TFJS: return "TF.js graph model";
+    case IMPORT_FORMAT_UNKNOWN: break;
+  }
+  return "unknown";
+}
+
+kiln_status import_model_file(const char *path, graph **out) {
+  *out = NULL;
+  switch (import_detect_format(path)) {
+    case IMPORT_FORMAT_ONNX: return onnx_import_file(path, out);
+    case IMPORT_FORMAT_TF_GRAPHDEF: return tf_import_graphdef_file(path, out);
+    case IMPORT_FORMAT_TFJS: return tfjs_import_file(path, out);
+    case IMPORT_FORMAT_UNKNOWN: break;
+  }
+  return ERR_INVALID("%s: not a model kiln can read (expected an ONNX model .onnx, a TensorFlow GraphDef .pb or a "
+                     "TF.js model.json)",
+                     path);
+}

