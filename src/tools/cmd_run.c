@@ -246,6 +246,22 @@ static void json_string(strbuf *b, const char *s) {
 
 static int run_model(const char *path, const backend *device);
 
+/* A device that answers UNIMPLEMENTED cannot compile this module (an op outside a
+ * plugin's subset, say); the module then runs on the host evaluator, with a warning,
+ * as DESIGN.md's placement rule asks. Any other compile error is a real failure. */
+static kiln_status compile_with_host_fallback(run_ctx *r) {
+  kiln_status s = r->device->compile(r->device, r->module, &r->exe);
+  const backend *host = &interpreter_backend;
+  if (s && kiln_status_code(s) == KILN_UNIMPLEMENTED && r->device != host) {
+    log_warning("device %s cannot compile this module (%s); running it on %s instead", r->device->name,
+                kiln_status_message(s), host->name);
+    kiln_status_free(s);
+    r->device = host;
+    s = host->compile(host, r->module, &r->exe);
+  }
+  return status_wrap(s, "compiling for device %s", r->device->name);
+}
+
 int cmd_run(int argc, char **argv) {
   if (argc < 1)
     return tool_usage_error("kiln run needs an HLO file or a model: kiln run FILE.hlo|MODEL.onnx|MODEL.pb|model.json "
@@ -272,7 +288,7 @@ int cmd_run(int argc, char **argv) {
   if (!s && !r.module->entry) s = ERR_INVALID("%s: the module has no entry computation", argv[0]);
   bool usage = false;
   if (!s) s = bind_inputs(&r, &usage);
-  if (!s) s = status_wrap(r.device->compile(r.device, r.module, &r.exe), "compiling for device %s", r.device->name);
+  if (!s) s = compile_with_host_fallback(&r);
   int iters = (int)kiln_flags.iters;
   if (!s) {
     r.times_ms = calloc((size_t)iters, sizeof *r.times_ms);

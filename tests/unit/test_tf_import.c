@@ -1120,6 +1120,24 @@ static void test_graphdef_errors(void) {
   gd_add(&gd, &n);
   CHECK_ERR(import_gd(&gd, &g), "nest deeper than 64");
   strbuf_free(&gd);
+  /* Port numbers are cheap to write but each output slot costs memory: bounded. */
+  gd = sb();
+  for (int k = 0; k < 5; k++) {
+    char name[16];
+    snprintf(name, sizeof name, "a%d", k);
+    n = nodedef(name, "Const");
+    gd_add(&gd, &n);
+    char in[32];
+    snprintf(in, sizeof in, "a%d:60000", k);
+    snprintf(name, sizeof name, "b%d", k);
+    n = nodedef(name, "Identity");
+    nd_in(&n, in);
+    gd_add(&gd, &n);
+  }
+  kiln_status st = import_gd(&gd, &g);
+  CHECK(st && kiln_status_code(st) == KILN_RESOURCE_EXHAUSTED && strstr(kiln_status_message(st), "output ports"));
+  kiln_status_free(st);
+  strbuf_free(&gd);
   /* Not a GraphDef at all; an empty one is an empty graph. */
   CHECK_ERR(tf_import_graphdef_buffer("\xff\xff", 2, "junk.pb", &g), "junk.pb");
   CHECK_OK(tf_import_graphdef_buffer("", 0, NULL, &g));

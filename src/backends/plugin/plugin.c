@@ -166,7 +166,6 @@ static kiln_status adapter_compile(const backend *b, const hlo_module *m, backen
     kiln_status s = err ? take_error(api, err, d->name, "compile failed")
                         : status_error(KILN_INTERNAL, "device %s: compile returned no executable", d->name);
     /* Any plugin compile failure lets the caller fall back to another device. */
-    log_warning("%s; falling back to another device", kiln_status_message(s));
     kiln_status u = status_error(KILN_UNIMPLEMENTED, "%s", kiln_status_message(s));
     kiln_status_free(s);
     if (pe) api->executable_destroy(pe);

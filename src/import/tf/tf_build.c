@@ -122,7 +122,22 @@ typedef struct build_state {
   const tf_graph_def *def;
   fn_entry *fns; /* sorted by name */
   int n_fns;
+  int64_t extra_outputs; /* output slots grown beyond one per node, all bodies together */
 } build_state;
+
+/* Every output slot of a node costs a graph_output_info (about 140 bytes), and a port
+ * number is cheap to write ("n:65535"), so the slots a file may make beyond the first
+ * of each node are bounded (262144: far beyond any real model, at most ~37 MB). */
+enum { EXTRA_OUTPUTS_LIMIT = 1 << 18 };
+
+static kiln_status charge_outputs(build_state *b, const graph_node *n, int64_t want) {
+  if (want <= n->n_outputs) return NULL;
+  b->extra_outputs += want - n->n_outputs;
+  if (b->extra_outputs > EXTRA_OUTPUTS_LIMIT)
+    return status_error(KILN_RESOURCE_EXHAUSTED, "the graph uses more than %d output ports beyond the first of each node",
+                        EXTRA_OUTPUTS_LIMIT);
+  return NULL;
+}
 
 static int fn_entry_cmp(const void *a, const void *b) {
   return strcmp(((const fn_entry *)a)->name, ((const fn_entry *)b)->name);
@@ -193,7 +208,10 @@ static kiln_status make_node(build_state *b, graph *g, tf_node_def *nd, bool in_
     }
     const tf_function_def *called = find_function_def(b, nd->op);
     int k = called ? called->n_out : known_output_count(n);
-    if (k > n->n_outputs) TRY(graph_node_set_num_outputs(n, k));
+    if (k > n->n_outputs) {
+      TRY(charge_outputs(b, n, k));
+      TRY(graph_node_set_num_outputs(n, k));
+    }
   }
   if (nd->device && *nd->device) graph_node_set_requested_device(n, nd->device);
   *out = n;
@@ -264,8 +282,7 @@ static kiln_status resolve_input(const build_state *b, graph *g, const char *in,
   return s ? status_wrap(s, "input '%s'", in) : NULL;
 }
 
-static kiln_status add_inputs(const build_state *b, graph *g, const tf_node_def *nd, graph_node *dst,
-                              bool in_function) {
+static kiln_status add_inputs(build_state *b, graph *g, const tf_node_def *nd, graph_node *dst, bool in_function) {
   for (int i = 0; i < nd->n_inputs; i++) {
     const char *in = nd->inputs[i];
     if (in[0] == '^') {
@@ -278,6 +295,7 @@ static kiln_status add_inputs(const build_state *b, graph *g, const tf_node_def 
     graph_node *src;
     int port;
     TRY(resolve_input(b, g, in, in_function, &src, &port));
+    TRY(charge_outputs(b, src, (int64_t)port + 1));
     TRY(graph_add_edge(src, port, dst));
   }
   return NULL;
@@ -336,6 +354,7 @@ static kiln_status build_function(build_state *b, graph *f, const tf_function_de
     int port;
     kiln_status s = resolve_input(b, f, value, true, &src, &port);
     if (s) return status_wrap(s, "ret '%s'", arg);
+    TRY(charge_outputs(b, src, (int64_t)port + 1));
     TRY(graph_add_result(f, arg, src, port));
   }
   return NULL;
@@ -387,7 +406,8 @@ static kiln_status infer_results(tf_ctx *c, graph *g) {
   return s;
 }
 
-static kiln_status apply_signature(tf_ctx *c, graph *g, const tf_signature *sig) {
+static kiln_status apply_signature(build_state *b, graph *g, const tf_signature *sig) {
+  tf_ctx *c = b->c;
   if (sig->n_inputs) {
     graph_node **order = malloc((size_t)g->n_inputs * sizeof *order + 1);
     bool *taken = calloc((size_t)g->n_inputs + 1, sizeof *taken);
@@ -438,6 +458,7 @@ static kiln_status apply_signature(tf_ctx *c, graph *g, const tf_signature *sig)
     if (!n)
       return ERR_INVALID("signature output '%s' names node '%s', which the graph does not have", sig->outputs[i].key,
                          node);
+    TRY(charge_outputs(b, n, (int64_t)port + 1));
     kiln_status s = graph_add_result(g, sig->outputs[i].key, n, port);
     if (s) return status_wrap(s, "signature output '%s'", sig->outputs[i].key);
   }
@@ -462,7 +483,7 @@ static kiln_status build(build_state *b, const tf_graph_def *def, const tf_signa
     if (s) return status_wrap(s, "function '%s'", def->functions[i]->name);
   }
   TRY(build_body(b, g, def->nodes, def->n_nodes, false));
-  if (sig) TRY(apply_signature(c, g, sig));
+  if (sig) TRY(apply_signature(b, g, sig));
   else TRY(infer_results(c, g));
   return graph_validate(g);
 }
