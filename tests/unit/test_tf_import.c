@@ -534,7 +534,8 @@ static void test_attr_kinds(void) {
   CHECK(v && v->list.n == 1 && v->list.items[0].tensor->dtype == GRAPH_DT_BOOL &&
         ((uint8_t *)v->list.items[0].tensor->data)[0] == 1);
   v = graph_node_attr(k, "lfunc");
-  CHECK(v && v->list.n == 1 && v->list.elem == GRAPH_ATTR_FUNC && v->list.items[0].func.body == graph_find_function(g, "fn"));
+  CHECK(v && v->list.n == 1 && v->list.elem == GRAPH_ATTR_FUNC &&
+        v->list.items[0].func.body == graph_find_function(g, "fn"));
   v = graph_node_attr(k, "lempty");
   CHECK(v && v->kind == GRAPH_ATTR_LIST && v->list.n == 0);
   CHECK(graph_node_attr(k, "nothing") == NULL);
@@ -950,7 +951,8 @@ static void test_functions(void) {
   CHECK(g->n_functions == 2);
   graph *pick = graph_find_function(g, "pick"), *wrap = graph_find_function(g, "wrap");
   CHECK(pick && wrap && pick->root == g);
-  CHECK(pick->n_inputs == 2 && !strcmp(pick->inputs[0]->name, "x") && pick->inputs[1]->outputs[0].dtype == GRAPH_DT_BOOL);
+  CHECK(pick->n_inputs == 2 && !strcmp(pick->inputs[0]->name, "x") &&
+        pick->inputs[1]->outputs[0].dtype == GRAPH_DT_BOOL);
   CHECK(pick->n_results == 2 && !strcmp(pick->results[0].name, "y") && !strcmp(pick->results[1].name, "idx"));
   graph_node *add = graph_find_node(pick, "add");
   CHECK(add->inputs[0].node == graph_find_node(pick, "sw") && add->inputs[0].port == 1);
@@ -1356,7 +1358,8 @@ static void write_tfjs_model(void) {
              "    'quantization': {'dtype': 'uint16', 'min': 2, 'scale': 0.001}},"
              "   {'name': 'h16', 'shape': [5], 'dtype': 'float32', 'quantization': {'dtype': 'float16'}}]},"
              "  {'paths': ['group2-shard1of1.bin'], 'weights': ["
-             "   {'name': 'qi', 'shape': [4], 'dtype': 'int32', 'quantization': {'dtype': 'uint8', 'min': -2, 'scale': 0.5}},"
+             "   {'name': 'qi', 'shape': [4], 'dtype': 'int32',"
+             "    'quantization': {'dtype': 'uint8', 'min': -2, 'scale': 0.5}},"
              "   {'name': 'flags', 'shape': [3], 'dtype': 'bool'},"
              "   {'name': 'strs', 'shape': [3], 'dtype': 'string'},"
              "   {'name': 'cplx', 'shape': [2], 'dtype': 'complex64'},"
@@ -1455,7 +1458,8 @@ static void test_tfjs_model(void) {
   v = graph_node_attr(k, "lempty");
   CHECK(v && v->kind == GRAPH_ATTR_LIST && v->list.n == 0);
   v = graph_node_attr(k, "fn");
-  CHECK(v && v->func.body == graph_find_function(g, "fn") && v->func.n_attrs == 2 && !strcmp(v->func.attrs[0].name, "A"));
+  CHECK(v && v->func.body == graph_find_function(g, "fn") && v->func.n_attrs == 2 &&
+        !strcmp(v->func.attrs[0].name, "A"));
   CHECK_OK(graph_node_get_string(k, "ph", &s));
   CHECK(!strcmp(s->data, "$T") && !graph_node_attr(k, "nothing"));
   graph *fn = graph_find_function(g, "fn");
@@ -1550,11 +1554,13 @@ static void test_tfjs_errors(void) {
                         &g),
             "weight 'w' names a Placeholder node, not a Const");
   /* Topology errors name the JSON path. */
-  CHECK_ERR(import_json("{'modelTopology': {'node': [{'name': 'a', 'op': 'X', 'attr': {'T': {'type': 'DT_NOPE'}}}]}}", &g),
+  CHECK_ERR(import_json("{'modelTopology': {'node': [{'name': 'a', 'op': 'X', 'attr': {'T': {'type': 'DT_NOPE'}}}]}}",
+                        &g),
             "m.json: modelTopology.node[0].attr.T.type: unknown DataType \"DT_NOPE\"");
   CHECK_ERR(import_json("{'modelTopology': {'node': [{'name': 'a', 'op': 'X', 'attr': {'s': {'s': 'a$b='}}}]}}", &g),
             "malformed base64");
-  CHECK_ERR(import_json("{'modelTopology': {'node': [{'name': 'a', 'op': 'X', 'attr': {'l': {'list': {'i': ['1'], 'f': [1]}}}}]}}",
+  CHECK_ERR(import_json("{'modelTopology': {'node': [{'name': 'a', 'op': 'X',"
+                        " 'attr': {'l': {'list': {'i': ['1'], 'f': [1]}}}}]}}",
                         &g),
             "list attribute has both i and f values");
   CHECK_ERR(import_json("{'modelTopology': {'node': [{'name': 'a', 'op': 'X', 'attr': {'i': {'i': 'x1'}}}]}}", &g),
@@ -1585,7 +1591,8 @@ static void test_tfjs_robustness(void) {
   /* Every truncation of a small model and random byte mutations: errors, no crash. */
   const char *model =
       "{'format': 'graph-model', 'modelTopology': {'node': ["
-      "{'name': 'x', 'op': 'Placeholder', 'attr': {'dtype': {'type': 'DT_FLOAT'}, 'shape': {'shape': {'dim': [{'size': '-1'}]}}}},"
+      "{'name': 'x', 'op': 'Placeholder', 'attr': {'dtype': {'type': 'DT_FLOAT'},"
+      " 'shape': {'shape': {'dim': [{'size': '-1'}]}}}},"
       "{'name': 'w', 'op': 'Const', 'attr': {'dtype': {'type': 'DT_FLOAT'}}},"
       "{'name': 's', 'op': 'Const', 'attr': {'value': {'tensor': {'dtype': 'DT_STRING', 'stringVal': ['YWI=']}}}},"
       "{'name': 'y', 'op': 'Mul', 'input': ['x', 'w:0', '^s'], 'attr': {'l': {'list': {'i': ['1']}}}}]},"
@@ -1670,8 +1677,10 @@ static void print_summary(const char *path, const graph *g, const tf_import_info
     printf(" %s: %s", g->inputs[i]->name, graph_dtype_name(o->dtype));
     if (o->shape.rank >= 0) {
       printf("[");
-      for (int d = 0; d < o->shape.rank; d++)
-        o->shape.dims[d] < 0 ? printf("%s?", d ? "," : "") : printf("%s%lld", d ? "," : "", (long long)o->shape.dims[d]);
+      for (int d = 0; d < o->shape.rank; d++) {
+        if (o->shape.dims[d] < 0) printf("%s?", d ? "," : "");
+        else printf("%s%lld", d ? "," : "", (long long)o->shape.dims[d]);
+      }
       printf("]");
     }
     printf(i + 1 < g->n_inputs ? ";" : "");

@@ -51,7 +51,8 @@ kiln_status pb_next(pb_reader *r, pb_field *f, bool *done) {
   if (s) return status_wrap(s, "byte %zu: field tag", offset);
   uint64_t number = tag >> 3;
   int wire = (int)(tag & 7);
-  if (number == 0 || number > 0x1fffffff) return ERR_INVALID("byte %zu: invalid field number %llu", offset, (unsigned long long)number);
+  if (number == 0 || number > 0x1fffffff)
+    return ERR_INVALID("byte %zu: invalid field number %llu", offset, (unsigned long long)number);
   f->number = (uint32_t)number;
   f->offset = offset;
   f->data = NULL;

@@ -134,7 +134,8 @@ static kiln_status charge_outputs(build_state *b, const graph_node *n, int64_t w
   if (want <= n->n_outputs) return NULL;
   b->extra_outputs += want - n->n_outputs;
   if (b->extra_outputs > EXTRA_OUTPUTS_LIMIT)
-    return status_error(KILN_RESOURCE_EXHAUSTED, "the graph uses more than %d output ports beyond the first of each node",
+    return status_error(KILN_RESOURCE_EXHAUSTED,
+                        "the graph uses more than %d output ports beyond the first of each node",
                         EXTRA_OUTPUTS_LIMIT);
   return NULL;
 }
@@ -423,7 +424,8 @@ static kiln_status apply_signature(build_state *b, graph *g, const tf_signature 
       }
       graph_node *n = graph_find_node(g, node);
       if (!n) {
-        s = ERR_INVALID("signature input '%s' names node '%s', which the graph does not have", sig->inputs[i].key, node);
+        s = ERR_INVALID("signature input '%s' names node '%s', which the graph does not have", sig->inputs[i].key,
+                        node);
         break;
       }
       if (!n->is_input || port != 0) {
@@ -511,7 +513,8 @@ kiln_status tf_import_set_results(graph *g, int n, const char *const *names) {
   for (int i = 0; i < n && !s; i++) {
     const char *node;
     if (!names[i] || !*names[i]) s = ERR_INVALID("result %d has an empty name", i);
-    else if (!tf_parse_tensor_name(a, names[i], &node, &ports[i])) s = ERR_INVALID("malformed tensor name '%s'", names[i]);
+    else if (!tf_parse_tensor_name(a, names[i], &node, &ports[i]))
+      s = ERR_INVALID("malformed tensor name '%s'", names[i]);
     else if (!(nodes[i] = graph_find_node(g, node))) s = ERR_INVALID("no node named '%s'", node);
     else if (nodes[i]->is_input && ports[i]) s = ERR_INVALID("graph input '%s' has only output 0", node);
     for (int k = 0; k < i && !s; k++)

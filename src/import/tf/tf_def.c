@@ -1,6 +1,7 @@
 /* Bookkeeping for the importer's neutral form (tf_def.h): the import context, arena
- * arrays that grow by doubling, and TensorFlow's DataType enum names, which the JSON
- * form spells out ("DT_FLOAT") and error messages quote. */
+ * arrays that grow by doubling, TensorFlow's DataType enum names (which the JSON form
+ * spells out, "DT_FLOAT", and error messages quote), tensor-name parsing and whole-file
+ * reads shared by both readers. */
 #include "import/tf/tf_def.h"
 
 #include <errno.h>

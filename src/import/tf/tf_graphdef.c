@@ -71,7 +71,8 @@ static kiln_status parse_shape(const pb_reader *r, graph_shape *out) {
     if (f.number == TS_DIM) {
       pb_reader d;
       TRY(pb_sub(&s, &f, &d));
-      if (sh.rank >= GRAPH_MAX_RANK) return ERR_INVALID("byte %zu: shape has more than %d dimensions", f.offset, GRAPH_MAX_RANK);
+      if (sh.rank >= GRAPH_MAX_RANK)
+        return ERR_INVALID("byte %zu: shape has more than %d dimensions", f.offset, GRAPH_MAX_RANK);
       int64_t size;
       TRY(parse_dim(&d, &size));
       if (size < -1) return ERR_INVALID("byte %zu: shape dimension %d is %lld", f.offset, sh.rank, (long long)size);
@@ -622,4 +623,6 @@ kiln_status tf_import_graphdef_file_ex(const char *path, graph **out, tf_import_
   return s;
 }
 
-kiln_status tf_import_graphdef_file(const char *path, graph **out) { return tf_import_graphdef_file_ex(path, out, NULL); }
+kiln_status tf_import_graphdef_file(const char *path, graph **out) {
+  return tf_import_graphdef_file_ex(path, out, NULL);
+}

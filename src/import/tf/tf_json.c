@@ -76,7 +76,8 @@ static kiln_status json_bytes(tf_ctx *c, const json_value *v, const char **out, 
 static kiln_status json_int32(const json_value *v, int32_t *out) {
   int64_t x = 0;
   TRY(json_expect_proto_int64(v, &x));
-  if (x < INT32_MIN || x > INT32_MAX) return json_error_at(v, KILN_INVALID_ARGUMENT, "%lld is outside int32", (long long)x);
+  if (x < INT32_MIN || x > INT32_MAX)
+    return json_error_at(v, KILN_INVALID_ARGUMENT, "%lld is outside int32", (long long)x);
   *out = (int32_t)x;
   return NULL;
 }
@@ -101,8 +102,8 @@ static kiln_status json_uint64(const json_value *v, uint64_t *out) {
   return NULL;
 }
 
-/* DataType: an enum name ("DT_FLOAT") or its number. */
-static kiln_status json_tf_type(const json_value *v, int *out) {
+/* DataType: an enum name ("DT_FLOAT") or its number, as written. */
+static kiln_status json_tf_type_raw(const json_value *v, int *out) {
   const char *s = json_as_string(v);
   if (s) {
     if (!tf_dtype_from_enum_name(s, out)) return json_error_at(v, KILN_INVALID_ARGUMENT, "unknown DataType \"%s\"", s);
@@ -111,6 +112,17 @@ static kiln_status json_tf_type(const json_value *v, int *out) {
   int32_t n = 0;
   TRY(json_int32(v, &n));
   *out = n;
+  return NULL;
+}
+
+/* DataType of an attribute. TF.js has no float64: its converter and runtime treat
+ * DT_DOUBLE as float32 (weights of such Consts are shipped as float32, Casts to double
+ * produce float32), so a TF.js graph mixing the two is consistent only if kiln reads
+ * DT_DOUBLE attributes as float too. GraphDef files keep their real doubles. */
+enum { TF_DT_FLOAT = 1, TF_DT_DOUBLE = 2 };
+static kiln_status json_tf_type(const json_value *v, int *out) {
+  TRY(json_tf_type_raw(v, out));
+  if (*out == TF_DT_DOUBLE) *out = TF_DT_FLOAT;
   return NULL;
 }
 
@@ -185,7 +197,8 @@ static kiln_status json_value_bits(const json_value *v, val_kind k, uint64_t *bi
     case VAL_U32: {
       uint64_t x;
       TRY(json_uint64(v, &x));
-      if (x > UINT32_MAX) return json_error_at(v, KILN_INVALID_ARGUMENT, "%llu is outside uint32", (unsigned long long)x);
+      if (x > UINT32_MAX)
+        return json_error_at(v, KILN_INVALID_ARGUMENT, "%llu is outside uint32", (unsigned long long)x);
       *bits = x;
       return NULL;
     }
@@ -205,7 +218,7 @@ static kiln_status json_tensor(tf_ctx *c, const json_value *v, graph_tensor **ou
   tf_tensor_def t;
   tf_tensor_def_init(&t);
   const json_value *x = json_get(v, "dtype");
-  if (x) TRY(json_tf_type(x, &t.dtype));
+  if (x) TRY(json_tf_type_raw(x, &t.dtype));
   if ((x = jfield(v, "tensorShape", "tensor_shape"))) TRY(json_shape(x, &t.shape));
   if ((x = jfield(v, "tensorContent", "tensor_content"))) {
     const char *data;
@@ -253,7 +266,8 @@ static kiln_status json_attr_map(tf_ctx *c, const json_value *obj, graph_attr **
   int w = 0;
   for (size_t i = 0; i < n; i++) {
     const json_member *m = json_object_at(obj, i);
-    if (strlen(m->key) != m->key_len) return json_error_at(m->value, KILN_INVALID_ARGUMENT, "attribute name contains a NUL");
+    if (strlen(m->key) != m->key_len)
+      return json_error_at(m->value, KILN_INVALID_ARGUMENT, "attribute name contains a NUL");
     graph_attr_value v;
     TRY(json_attr_value(c, m->value, &v));
     if (v.kind == GRAPH_ATTR_NONE) continue;
@@ -298,7 +312,9 @@ static kiln_status json_list(tf_ctx *c, const json_value *v, graph_attr_value *o
     if (!a) continue;
     TRY(json_expect_array(a, &n));
     if (!n) continue;
-    if (arr) return json_error_at(v, KILN_INVALID_ARGUMENT, "list attribute has both %s and %s values", kinds[kind], kinds[k]);
+    if (arr)
+      return json_error_at(v, KILN_INVALID_ARGUMENT, "list attribute has both %s and %s values", kinds[kind],
+                           kinds[k]);
     arr = a;
     kind = k;
   }
@@ -424,7 +440,9 @@ typedef struct weights {
   int n, cap;
 } weights;
 
-static int weight_cmp(const void *a, const void *b) { return strcmp(((const weight *)a)->name, ((const weight *)b)->name); }
+static int weight_cmp(const void *a, const void *b) {
+  return strcmp(((const weight *)a)->name, ((const weight *)b)->name);
+}
 
 static weight *find_weight(const weights *ws, const char *name) {
   weight key = {.name = name};
@@ -489,21 +507,25 @@ static kiln_status read_weight(tf_ctx *c, const json_value *w, const weight_sour
   TRY(json_expect_string(jdtype, &dtype_name, NULL));
   size_t rank;
   TRY(json_expect_array(jshape, &rank));
-  if (rank > GRAPH_MAX_RANK) return json_error_at(jshape, KILN_INVALID_ARGUMENT, "weight '%s' has more than %d dimensions", name, GRAPH_MAX_RANK);
+  if (rank > GRAPH_MAX_RANK)
+    return json_error_at(jshape, KILN_INVALID_ARGUMENT, "weight '%s' has more than %d dimensions", name,
+                         GRAPH_MAX_RANK);
   int64_t dims[GRAPH_MAX_RANK];
   uint64_t n = 1;
   bool huge = false;
   for (size_t i = 0; i < rank; i++) {
     TRY(json_expect_int64(json_array_at(jshape, i), &dims[i]));
     if (dims[i] < 0)
-      return json_error_at(json_array_at(jshape, i), KILN_INVALID_ARGUMENT, "weight '%s' has a negative dimension", name);
+      return json_error_at(json_array_at(jshape, i), KILN_INVALID_ARGUMENT, "weight '%s' has a negative dimension",
+                           name);
     if (dims[i] && n > (uint64_t)INT64_MAX / (uint64_t)dims[i]) huge = true;
     else n *= (uint64_t)dims[i];
   }
   const weight_type *type = NULL;
   for (size_t i = 0; i < sizeof weight_types / sizeof weight_types[0]; i++)
     if (!strcmp(weight_types[i].name, dtype_name)) type = &weight_types[i];
-  if (!type) return json_error_at(jdtype, KILN_INVALID_ARGUMENT, "weight '%s' has unknown dtype '%s'", name, dtype_name);
+  if (!type)
+    return json_error_at(jdtype, KILN_INVALID_ARGUMENT, "weight '%s' has unknown dtype '%s'", name, dtype_name);
 
   /* Quantization: the stored element type and how to widen it. */
   const json_value *q = json_get(w, "quantization");
@@ -520,12 +542,13 @@ static kiln_status read_weight(tf_ctx *c, const json_value *w, const weight_sour
       qwidth = qname[4] == '8' ? 1 : 2;
       const json_value *jmin = json_get(q, "min"), *jscale = json_get(q, "scale");
       if (!jmin || !jscale)
-        return json_error_at(q, KILN_INVALID_ARGUMENT, "weight '%s' is quantized to %s without min and scale", name, qname);
+        return json_error_at(q, KILN_INVALID_ARGUMENT, "weight '%s' is quantized to %s without min and scale", name,
+                             qname);
       TRY(json_expect_double(jmin, &qmin));
       TRY(json_expect_double(jscale, &qscale));
       if (type->dtype != GRAPH_DT_FLOAT && type->dtype != GRAPH_DT_INT32)
-        return json_error_at(q, KILN_INVALID_ARGUMENT, "weight '%s': %s quantization of a %s weight is not supported", name,
-                             qname, dtype_name);
+        return json_error_at(q, KILN_INVALID_ARGUMENT, "weight '%s': %s quantization of a %s weight is not supported",
+                             name, qname, dtype_name);
     } else if (!strcmp(qname, "float16")) {
       qwidth = 2;
       q_half = true;
@@ -758,8 +781,8 @@ static kiln_status tfjs_build(tf_ctx *c, const json_value *doc, const weight_sou
     const char *format;
     TRY(json_expect_string(x, &format, NULL));
     if (strcmp(format, "graph-model"))
-      return json_error_at(x, KILN_INVALID_ARGUMENT, "format is \"%s\"; kiln reads TF.js graph models (\"graph-model\")",
-                           format);
+      return json_error_at(x, KILN_INVALID_ARGUMENT,
+                           "format is \"%s\"; kiln reads TF.js graph models (\"graph-model\")", format);
   }
   const json_value *topo;
   TRY(json_expect_member(doc, "modelTopology", &topo));
