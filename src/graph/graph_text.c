@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "graph/graph.h"
 
 /* ================================================================================== */
@@ -1140,20 +1141,10 @@ kiln_status graph_parse(const char *text, size_t len, const char *filename, grap
 
 kiln_status graph_parse_file(const char *path, graph **out) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return status_error(KILN_IO_ERROR, "cannot open %s: %s", path, strerror(errno));
-  strbuf b;
-  strbuf_init(&b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) strbuf_appendn(&b, chunk, n);
-  bool bad = ferror(f);
-  fclose(f);
-  if (bad) {
-    strbuf_free(&b);
-    return status_error(KILN_IO_ERROR, "cannot read %s", path);
-  }
-  kiln_status st = graph_parse(strbuf_cstr(&b), b.len, path, out);
-  strbuf_free(&b);
+  char *text;
+  size_t len;
+  TRY(file_read_all(path, "graph file", 0, &text, &len));
+  kiln_status st = graph_parse(text, len, path, out);
+  free(text);
   return st;
 }

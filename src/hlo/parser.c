@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "base/half.h"
 #include "base/log.h"
 #include "base/strbuf.h"
@@ -1938,20 +1939,10 @@ kiln_status hlo_parse(const char *text, size_t len, const char *filename, hlo_mo
 
 kiln_status hlo_parse_file(const char *path, hlo_module **out) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f) return status_error(KILN_NOT_FOUND, "cannot open HLO file %s: %s", path, strerror(errno));
-  strbuf b;
-  strbuf_init(&b);
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) strbuf_appendn(&b, chunk, n);
-  bool failed = ferror(f);
-  fclose(f);
-  if (failed) {
-    strbuf_free(&b);
-    return status_error(KILN_IO_ERROR, "error reading HLO file %s", path);
-  }
-  kiln_status st = hlo_parse(strbuf_cstr(&b), b.len, path, out);
-  strbuf_free(&b);
+  char *text;
+  size_t len;
+  TRY(file_read_all(path, "HLO file", 0, &text, &len));
+  kiln_status st = hlo_parse(text, len, path, out);
+  free(text);
   return st;
 }

@@ -3,13 +3,13 @@
  * about types and quotes the offending field in every error. Layout:
  *   {"name": "example", "library": "libkiln_example.so", "abi": {"major": 1, "minor": 0},
  *    "devices": ["example"], "priority": 20, "build": {...free-form...}} */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backends/plugin/plugin.h"
 #include "base/arena.h"
+#include "base/file.h"
 #include "base/json.h"
 #include "base/strbuf.h"
 
@@ -19,33 +19,6 @@ static char *dup_string(const char *s) {
   if (!d) abort();
   memcpy(d, s, n + 1);
   return d;
-}
-
-static kiln_status read_whole_file(const char *path, char **text, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return status_error(KILN_NOT_FOUND, "%s: cannot open manifest: %s", path, strerror(errno));
-  strbuf b;
-  strbuf_init(&b);
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-    strbuf_appendn(&b, chunk, n);
-    if (b.len > (1u << 20)) {
-      fclose(f);
-      strbuf_free(&b);
-      return status_error(KILN_INVALID_ARGUMENT, "%s: manifest larger than 1 MiB", path);
-    }
-  }
-  bool failed = ferror(f);
-  fclose(f);
-  if (failed) {
-    strbuf_free(&b);
-    return status_error(KILN_IO_ERROR, "%s: read error", path);
-  }
-  *len = b.len;
-  strbuf_cstr(&b);
-  *text = strbuf_take(&b);
-  return NULL;
 }
 
 static kiln_status read_small_int(const json_value *v, int lo, int hi, int *out) {
@@ -124,7 +97,7 @@ kiln_status plugin_manifest_read(const char *path, plugin_manifest *out) {
   memset(out, 0, sizeof *out);
   char *text = NULL;
   size_t len = 0;
-  TRY(read_whole_file(path, &text, &len));
+  TRY(file_read_all(path, "manifest", 1 << 20, &text, &len));
   arena *a = arena_new();
   json_value *root = NULL;
   kiln_status s = json_parse(a, text, len, path, &root);

@@ -8,13 +8,12 @@
  * node, attribute or tensor. */
 #include "import/onnx/onnx_import.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "base/file.h"
 #include "base/strbuf.h"
 #include "import/onnx/onnx_internal.h"
 
@@ -100,31 +99,8 @@ kiln_status onnx_import_buffer(const void *data, size_t len, const char *model_p
 
 kiln_status onnx_import_file(const char *path, graph **out) {
   *out = NULL;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return status_error(errno == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR, "%s: cannot open: %s", path,
-                        strerror(errno));
-  struct stat st;
-  if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-    fclose(f);
-    return status_error(KILN_IO_ERROR, "%s: not a regular file", path);
-  }
-  if ((int64_t)st.st_size > ONNX_MAX_FILE_BYTES) {
-    fclose(f);
-    return status_error(KILN_RESOURCE_EXHAUSTED, "%s: %lld bytes is over the 2 GiB protobuf limit", path,
-                        (long long)st.st_size);
-  }
-  size_t len = (size_t)st.st_size;
-  void *data = malloc(len ? len : 1);
-  if (!data) {
-    fclose(f);
-    return status_error(KILN_RESOURCE_EXHAUSTED, "%s: out of memory reading %zu bytes", path, len);
-  }
-  size_t got = len ? fread(data, 1, len, f) : 0;
-  fclose(f);
-  if (got != len) {
-    free(data);
-    return status_error(KILN_IO_ERROR, "%s: short read (%zu of %zu bytes)", path, got, len);
-  }
+  char *data;
+  size_t len;
+  TRY(file_read_all(path, "ONNX model", ONNX_MAX_FILE_BYTES, &data, &len));
   return import_with_ctx(data, len, data, path, out);
 }

@@ -4,7 +4,6 @@
  * reads shared by both readers. */
 #include "import/tf/tf_def.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,45 +147,3 @@ bool tf_parse_tensor_name(arena *a, const char *s, const char **node, int *port)
   return true;
 }
 
-kiln_status tf_read_file(const char *path, char **data, size_t *len) {
-  *data = NULL;
-  *len = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f)
-    return status_error(errno == ENOENT ? KILN_NOT_FOUND : KILN_IO_ERROR, "%s: cannot open: %s", path,
-                        strerror(errno));
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  if (!buf) abort();
-  for (;;) {
-    if (n + 1 >= cap) {
-      if (cap > SIZE_MAX / 2) {
-        free(buf);
-        fclose(f);
-        return status_error(KILN_RESOURCE_EXHAUSTED, "%s: file too large", path);
-      }
-      cap *= 2;
-      char *nb = realloc(buf, cap);
-      if (!nb) {
-        free(buf);
-        fclose(f);
-        return status_error(KILN_RESOURCE_EXHAUSTED, "%s: out of memory reading the file", path);
-      }
-      buf = nb;
-    }
-    size_t got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-    if (got == 0) break;
-  }
-  bool failed = ferror(f) != 0;
-  int err = errno;
-  fclose(f);
-  if (failed) {
-    free(buf);
-    return status_error(KILN_IO_ERROR, "%s: read failed: %s", path, strerror(err));
-  }
-  buf[n] = 0;
-  *data = buf;
-  *len = n;
-  return NULL;
-}

@@ -142,10 +142,6 @@ kiln_status tf_dtype_to_graph(int tf_type, const char *what, graph_dtype *out);
  * its outputs become the results. */
 kiln_status tf_build_graph(tf_ctx *c, const tf_graph_def *def, const tf_signature *sig, graph **out);
 
-/* Reads a whole file into a malloc'ed buffer (NUL-terminated; len excludes the NUL).
- * A missing file is NOT_FOUND, other failures IO_ERROR, both naming the path. */
-kiln_status tf_read_file(const char *path, char **data, size_t *len);
-
 /* Splits a TensorFlow tensor name "node", "node:3" (two-part) into node name and port.
  * Returns false for a malformed port. The node name is allocated in a. */
 bool tf_parse_tensor_name(arena *a, const char *s, const char **node, int *port);

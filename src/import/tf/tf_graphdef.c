@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/file.h"
 #include "import/tf/pb_wire.h"
 #include "import/tf/tf_def.h"
 
@@ -617,7 +618,7 @@ kiln_status tf_import_graphdef_file_ex(const char *path, graph **out, tf_import_
   *out = NULL;
   char *data;
   size_t len;
-  TRY(tf_read_file(path, &data, &len));
+  TRY(file_read_all(path, "GraphDef", 0, &data, &len));
   kiln_status s = tf_import_graphdef_buffer_ex(data, len, path, out, info);
   free(data);
   return s;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/file.h"
 #include "base/half.h"
 #include "base/json.h"
 #include "import/tf/tf_def.h"
@@ -942,7 +943,7 @@ kiln_status tfjs_import_file_ex(const char *path, graph **out, tf_import_info *i
   *out = NULL;
   char *text;
   size_t text_len;
-  TRY(tf_read_file(path, &text, &text_len));
+  TRY(file_read_all(path, "TF.js model.json", 0, &text, &text_len));
   tf_ctx c;
   tf_ctx_init(&c, path);
   const char *slash = strrchr(path, '/');
