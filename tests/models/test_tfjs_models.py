@@ -7,8 +7,9 @@ missing. Each model gets seeded random inputs (float inputs uniform in [0, 1), i
 inputs small; unknown dims are 1 for the batch and 128 elsewhere), shaped from its
 Placeholders. TensorFlow.js (cpu backend, tf.io.fromMemory, executeAsync) runs it
 through tests/models/tfjs_run.js; kiln runs it op by op with the host executor.
-Every output must match: floats within max|a-b| <= 1e-4 + 1e-3*|b|, ints and bools
-exactly; outputs pair up by name (":0" dropped, unsafe characters made '_').
+Every output must match: floats within max|a-b| <= 1e-4 + 1e-3*|b| (plus, for the few
+outputs in SCALE_TOLERANCE, k*max|b|), ints and bools exactly; outputs pair up by name
+(":0" dropped, unsafe characters made '_').
 
 By default a few convnets that run quickly on the interpreter are tested (the set
 CTest runs); --all surveys every model, -k picks models by substring, --list prints
@@ -48,6 +49,29 @@ OVERRIDES = {
     'rvm': {'src': (np.float32, [1, 256, 256, 3], None), 'downsample_ratio': (np.float32, [], 0.5),
             'r1i': (np.float32, [1, 1, 1, 1], 0.0), 'r2i': (np.float32, [1, 1, 1, 1], 0.0),
             'r3i': (np.float32, [1, 1, 1, 1], 0.0), 'r4i': (np.float32, [1, 1, 1, 1], 0.0)},
+}
+
+# Outputs computed by cancellation out of much larger float32 intermediates, where
+# any two correct float32 implementations differ by more than the default tolerance:
+# (model, output file stem) -> k, and such an output may also differ by k*max|b|.
+# The blazepose segmentation masks are sigmoids of logits whose tensor reaches |833|
+# (so a mask value near 0.15 comes from a logit near -1.7 summed from terms in the
+# hundreds); the detector's 'person' output is a concat whose score column reaches
+# 5.9e5 while other entries are ~0.1. Measured on two input sets (-k blazepose and
+# --all draw different seeded inputs) by running TF.js 4.22 with its wasm backend
+# (npm @tensorflow/tfjs-backend-wasm@4.22.0, tf.setBackend('wasm')) on the same
+# inputs: the smallest k making TF.js-wasm pass against TF.js-cpu is 4.1e-10/5.1e-10
+# (detector person), 9.2e-4/6.5e-4 (full), 2.4e-4/4.3e-5 (heavy), 6.7e-4/3.2e-3 (lite);
+# kiln needs at most 2.1e-10 (detector) and 1.6e-3 (lite) and is closer to TF.js-cpu
+# than TF.js-wasm is at every intermediate node of blazepose-lite and -detector
+# (node outputs exposed as extra signature outputs; kiln/wasm deviation ratio <= 0.82
+# on lite's 137 nodes, <= 1.83 on one detector conv at 6e-7 of its scale). k is
+# about twice (detector) and 1.5 times (masks) the largest TF.js-wasm need.
+SCALE_TOLERANCE = {
+    ('blazepose-detector', 'person'): 1e-9,
+    ('blazepose-full', 'activation_segmentation'): 5e-3,
+    ('blazepose-heavy', 'activation_segmentation'): 5e-3,
+    ('blazepose-lite', 'activation_segmentation'): 5e-3,
 }
 
 
@@ -95,14 +119,15 @@ def make_input(rng, dtype, dims):
     return rng.integers(0, 8, size=shape).astype(dtype)
 
 
-def compare(name, got, want):
+def compare(name, got, want, scale_k=0.0):
     if got.shape != want.shape:
         return '%s: shape %s, reference %s' % (name, got.shape, want.shape)
     if want.dtype.kind == 'f':
         if got.dtype.kind != 'f':
             return '%s: dtype %s, reference %s' % (name, got.dtype, want.dtype)
         g, w = got.astype(np.float64), want.astype(np.float64)
-        bad = ~(np.isnan(g) & np.isnan(w)) & ~(np.abs(g - w) <= 1e-4 + 1e-3 * np.abs(w))
+        slack = scale_k * float(np.nanmax(np.abs(w))) if scale_k and w.size else 0.0
+        bad = ~(np.isnan(g) & np.isnan(w)) & ~(np.abs(g - w) <= 1e-4 + 1e-3 * np.abs(w) + slack)
         if bad.any():
             i = np.unravel_index(np.argmax(bad), bad.shape)
             return '%s: %d of %d values differ; first at %s: kiln %r, reference %r (max abs diff %.3g)' % (
@@ -196,7 +221,8 @@ def main():
                         got = sorted(os.listdir(os.path.join(d, 'kiln')))
                         err = 'kiln wrote no %s (it wrote %s)' % (o['file'], ', '.join(got[:10]))
                         break
-                    err = compare(o['name'], np.load(kp), np.load(os.path.join(d, 'ref', o['file'])))
+                    err = compare(o['name'], np.load(kp), np.load(os.path.join(d, 'ref', o['file'])),
+                                  SCALE_TOLERANCE.get((name, o['file'][:-len('.npy')]), 0.0))
                     if err:
                         break
         dt = time.time() - t0
