@@ -10,6 +10,7 @@
 /* ONNX families */
 /* (ONNX tables) */
 extern const op_table onnx_math_ops, onnx_nn_ops, onnx_tensor_ops, onnx_index_ops, onnx_reduce_ops, onnx_resize_ops;
+extern const op_table onnx_rnn_ops, onnx_signal_ops;
 
 /* TensorFlow families */
 /* (TF tables) */
@@ -23,6 +24,7 @@ extern const op_table tf_reduce_table;
 static const op_table *const families[] = {
     /* (ONNX entries) */
     &onnx_math_ops, &onnx_nn_ops, &onnx_tensor_ops, &onnx_index_ops, &onnx_reduce_ops, &onnx_resize_ops,
+    &onnx_rnn_ops, &onnx_signal_ops,
     /* (TF entries) */
     &tf_array_table,
     &tf_image_table,
