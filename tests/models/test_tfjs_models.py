@@ -120,6 +120,19 @@ def make_input(rng, dtype, dims):
     return rng.integers(0, 8, size=shape).astype(dtype)
 
 
+def error_stats(got, want):
+    """(max abs error, max relative error) of a float output that passed compare();
+    relative error only where |reference| >= 0.1, below which it says nothing useful.
+    Integer outputs compare exactly: (0, 0)."""
+    if want.dtype.kind != 'f' or not want.size:
+        return 0.0, 0.0
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    diff = np.abs(g - w)
+    diff[np.isnan(g) & np.isnan(w)] = 0
+    big = np.abs(w) >= 0.1
+    return float(np.nanmax(diff)), float((diff[big] / np.abs(w[big])).max()) if big.any() else 0.0
+
+
 def compare(name, got, want, scale_k=0.0):
     if got.shape != want.shape:
         return '%s: shape %s, reference %s' % (name, got.shape, want.shape)
@@ -198,6 +211,7 @@ def main():
     passed = failed = 0
     for name, d, mj, inputs in runs:
         err = None
+        max_abs = max_rel = 0.0  # over every float output of the model
         t0 = time.time()
         ref_err = os.path.join(d, 'ref', 'ERROR.txt')
         if os.path.exists(ref_err):
@@ -222,17 +236,19 @@ def main():
                         got = sorted(os.listdir(os.path.join(d, 'kiln')))
                         err = 'kiln wrote no %s (it wrote %s)' % (o['file'], ', '.join(got[:10]))
                         break
-                    err = compare(o['name'], np.load(kp), np.load(os.path.join(d, 'ref', o['file'])),
-                                  SCALE_TOLERANCE.get((name, o['file'][:-len('.npy')]), 0.0))
+                    got, want = np.load(kp), np.load(os.path.join(d, 'ref', o['file']))
+                    err = compare(o['name'], got, want, SCALE_TOLERANCE.get((name, o['file'][:-len('.npy')]), 0.0))
                     if err:
                         break
+                    a, r = error_stats(got, want)
+                    max_abs, max_rel = max(max_abs, a), max(max_rel, r)
         dt = time.time() - t0
         if err:
             failed += 1
             print('FAIL %s (%.1fs): %s' % (name, dt, err), flush=True)
         else:
             passed += 1
-            print('ok   %s (%.1fs)' % (name, dt), flush=True)
+            print('ok   %-28s max_abs %.3g  max_rel %.3g  (%.1fs)' % (name, max_abs, max_rel, dt), flush=True)
     if not args.keep and not failed:
         shutil.rmtree(tmp, ignore_errors=True)
     else:
