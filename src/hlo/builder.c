@@ -145,10 +145,12 @@ static void pop_instr(hlo_computation *c, hlo_instr *ins) {
 }
 
 kiln_status hlo_build_instr(hlo_computation *c, const hlo_instr *tmpl, hlo_instr **out) {
-  *out = NULL;
+  /* *out is written only once the operands have been copied: a caller may pass a slot
+   * of the very operand array it hands in as the output. */
   kiln_status st = check_template(c, tmpl);
   if (st) {
     literal_free(tmpl->literal);
+    *out = NULL;
     return st;
   }
   hlo_module *m = c->module;
@@ -176,6 +178,7 @@ kiln_status hlo_build_instr(hlo_computation *c, const hlo_instr *tmpl, hlo_instr
   if (!st) st = hlo_infer_shape(m->arena, ins, &inferred);
   if (st) {
     pop_instr(c, ins);
+    *out = NULL;
     return st;
   }
   ins->shape = inferred;
@@ -185,6 +188,14 @@ kiln_status hlo_build_instr(hlo_computation *c, const hlo_instr *tmpl, hlo_instr
 }
 
 /* -------------------------------------------------------------- wrappers ---- */
+
+/* Error return of a wrapper that takes operand arrays: such wrappers leave *out alone
+ * until the operands are read (see hlo_build_instr), so their early errors clear it
+ * here. */
+static kiln_status fail(hlo_instr **out, kiln_status st) {
+  *out = NULL;
+  return st;
+}
 
 static kiln_status need(const hlo_instr *x, const char *what, const char *op) {
   if (!x) return ERR_INVALID("builder: %s: %s is missing", op, what);
@@ -381,8 +392,8 @@ kiln_status hlo_build_slice(hlo_computation *c, hlo_instr *x, const int64_t *sta
 
 kiln_status hlo_build_dynamic_slice(hlo_computation *c, hlo_instr *x, hlo_instr *const *starts, const int64_t *sizes,
                                     hlo_instr **out) {
-  *out = NULL;
-  TRY(need(x, "operand", "dynamic-slice"));
+  kiln_status st = need(x, "operand", "dynamic-slice");
+  if (st) return fail(out, st);
   int r = shape_is_array(&x->shape) ? x->shape.rank : 0;
   hlo_instr t = hlo_instr_template(HLO_OP_DYNAMIC_SLICE);
   t.dynamic_slice_sizes = ints_view(r, sizes);
@@ -394,8 +405,8 @@ kiln_status hlo_build_dynamic_slice(hlo_computation *c, hlo_instr *x, hlo_instr 
 
 kiln_status hlo_build_dynamic_update_slice(hlo_computation *c, hlo_instr *x, hlo_instr *update,
                                            hlo_instr *const *starts, hlo_instr **out) {
-  *out = NULL;
-  TRY(need(x, "operand", "dynamic-update-slice"));
+  kiln_status st = need(x, "operand", "dynamic-update-slice");
+  if (st) return fail(out, st);
   int r = shape_is_array(&x->shape) ? x->shape.rank : 0;
   hlo_instr t = hlo_instr_template(HLO_OP_DYNAMIC_UPDATE_SLICE);
   operand_list ops = operands_new(2 + r);
@@ -449,9 +460,8 @@ kiln_status hlo_build_get_tuple_element(hlo_computation *c, hlo_instr *tuple, in
 
 static kiln_status build_reduction(hlo_computation *c, hlo_instr *t, int n, hlo_instr *const *inputs,
                                    hlo_instr *const *inits, hlo_computation *to_apply, hlo_instr **out) {
-  *out = NULL;
   if (n < 1 || !inputs || !inits)
-    return ERR_INVALID("builder: %s needs at least one input and init value", hlo_opcode_name(t->op));
+    return fail(out, ERR_INVALID("builder: %s needs at least one input and init value", hlo_opcode_name(t->op)));
   hlo_computation *called[1] = {to_apply};
   t->n_called = 1;
   t->called = called;
@@ -470,8 +480,7 @@ kiln_status hlo_build_reduce(hlo_computation *c, int n, hlo_instr *const *inputs
 
 kiln_status hlo_build_reduce_window(hlo_computation *c, int n, hlo_instr *const *inputs, hlo_instr *const *inits,
                                     const hlo_window *window, hlo_computation *to_apply, hlo_instr **out) {
-  *out = NULL;
-  if (!window) return ERR_INVALID("builder: reduce-window: window is missing");
+  if (!window) return fail(out, ERR_INVALID("builder: reduce-window: window is missing"));
   hlo_instr t = hlo_instr_template(HLO_OP_REDUCE_WINDOW);
   t.window = *window;
   return build_reduction(c, &t, n, inputs, inits, to_apply, out);
@@ -541,9 +550,8 @@ kiln_status hlo_build_gather(hlo_computation *c, hlo_instr *operand, hlo_instr *
 kiln_status hlo_build_scatter(hlo_computation *c, int n, hlo_instr *const *inputs, hlo_instr *indices,
                               hlo_instr *const *updates, const hlo_scatter_dnums *dnums, hlo_computation *to_apply,
                               hlo_instr **out) {
-  *out = NULL;
-  if (n < 1 || !inputs || !updates) return ERR_INVALID("builder: scatter needs at least one input and update");
-  if (!dnums) return ERR_INVALID("builder: scatter: dimension numbers are missing");
+  if (n < 1 || !inputs || !updates) return fail(out, ERR_INVALID("builder: scatter needs at least one input and update"));
+  if (!dnums) return fail(out, ERR_INVALID("builder: scatter: dimension numbers are missing"));
   hlo_instr t = hlo_instr_template(HLO_OP_SCATTER);
   t.scatter = *dnums;
   hlo_computation *called[1] = {to_apply};
@@ -580,8 +588,7 @@ kiln_status hlo_build_while(hlo_computation *c, hlo_computation *condition, hlo_
 
 kiln_status hlo_build_conditional(hlo_computation *c, hlo_instr *branch_index, int n,
                                   hlo_computation *const *branches, hlo_instr *const *args, hlo_instr **out) {
-  *out = NULL;
-  if (n < 1 || !branches || !args) return ERR_INVALID("builder: conditional needs at least one branch");
+  if (n < 1 || !branches || !args) return fail(out, ERR_INVALID("builder: conditional needs at least one branch"));
   hlo_instr t = hlo_instr_template(HLO_OP_CONDITIONAL);
   t.n_called = n;
   t.called = (hlo_computation **)branches;
@@ -604,8 +611,7 @@ kiln_status hlo_build_call(hlo_computation *c, hlo_computation *callee, int n, h
 
 kiln_status hlo_build_map(hlo_computation *c, int n, hlo_instr *const *xs, hlo_computation *to_apply,
                           hlo_instr **out) {
-  *out = NULL;
-  if (n < 1 || !xs || !xs[0]) return ERR_INVALID("builder: map needs at least one operand");
+  if (n < 1 || !xs || !xs[0]) return fail(out, ERR_INVALID("builder: map needs at least one operand"));
   hlo_instr t = hlo_instr_template(HLO_OP_MAP);
   /* XLA prints map with dimensions={0..rank-1}; fill them so a print round-trips. */
   int64_t dims[HLO_MAX_RANK];

@@ -6,7 +6,8 @@
  * half-made instruction is removed). Operands must already belong to the computation.
  * Names are generated ("add.7"); rename with `ins->name = arena_strdup(...)` if needed.
  * Integer arrays passed in (dims, permutations, dimension numbers, windows) are copied,
- * so they may live on the caller's stack.
+ * so they may live on the caller's stack. *out is written only after every operand was
+ * read (NULL on error), so it may be a slot of the operand array passed in.
  *
  * Example — entry computation computing reduce_sum(dot(a, b) + bias, dim 1):
  *

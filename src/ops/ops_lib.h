@@ -36,10 +36,6 @@
  *     return NULL;
  *   }
  *
- * Pitfall: builder calls that take input arrays (reduce, reduce-window, sort, scatter,
- * concatenate) clear *out first, so never pass an element of the input array as out
- * (`hlo_build_reduce_window(c, 1, &y, ..., &y)` loses its operand).
- *
  * ONNX conventions (what the ONNX importer produces and the ONNX ops rely on):
  *   - Initializers and Constant nodes become "onnx.Constant" nodes whose tensor
  *     attribute `value` holds the value (the other Constant attribute forms, value_float

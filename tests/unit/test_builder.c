@@ -354,6 +354,27 @@ static void test_dot_preferred_type(void) {
   hlo_module_free(m);
 }
 
-TEST_MAIN(TEST(test_dot_bias_reduce), TEST(test_failed_build_leaves_no_trace), TEST(test_operand_checks),
+/* The output may alias a slot of the operand arrays (out = &xs[0]): the builder reads
+ * every operand before it writes *out. */
+static void test_output_aliases_operand_array(void) {
+  hlo_module *m = hlo_module_new("alias");
+  hlo_computation *c = hlo_computation_new(m, "main");
+  hlo_shape sv = f32(1, (int64_t[]){4});
+  hlo_instr *xs[2] = {NULL, NULL}, *init = NULL;
+  CHECK_OK(hlo_build_parameter(c, 0, &sv, "x", &xs[0]));
+  CHECK_OK(hlo_build_parameter(c, 1, &sv, "y", &xs[1]));
+  hlo_instr *x = xs[0], *y = xs[1];
+  CHECK_OK(hlo_build_tuple(c, 2, xs, &xs[0]));
+  CHECK(xs[0] && xs[0]->op == HLO_OP_TUPLE && xs[0]->operands[0] == x && xs[0]->operands[1] == y);
+  hlo_instr *in[1] = {y};
+  hlo_computation *add = NULL;
+  CHECK_OK(hlo_build_constant_scalar(c, HLO_F32, 0.0, &init));
+  CHECK_OK(hlo_build_scalar_computation(m, HLO_OP_ADD, HLO_F32, &add));
+  CHECK_OK(hlo_build_reduce(c, 1, in, &init, 1, (int64_t[]){0}, add, &in[0]));
+  CHECK(in[0] && in[0]->op == HLO_OP_REDUCE && in[0]->operands[0] == y && in[0]->operands[1] == init);
+  hlo_module_free(m);
+}
+
+TEST_MAIN(TEST(test_dot_bias_reduce), TEST(test_output_aliases_operand_array), TEST(test_failed_build_leaves_no_trace), TEST(test_operand_checks),
           TEST(test_generated_names_stay_unique), TEST(test_many_ops), TEST(test_control_flow),
           TEST(test_scalar_computation_reuse), TEST(test_dot_preferred_type))
