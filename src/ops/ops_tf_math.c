@@ -298,30 +298,19 @@ static kiln_status lower_Reciprocal(op_lower_ctx *ctx) {
   return NULL;
 }
 
-static kiln_status lower_Floor(op_lower_ctx *ctx) {
+/* Rounding ops: `op` on floats; integers are already whole, so they pass through. */
+static kiln_status lower_rounding(op_lower_ctx *ctx, hlo_opcode op) {
   hlo_instr *x, *r = NULL;
   TRY(get1(ctx, &x));
-  if (is_float(x)) T(hlo_build_unary(ctx->comp, HLO_OP_FLOOR, x, &r));
+  if (is_float(x)) T(hlo_build_unary(ctx->comp, op, x, &r));
   tf_set_output(ctx, 0, r ? r : x);
   return NULL;
 }
 
-static kiln_status lower_Ceil(op_lower_ctx *ctx) {
-  hlo_instr *x, *r = NULL;
-  TRY(get1(ctx, &x));
-  if (is_float(x)) T(hlo_build_unary(ctx->comp, HLO_OP_CEIL, x, &r));
-  tf_set_output(ctx, 0, r ? r : x);
-  return NULL;
-}
-
+static kiln_status lower_Floor(op_lower_ctx *ctx) { return lower_rounding(ctx, HLO_OP_FLOOR); }
+static kiln_status lower_Ceil(op_lower_ctx *ctx) { return lower_rounding(ctx, HLO_OP_CEIL); }
 /* Round and Rint: half to even (TF's Round is banker's rounding). */
-static kiln_status lower_Round(op_lower_ctx *ctx) {
-  hlo_instr *x, *r = NULL;
-  TRY(get1(ctx, &x));
-  if (is_float(x)) T(hlo_build_unary(ctx->comp, HLO_OP_ROUND_NEAREST_EVEN, x, &r));
-  tf_set_output(ctx, 0, r ? r : x);
-  return NULL;
-}
+static kiln_status lower_Round(op_lower_ctx *ctx) { return lower_rounding(ctx, HLO_OP_ROUND_NEAREST_EVEN); }
 
 static kiln_status lower_IsNan(op_lower_ctx *ctx) {
   hlo_instr *x, *r;
