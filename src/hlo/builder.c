@@ -28,15 +28,6 @@ hlo_instr hlo_instr_template(hlo_opcode op) {
 
 /* ------------------------------------------------------------ the one path ---- */
 
-static bool name_in_module(const hlo_module *m, const char *name, const hlo_instr *except) {
-  for (int i = 0; i < m->n_comps; i++) {
-    const hlo_computation *c = m->comps[i];
-    for (int j = 0; j < c->n_instrs; j++)
-      if (c->instrs[j] != except && strcmp(c->instrs[j]->name, name) == 0) return true;
-  }
-  return false;
-}
-
 static kiln_status copy_ints(arena *a, hlo_ints *dst, const hlo_ints *src, const char *what) {
   if (src->n < 0 || (src->n > 0 && !src->v)) return ERR_INVALID("builder: malformed %s list", what);
   *dst = hlo_ints_make(a, src->n, src->v);
@@ -124,7 +115,7 @@ static kiln_status check_template(hlo_computation *c, const hlo_instr *t) {
       return ERR_INVALID("builder: %s: called computation %s belongs to another module", op, t->called[i]->name);
     if (t->called[i] == c) return ERR_INVALID("builder: %s: computation %s cannot call itself", op, c->name);
   }
-  if (t->name && name_in_module(m, t->name, NULL))
+  if (t->name && hlo_module_name_taken(m, t->name, NULL))
     return ERR_INVALID("builder: %s: the name %s is already used in module %s", op, t->name, m->name);
   if (t->op == HLO_OP_PARAMETER) {
     if (t->parameter_number < 0 || t->parameter_number > MAX_PARAMETER_NUMBER)
@@ -172,7 +163,7 @@ kiln_status hlo_build_instr(hlo_computation *c, const hlo_instr *tmpl, hlo_instr
   hlo_instr_set_called(ins, tmpl->n_called, tmpl->called);
   st = copy_attrs(ins, tmpl);
   /* Generated names ("add.7") can collide with names read from a file. */
-  for (int k = 1; !st && !tmpl->name && name_in_module(m, ins->name, ins); k++)
+  for (int k = 1; !st && !tmpl->name && hlo_module_name_taken(m, ins->name, ins); k++)
     ins->name = arena_printf(m->arena, "%s.%d.%d", hlo_opcode_name(ins->op), ins->id, k);
   hlo_shape inferred;
   if (!st) st = hlo_infer_shape(m->arena, ins, &inferred);
@@ -183,6 +174,7 @@ kiln_status hlo_build_instr(hlo_computation *c, const hlo_instr *tmpl, hlo_instr
   }
   ins->shape = inferred;
   if (ins->op == HLO_OP_PARAMETER) register_parameter(c, ins);
+  hlo_module_note_name(m, ins->name);
   *out = ins;
   return NULL;
 }

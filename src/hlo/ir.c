@@ -13,10 +13,92 @@ hlo_module *hlo_module_new(const char *name) {
   return m;
 }
 
+/* ------------------------------------------------------------ name index ---- */
+
+struct hlo_name_index {
+  size_t cap, n;
+  const char **slots; /* arena strings of the module; NULL: empty */
+  int64_t n_instrs;   /* instructions of the module when the index was last current */
+};
+
+static uint64_t name_hash(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static void index_insert(struct hlo_name_index *x, const char *name) {
+  if ((x->n + 1) * 2 > x->cap) {
+    size_t cap = x->cap ? x->cap * 2 : 256;
+    const char **old = x->slots;
+    size_t old_cap = x->cap;
+    x->slots = calloc(cap, sizeof *x->slots);
+    if (!x->slots) abort();
+    x->cap = cap;
+    x->n = 0;
+    for (size_t i = 0; i < old_cap; i++)
+      if (old[i]) index_insert(x, old[i]);
+    free(old);
+  }
+  for (size_t i = name_hash(name) & (x->cap - 1);; i = (i + 1) & (x->cap - 1)) {
+    if (!x->slots[i]) {
+      x->slots[i] = name;
+      x->n++;
+      return;
+    }
+    if (strcmp(x->slots[i], name) == 0) return;
+  }
+}
+
+static bool index_has(const struct hlo_name_index *x, const char *name) {
+  if (!x->cap) return false;
+  for (size_t i = name_hash(name) & (x->cap - 1); x->slots[i]; i = (i + 1) & (x->cap - 1))
+    if (strcmp(x->slots[i], name) == 0) return true;
+  return false;
+}
+
+static int64_t count_instrs(const hlo_module *m) {
+  int64_t n = 0;
+  for (int i = 0; i < m->n_comps; i++) n += m->comps[i]->n_instrs;
+  return n;
+}
+
+bool hlo_module_name_taken(hlo_module *m, const char *name, const hlo_instr *except) {
+  if (!m->name_index) {
+    m->name_index = calloc(1, sizeof *m->name_index);
+    if (!m->name_index) abort();
+    m->name_index->n_instrs = -1;
+  }
+  struct hlo_name_index *x = m->name_index;
+  int64_t n = count_instrs(m) - (except ? 1 : 0);
+  if (x->n_instrs != n) {
+    free(x->slots);
+    memset(x, 0, sizeof *x);
+    for (int i = 0; i < m->n_comps; i++)
+      for (int j = 0; j < m->comps[i]->n_instrs; j++)
+        if (m->comps[i]->instrs[j] != except) index_insert(x, m->comps[i]->instrs[j]->name);
+    x->n_instrs = n;
+  }
+  return index_has(x, name);
+}
+
+void hlo_module_note_name(hlo_module *m, const char *name) {
+  struct hlo_name_index *x = m->name_index;
+  if (!x) return; /* built on first use */
+  if (x->n_instrs + 1 != count_instrs(m)) {
+    x->n_instrs = -1; /* out of step: rebuild on the next question */
+    return;
+  }
+  index_insert(x, name);
+  x->n_instrs++;
+}
+
 void hlo_module_free(hlo_module *m) {
   if (!m) return;
   for (int i = 0; i < m->n_owned_literals; i++) literal_free(m->owned_literals[i]);
   free(m->owned_literals);
+  if (m->name_index) free(m->name_index->slots);
+  free(m->name_index);
   arena_free(m->arena);
 }
 

@@ -163,7 +163,18 @@ struct hlo_module {
    * FileLocations / StackFrames sections) between the header and the computations;
    * metadata refers to it by stack_frame_id. Kept verbatim, NULL if none. */
   const char *stack_frames;
+  /* private: the instruction-name index behind hlo_module_name_taken */
+  struct hlo_name_index *name_index;
 };
+
+/* Whether an instruction of m other than `except` (may be NULL) is named `name`.
+ * Backed by a hash index that is rebuilt whenever instructions were added or removed
+ * behind its back (counts differ), so builders creating thousands of instructions do
+ * not rescan the module per name; a rename in place is not noticed until the next
+ * rebuild. hlo_module_note_name records a name the caller just gave an instruction
+ * it appended (keeping the index current). */
+bool hlo_module_name_taken(hlo_module *m, const char *name, const hlo_instr *except);
+void hlo_module_note_name(hlo_module *m, const char *name);
 
 /* ---- construction (used by the parser and the builder) ---- */
 hlo_module *hlo_module_new(const char *name);

@@ -438,10 +438,10 @@ kiln_status oplib_argminmax_computation(hlo_module *m, hlo_type vt, hlo_type it,
   hlo_computation *f = oplib_new_computation(m, is_max ? "argmax" : "argmin");
   hlo_shape sv = shape_scalar(vt), si = shape_scalar(it);
   hlo_instr *av, *ai, *bv, *bi, *better, *equal, *tie, *take, *t1, *rv, *ri, *root;
-  TRY(hlo_build_parameter(f, 0, &sv, "acc_value", &av));
-  TRY(hlo_build_parameter(f, 1, &si, "acc_index", &ai));
-  TRY(hlo_build_parameter(f, 2, &sv, "value", &bv));
-  TRY(hlo_build_parameter(f, 3, &si, "index", &bi));
+  TRY(hlo_build_parameter(f, 0, &sv, NULL, &av));
+  TRY(hlo_build_parameter(f, 1, &si, NULL, &ai));
+  TRY(hlo_build_parameter(f, 2, &sv, NULL, &bv));
+  TRY(hlo_build_parameter(f, 3, &si, NULL, &bi));
   TRY(hlo_build_compare(f, is_max ? HLO_DIR_GT : HLO_DIR_LT, bv, av, &better));
   TRY(hlo_build_compare(f, HLO_DIR_EQ, bv, av, &equal));
   if (hlo_type_is_float(vt)) {
@@ -746,8 +746,8 @@ kiln_status oplib_replace_computation(hlo_module *m, hlo_type t, hlo_computation
   hlo_computation *f = oplib_new_computation(m, base);
   hlo_shape s = shape_scalar(t);
   hlo_instr *a, *b;
-  TRY(hlo_build_parameter(f, 0, &s, "old", &a));
-  TRY(hlo_build_parameter(f, 1, &s, "new", &b));
+  TRY(hlo_build_parameter(f, 0, &s, NULL, &a));
+  TRY(hlo_build_parameter(f, 1, &s, NULL, &b));
   TRY(hlo_build_set_root(f, b));
   *out = f;
   return NULL;
@@ -758,10 +758,10 @@ kiln_status oplib_topk_comparator(hlo_module *m, hlo_type value_type, hlo_type i
   hlo_computation *f = oplib_new_computation(m, largest ? "topk_gt" : "topk_lt");
   hlo_shape sv = shape_scalar(value_type), si = shape_scalar(index_type);
   hlo_instr *av, *bv, *ai, *bi, *before, *equal, *tie, *t;
-  TRY(hlo_build_parameter(f, 0, &sv, "a", &av));
-  TRY(hlo_build_parameter(f, 1, &sv, "b", &bv));
-  TRY(hlo_build_parameter(f, 2, &si, "a_index", &ai));
-  TRY(hlo_build_parameter(f, 3, &si, "b_index", &bi));
+  TRY(hlo_build_parameter(f, 0, &sv, NULL, &av));
+  TRY(hlo_build_parameter(f, 1, &sv, NULL, &bv));
+  TRY(hlo_build_parameter(f, 2, &si, NULL, &ai));
+  TRY(hlo_build_parameter(f, 3, &si, NULL, &bi));
   TRY(hlo_build_compare(f, largest ? HLO_DIR_GT : HLO_DIR_LT, av, bv, &before));
   TRY(hlo_build_compare(f, HLO_DIR_EQ, av, bv, &equal));
   TRY(hlo_build_compare(f, HLO_DIR_LT, ai, bi, &tie));

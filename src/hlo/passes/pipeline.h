@@ -93,4 +93,17 @@ kiln_status hlo_pass_batchnorm_expander(hlo_module *m, bool *changed);
 /* dot(transpose(a), b) -> dot(a, b) with renamed dimension numbers, when exact. */
 kiln_status hlo_pass_transpose_folding(hlo_module *m, bool *changed);
 
+/* CPU instruction fusion (fusion.c): kLoop / kInput (reduce root) / kOutput (dot or
+ * convolution + elementwise post-op chain) fusion instructions calling fused
+ * computations; bit-identical, originals left for DCE. */
+kiln_status hlo_pass_fusion(hlo_module *m, bool *changed);
+
+/* Rewrites every dot to [batch..., M, K] x [batch..., K, N] -> [batch..., M, N] with one
+ * contracting dimension, plus reshapes/transposes around it (dot_canonicalize.c). */
+kiln_status hlo_pass_dot_canonicalize(hlo_module *m, bool *changed);
+
+/* The CPU backend's pipeline: the optimize pipeline above, then dot-canonicalize,
+ * fix(algsimp, dce), fusion, dce. constant_folding as for hlo_pipeline_new_optimize. */
+hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding);
+
 #endif

@@ -1,0 +1,596 @@
+/* Instruction fusion for the CPU backend, after XLA's InstructionFusion /
+ * CpuInstructionFusion: groups an instruction with the producers it reads into one
+ * `fusion` instruction whose called computation (is_fusion_computation) holds copies of
+ * the grouped instructions, so the backend emits one kernel per group and the
+ * intermediate values never reach memory. Three kinds:
+ *   kLoop   - root elementwise or a cheap data-movement op; producers elementwise or cheap
+ *             (broadcast, reshape, transpose, slice, concatenate, pad, iota, convert,
+ *             reverse, bitcast, same-width bitcast-convert, scalar constants);
+ *   kInput  - root a single-result reduce, producers as for kLoop;
+ *   kOutput - a dot or convolution followed by a chain of add / multiply / maximum /
+ *             minimum / clamp whose other operands are fusion parameters, broadcasts of
+ *             them or broadcasts of scalar constants (what oneDNN post-ops express).
+ * The decision procedure: output chains are found first; then instructions are visited
+ * consumers-first (reverse definition order) and every instruction whose value is still
+ * needed outside the groups formed so far becomes a group root that absorbs its operands,
+ * nearest producer first. A producer all of whose users are exclusive members of the
+ * group moves in; one with other users is copied in only if it is cheap (an expensive
+ * op - transcendental, divide, power - stays outside so it is computed once), and an
+ * expensive producer is never fused below a broadcast, which would recompute it per
+ * output element. A group is only built if it absorbed something besides constants.
+ * Fusion copies instructions without changing them, so results are bit-identical. The
+ * bypassed originals are left for DCE. Fusion runs in the entry and in computations it
+ * reaches through while / conditional / call, not in reducers, comparators or existing
+ * fused computations. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hlo/builder.h"
+#include "hlo/passes/pass_util.h"
+#include "hlo/passes/pipeline.h"
+
+/* ------------------------------------------------------------ names ---- */
+
+/* Every instruction and computation name of the module, so the new names can follow
+ * XLA's scheme (fusion, fusion.1, fused_computation.1, param_0.2, add.3) without
+ * colliding with names read from a file. */
+typedef struct name_set {
+  size_t cap, n;
+  const char **slots;
+  /* base name -> the next suffix to try, so naming k copies of "add" stays linear */
+  size_t base_cap, base_n;
+  const char **bases;
+  int *next_suffix;
+} name_set;
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static bool name_set_has(const name_set *s, const char *name) {
+  for (size_t i = hash_str(name) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+    if (!s->slots[i]) return false;
+    if (strcmp(s->slots[i], name) == 0) return true;
+  }
+}
+
+static void name_set_add(name_set *s, const char *name);
+
+static void name_set_grow(name_set *s) {
+  name_set old = *s;
+  s->cap = old.cap ? old.cap * 2 : 256;
+  s->n = 0;
+  s->slots = calloc(s->cap, sizeof *s->slots);
+  if (!s->slots) abort();
+  for (size_t i = 0; i < old.cap; i++)
+    if (old.slots[i]) name_set_add(s, old.slots[i]);
+  free(old.slots);
+}
+
+static void name_set_add(name_set *s, const char *name) {
+  if ((s->n + 1) * 2 > s->cap) name_set_grow(s);
+  size_t i = hash_str(name) & (s->cap - 1);
+  while (s->slots[i]) {
+    if (strcmp(s->slots[i], name) == 0) return;
+    i = (i + 1) & (s->cap - 1);
+  }
+  s->slots[i] = name;
+  s->n++;
+}
+
+static int *base_counter(name_set *s, const char *base) {
+  if ((s->base_n + 1) * 2 > s->base_cap) {
+    size_t old_cap = s->base_cap;
+    const char **old_bases = s->bases;
+    int *old_next = s->next_suffix;
+    s->base_cap = old_cap ? old_cap * 2 : 64;
+    s->bases = calloc(s->base_cap, sizeof *s->bases);
+    s->next_suffix = calloc(s->base_cap, sizeof *s->next_suffix);
+    if (!s->bases || !s->next_suffix) abort();
+    for (size_t i = 0; i < old_cap; i++) {
+      if (!old_bases[i]) continue;
+      size_t j = hash_str(old_bases[i]) & (s->base_cap - 1);
+      while (s->bases[j]) j = (j + 1) & (s->base_cap - 1);
+      s->bases[j] = old_bases[i];
+      s->next_suffix[j] = old_next[i];
+    }
+    free(old_bases);
+    free(old_next);
+  }
+  size_t i = hash_str(base) & (s->base_cap - 1);
+  while (s->bases[i] && strcmp(s->bases[i], base) != 0) i = (i + 1) & (s->base_cap - 1);
+  if (!s->bases[i]) {
+    s->bases[i] = base;
+    s->next_suffix[i] = 1;
+    s->base_n++;
+  }
+  return &s->next_suffix[i];
+}
+
+/* base if free, else base.1, base.2, ...; the name is reserved and arena-owned. */
+static const char *unique_name(hlo_module *m, name_set *s, const char *base) {
+  const char *name = arena_strdup(m->arena, base);
+  if (name_set_has(s, name)) {
+    int *k = base_counter(s, name);
+    do name = arena_printf(m->arena, "%s.%d", base, (*k)++);
+    while (name_set_has(s, name));
+  }
+  name_set_add(s, name);
+  return name;
+}
+
+/* "add.17" -> "add": a copy inside a fused computation is numbered afresh. */
+static const char *strip_number(hlo_module *m, const char *name) {
+  size_t n = strlen(name), i = n;
+  while (i > 0 && name[i - 1] >= '0' && name[i - 1] <= '9') i--;
+  if (i > 1 && i < n && name[i - 1] == '.') return arena_strndup(m->arena, name, i - 1);
+  return name;
+}
+
+/* ------------------------------------------------------ op classes ---- */
+
+/* Ops whose per-element cost makes recomputing them in several kernels a loss. */
+static bool is_expensive(hlo_opcode op) {
+  switch (op) {
+    case HLO_OP_EXP: case HLO_OP_EXPM1: case HLO_OP_LOG: case HLO_OP_LOG1P: case HLO_OP_LOGISTIC:
+    case HLO_OP_TANH: case HLO_OP_SINE: case HLO_OP_COSINE: case HLO_OP_TAN: case HLO_OP_ATAN2:
+    case HLO_OP_POWER: case HLO_OP_SQRT: case HLO_OP_RSQRT: case HLO_OP_CBRT: case HLO_OP_ERF:
+    case HLO_OP_DIVIDE: case HLO_OP_REMAINDER:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* Ops a loop kernel computes element by element from its operands' elements. */
+static bool is_loop_fusible(const hlo_instr *ins) {
+  if (!shape_is_array(&ins->shape) || ins->shape.type == HLO_TOKEN) return false;
+  if (hlo_pass_has_side_effect(ins)) return false;
+  if (hlo_opcode_is_elementwise(ins->op)) return true;
+  switch (ins->op) {
+    case HLO_OP_BROADCAST: case HLO_OP_RESHAPE: case HLO_OP_TRANSPOSE: case HLO_OP_SLICE:
+    case HLO_OP_CONCATENATE: case HLO_OP_PAD: case HLO_OP_IOTA: case HLO_OP_REVERSE:
+    case HLO_OP_BITCAST:
+      return true;
+    case HLO_OP_BITCAST_CONVERT: /* same element width only: then it is elementwise */
+      return ins->n_operands == 1 && ins->operands[0]->shape.rank == ins->shape.rank;
+    case HLO_OP_CONSTANT: /* big constants stay buffers the kernel reads */
+      return ins->shape.rank == 0;
+    default:
+      return false;
+  }
+}
+
+static bool is_input_fusion_root(const hlo_instr *ins) {
+  return ins->op == HLO_OP_REDUCE && ins->n_operands == 2 && shape_is_array(&ins->shape);
+}
+
+static bool is_output_post_op(hlo_opcode op) {
+  return op == HLO_OP_ADD || op == HLO_OP_MULTIPLY || op == HLO_OP_MAXIMUM || op == HLO_OP_MINIMUM ||
+         op == HLO_OP_CLAMP;
+}
+
+/* ------------------------------------------------------------ groups ---- */
+
+enum {
+  MEMBER_EXCL = 1,  /* every user is an exclusive member: the original becomes dead */
+  MEMBER_DUP = 2,   /* copied in; the original stays for users outside the group */
+  MEMBER_REUSED = 4 /* some element is read more than once (below a broadcast) */
+};
+
+typedef struct group {
+  int root;          /* index into the computation's instrs */
+  const char *kind;  /* kLoop / kInput / kOutput */
+  unsigned char *state; /* root+1 entries of MEMBER_* bits; 0: not a member */
+} group;
+
+/* Per-computation analysis state. */
+typedef struct fusion_ctx {
+  hlo_computation *c;
+  int n;
+  int *index_of_id;  /* instruction id -> index in c->instrs, -1 if not in c */
+  int *user_start;   /* CSR users: user_idx[user_start[i] .. user_start[i+1]) */
+  int *user_idx;
+  bool *needed;      /* the original value is read outside every group that copies it */
+  bool *output_root; /* root of a kOutput group: never a producer for another group */
+  bool *in_output_chain; /* the dot/convolution or a post-op of some kOutput group */
+  int *group_of_root; /* index into groups, -1 */
+  group *groups;
+  int n_groups, cap_groups;
+} fusion_ctx;
+
+static bool is_member(const group *g, int i) { return i <= g->root && g->state[i] != 0; }
+
+static group *new_group(fusion_ctx *x, int root, const char *kind) {
+  if (x->n_groups == x->cap_groups) {
+    x->cap_groups = x->cap_groups ? x->cap_groups * 2 : 16;
+    x->groups = realloc(x->groups, (size_t)x->cap_groups * sizeof *x->groups);
+    if (!x->groups) abort();
+  }
+  group *g = &x->groups[x->n_groups++];
+  g->root = root;
+  g->kind = kind;
+  g->state = calloc((size_t)root + 1, 1);
+  if (!g->state) abort();
+  g->state[root] = MEMBER_EXCL;
+  x->group_of_root[root] = x->n_groups - 1;
+  return g;
+}
+
+static void drop_last_group(fusion_ctx *x) {
+  group *g = &x->groups[--x->n_groups];
+  x->group_of_root[g->root] = -1;
+  free(g->state);
+}
+
+static int n_users(const fusion_ctx *x, int i) { return x->user_start[i + 1] - x->user_start[i]; }
+
+/* Whether every reader of instruction i is an exclusive member of g. */
+static bool all_users_exclusive(const fusion_ctx *x, const group *g, int i) {
+  if (x->c->root == x->c->instrs[i]) return false;
+  for (int u = x->user_start[i]; u < x->user_start[i + 1]; u++) {
+    int ui = x->user_idx[u];
+    if (!is_member(g, ui) || !(g->state[ui] & MEMBER_EXCL)) return false;
+  }
+  return true;
+}
+
+/* Adds producer i to g with the right membership bits (the caller decided it may). */
+static void add_member(const fusion_ctx *x, group *g, int i) {
+  unsigned char st = all_users_exclusive(x, g, i) ? MEMBER_EXCL : MEMBER_DUP;
+  for (int u = x->user_start[i]; u < x->user_start[i + 1]; u++) {
+    int ui = x->user_idx[u];
+    if (is_member(g, ui) && (x->c->instrs[ui]->op == HLO_OP_BROADCAST || (g->state[ui] & MEMBER_REUSED)))
+      st |= MEMBER_REUSED;
+  }
+  g->state[i] = st;
+}
+
+/* ---- kOutput: dot/convolution + post-op chain ---- */
+
+/* Accepts the non-chain operand `o` of a post-op: any value outside the chain becomes a
+ * fusion parameter; a broadcast is pulled in (oneDNN's per-channel bias / scale) and so
+ * is a scalar constant under it. */
+static void add_post_op_operand(const fusion_ctx *x, group *g, hlo_instr *o) {
+  if (o->op != HLO_OP_BROADCAST || o->n_operands != 1) return;
+  int bi = x->index_of_id[o->id];
+  add_member(x, g, bi);
+  hlo_instr *src = o->operands[0];
+  if (src->op == HLO_OP_CONSTANT && src->shape.rank == 0) add_member(x, g, x->index_of_id[src->id]);
+}
+
+static void form_output_groups(fusion_ctx *x) {
+  hlo_computation *c = x->c;
+  for (int i = 0; i < x->n; i++) {
+    hlo_instr *d = c->instrs[i];
+    if ((d->op != HLO_OP_DOT && d->op != HLO_OP_CONVOLUTION) || !shape_is_array(&d->shape)) continue;
+    /* Walk the chain of single-use post-ops. */
+    int chain[64], n_chain = 0;
+    hlo_instr *t = d;
+    while (n_chain < 64 && t != c->root && n_users(x, x->index_of_id[t->id]) == 1) {
+      hlo_instr *u = c->instrs[x->user_idx[x->user_start[x->index_of_id[t->id]]]];
+      /* a post-op reading two dots belongs to the chain of the first one only */
+      if (x->in_output_chain[x->index_of_id[u->id]]) break;
+      if (!is_output_post_op(u->op) || !shape_compatible(&u->shape, &d->shape)) break;
+      int uses = 0;
+      for (int k = 0; k < u->n_operands; k++) uses += u->operands[k] == t;
+      if (uses != 1 || (u->op == HLO_OP_CLAMP && (u->n_operands != 3 || u->operands[1] != t))) break;
+      chain[n_chain++] = x->index_of_id[u->id];
+      t = u;
+    }
+    if (n_chain == 0) continue;
+    int root = chain[n_chain - 1];
+    group *g = new_group(x, root, "kOutput");
+    /* Members are added consumers first so exclusivity is known when a producer joins. */
+    for (int k = n_chain - 1; k >= 0; k--) {
+      hlo_instr *u = c->instrs[chain[k]];
+      hlo_instr *prev = k > 0 ? c->instrs[chain[k - 1]] : d;
+      if (k < n_chain - 1) g->state[chain[k]] = MEMBER_EXCL;
+      for (int o = 0; o < u->n_operands; o++)
+        if (u->operands[o] != prev) add_post_op_operand(x, g, u->operands[o]);
+    }
+    g->state[i] = MEMBER_EXCL;
+    x->output_root[root] = true;
+    x->in_output_chain[i] = true;
+    for (int k = 0; k < n_chain; k++) x->in_output_chain[chain[k]] = true;
+  }
+}
+
+/* ---- kLoop / kInput ---- */
+
+static bool may_join(const fusion_ctx *x, const group *g, int p) {
+  hlo_instr *ins = x->c->instrs[p];
+  if (x->output_root[p] || x->group_of_root[p] >= 0 || !is_loop_fusible(ins)) return false;
+  if (!is_expensive(ins->op)) return true;
+  if (!all_users_exclusive(x, g, p)) return false;
+  for (int u = x->user_start[p]; u < x->user_start[p + 1]; u++) {
+    int ui = x->user_idx[u];
+    if (is_member(g, ui) && (x->c->instrs[ui]->op == HLO_OP_BROADCAST || (g->state[ui] & MEMBER_REUSED)))
+      return false;
+  }
+  return true;
+}
+
+static int lowest_operand(const fusion_ctx *x, int i, int lowest) {
+  const hlo_instr *ins = x->c->instrs[i];
+  for (int k = 0; k < ins->n_operands; k++) {
+    int oi = x->index_of_id[ins->operands[k]->id];
+    if (oi < lowest) lowest = oi;
+  }
+  return lowest;
+}
+
+/* Grows a group from its root over its operands, nearest producer first: every user of
+ * a producer comes after it, so by the time a producer is decided, all of its users that
+ * will ever join have joined. Returns whether anything but constants joined. */
+static bool grow_group(fusion_ctx *x, group *g) {
+  bool absorbed = false;
+  /* Nothing below the lowest operand of the members so far can be read by them. */
+  int lowest = lowest_operand(x, g->root, g->root);
+  for (int p = g->root - 1; p >= lowest; p--) {
+    bool read_by_member = false;
+    for (int u = x->user_start[p]; u < x->user_start[p + 1] && !read_by_member; u++)
+      read_by_member = is_member(g, x->user_idx[u]);
+    if (!read_by_member || !may_join(x, g, p)) continue;
+    add_member(x, g, p);
+    lowest = lowest_operand(x, p, lowest);
+    if (x->c->instrs[p]->op != HLO_OP_CONSTANT) absorbed = true;
+  }
+  return absorbed;
+}
+
+static void mark_operands_needed(fusion_ctx *x, int i) {
+  hlo_instr *ins = x->c->instrs[i];
+  for (int k = 0; k < ins->n_operands; k++) {
+    int oi = x->index_of_id[ins->operands[k]->id];
+    if (oi >= 0) x->needed[oi] = true;
+  }
+}
+
+static void mark_group_inputs_needed(fusion_ctx *x, const group *g) {
+  for (int i = 0; i <= g->root; i++) {
+    if (!g->state[i]) continue;
+    hlo_instr *ins = x->c->instrs[i];
+    for (int k = 0; k < ins->n_operands; k++) {
+      int oi = x->index_of_id[ins->operands[k]->id];
+      if (oi >= 0 && !is_member(g, oi)) x->needed[oi] = true;
+    }
+  }
+}
+
+static void form_loop_groups(fusion_ctx *x) {
+  hlo_computation *c = x->c;
+  for (int i = 0; i < x->n; i++)
+    x->needed[i] = c->instrs[i] == c->root || hlo_pass_has_side_effect(c->instrs[i]);
+  for (int i = x->n - 1; i >= 0; i--) {
+    if (!x->needed[i]) continue;
+    hlo_instr *ins = c->instrs[i];
+    if (x->group_of_root[i] >= 0) { /* a kOutput group */
+      mark_group_inputs_needed(x, &x->groups[x->group_of_root[i]]);
+      continue;
+    }
+    bool input = is_input_fusion_root(ins);
+    if (input || is_loop_fusible(ins)) {
+      group *g = new_group(x, i, input ? "kInput" : "kLoop");
+      if (grow_group(x, g)) {
+        mark_group_inputs_needed(x, g);
+        continue;
+      }
+      drop_last_group(x);
+    }
+    mark_operands_needed(x, i);
+  }
+}
+
+/* ------------------------------------------------------ materialize ---- */
+
+static kiln_status build_group(fusion_ctx *x, const group *g, name_set *names, hlo_instr **fusion_out) {
+  hlo_computation *c = x->c;
+  hlo_module *m = c->module;
+  int r = g->root;
+  size_t max_inputs = 1;
+  for (int i = 0; i <= r; i++)
+    if (g->state[i]) max_inputs += (size_t)c->instrs[i]->n_operands;
+  hlo_instr **clone = calloc((size_t)r + 1, sizeof *clone);
+  hlo_instr **inputs = malloc(max_inputs * sizeof *inputs);
+  if (!clone || !inputs) abort();
+  int n_inputs = 0;
+  kiln_status st = NULL;
+  hlo_computation *fc = hlo_computation_new(m, unique_name(m, names, "fused_computation"));
+  fc->is_fusion_computation = true;
+  /* Parameters: values read by members from outside, in first-read order. */
+  for (int i = 0; i <= r && !st; i++) {
+    if (!g->state[i]) continue;
+    hlo_instr *ins = c->instrs[i];
+    for (int k = 0; k < ins->n_operands && !st; k++) {
+      hlo_instr *o = ins->operands[k];
+      int oi = x->index_of_id[o->id];
+      if (is_member(g, oi) || clone[oi]) continue;
+      char pname[32];
+      snprintf(pname, sizeof pname, "param_%d", n_inputs);
+      st = hlo_build_parameter(fc, n_inputs, &o->shape, unique_name(m, names, pname), &clone[oi]);
+      inputs[n_inputs++] = o;
+    }
+  }
+  for (int i = 0; i <= r && !st; i++) {
+    if (!g->state[i]) continue;
+    hlo_instr *ins = c->instrs[i];
+    hlo_instr tmpl = *ins;
+    hlo_instr *ops[HLO_MAX_RANK * 4];
+    hlo_instr **opv =
+        ins->n_operands <= (int)(sizeof ops / sizeof ops[0]) ? ops : malloc((size_t)ins->n_operands * sizeof *opv);
+    if (!opv) abort();
+    for (int k = 0; k < ins->n_operands; k++) opv[k] = clone[x->index_of_id[ins->operands[k]->id]];
+    tmpl.operands = opv;
+    tmpl.name = unique_name(m, names, strip_number(m, ins->name));
+    tmpl.literal = ins->literal ? literal_clone(ins->literal) : NULL;
+    tmpl.user_data = NULL;
+    st = hlo_build_instr(fc, &tmpl, &clone[i]);
+    if (opv != ops) free(opv);
+  }
+  if (!st) st = hlo_build_set_root(fc, clone[r]);
+  if (!st) {
+    hlo_instr tmpl = hlo_instr_template(HLO_OP_FUSION);
+    tmpl.name = unique_name(m, names, "fusion");
+    tmpl.n_operands = n_inputs;
+    tmpl.operands = inputs;
+    tmpl.n_called = 1;
+    tmpl.called = &fc;
+    tmpl.fusion_kind = g->kind;
+    tmpl.metadata = c->instrs[r]->metadata;
+    st = hlo_build_instr(c, &tmpl, fusion_out);
+  }
+  free(clone);
+  free(inputs);
+  return status_wrap(st, "fusion: building %s fusion of %s", g->kind, c->instrs[r]->name);
+}
+
+/* ------------------------------------------------------------ driver ---- */
+
+static kiln_status fuse_computation(hlo_computation *c, name_set *names, bool *changed) {
+  fusion_ctx x;
+  memset(&x, 0, sizeof x);
+  x.c = c;
+  x.n = c->n_instrs;
+  hlo_module *m = c->module;
+  x.index_of_id = malloc(((size_t)m->next_id + 1) * sizeof(int));
+  x.user_start = calloc((size_t)x.n + 1, sizeof(int));
+  x.needed = calloc((size_t)x.n + 1, sizeof(bool));
+  x.output_root = calloc((size_t)x.n + 1, sizeof(bool));
+  x.in_output_chain = calloc((size_t)x.n + 1, sizeof(bool));
+  x.group_of_root = malloc(((size_t)x.n + 1) * sizeof(int));
+  if (!x.index_of_id || !x.user_start || !x.needed || !x.output_root || !x.in_output_chain || !x.group_of_root)
+    abort();
+  for (int i = 0; i <= m->next_id; i++) x.index_of_id[i] = -1;
+  for (int i = 0; i < x.n; i++) {
+    x.index_of_id[c->instrs[i]->id] = i;
+    x.group_of_root[i] = -1;
+  }
+  /* Users, each distinct user once; instrs are in definition order (an invariant the
+   * verifier keeps), so every user index is larger than its operand's. */
+  int total = 0;
+  for (int i = 0; i < x.n; i++) total += c->instrs[i]->n_operands;
+  x.user_idx = malloc(((size_t)total + 1) * sizeof(int));
+  int *count = calloc((size_t)x.n + 1, sizeof(int));
+  if (!x.user_idx || !count) abort();
+  kiln_status st = NULL;
+  for (int i = 0; i < x.n && !st; i++) {
+    hlo_instr *ins = c->instrs[i];
+    for (int k = 0; k < ins->n_operands; k++) {
+      int oi = x.index_of_id[ins->operands[k]->id];
+      if (oi < 0 || oi >= i) {
+        st = ERR_INTERNAL("fusion: %s in %s reads %s, which is not defined before it in that computation",
+                          ins->name, c->name, ins->operands[k]->name);
+        break;
+      }
+      bool seen = false;
+      for (int j = 0; j < k && !seen; j++) seen = ins->operands[j] == ins->operands[k];
+      if (!seen) count[oi]++;
+    }
+  }
+  if (!st) {
+    for (int i = 0; i < x.n; i++) x.user_start[i + 1] = x.user_start[i] + count[i];
+    memset(count, 0, (size_t)x.n * sizeof(int));
+    for (int i = 0; i < x.n; i++) {
+      hlo_instr *ins = c->instrs[i];
+      for (int k = 0; k < ins->n_operands; k++) {
+        bool seen = false;
+        for (int j = 0; j < k && !seen; j++) seen = ins->operands[j] == ins->operands[k];
+        if (seen) continue;
+        int oi = x.index_of_id[ins->operands[k]->id];
+        x.user_idx[x.user_start[oi] + count[oi]++] = i;
+      }
+    }
+    form_output_groups(&x);
+    form_loop_groups(&x);
+  }
+  /* Build groups in definition order of their roots so names follow program order. */
+  hlo_instr **fusions = calloc((size_t)x.n_groups + 1, sizeof *fusions);
+  if (!fusions) abort();
+  int built = 0;
+  for (int i = 0; i < x.n && !st; i++) {
+    int gi = x.group_of_root[i];
+    if (gi < 0 || !x.needed[i]) continue; /* a kOutput chain nobody reads is left to DCE */
+    st = build_group(&x, &x.groups[gi], names, &fusions[gi]);
+    if (!st) built++;
+  }
+  if (!st && built > 0) {
+    for (int gi = 0; gi < x.n_groups; gi++)
+      if (fusions[gi]) hlo_pass_replace_uses(c, c->instrs[x.groups[gi].root], fusions[gi]);
+    hlo_pass_restore_order(c);
+    *changed = true;
+  }
+  for (int gi = 0; gi < x.n_groups; gi++) free(x.groups[gi].state);
+  free(x.groups);
+  free(fusions);
+  free(count);
+  free(x.user_idx);
+  free(x.index_of_id);
+  free(x.user_start);
+  free(x.needed);
+  free(x.output_root);
+  free(x.in_output_chain);
+  free(x.group_of_root);
+  return st;
+}
+
+/* Computations that execute as sequential programs: the entry and what it reaches
+ * through control flow. Reducers and comparators are applied per element and stay as
+ * they are. */
+static bool applied_per_element(const hlo_module *m, const hlo_computation *callee) {
+  for (int ci = 0; ci < m->n_comps; ci++)
+    for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+      const hlo_instr *ins = m->comps[ci]->instrs[i];
+      if (ins->op == HLO_OP_WHILE || ins->op == HLO_OP_CONDITIONAL || ins->op == HLO_OP_CALL) continue;
+      for (int k = 0; k < ins->n_called; k++)
+        if (ins->called[k] == callee) return true;
+    }
+  return false;
+}
+
+static int collect_program_computations(hlo_module *m, hlo_computation **out) {
+  int n = 0;
+  if (!m->entry) return 0;
+  out[n++] = m->entry;
+  for (int q = 0; q < n; q++) {
+    hlo_computation *c = out[q];
+    for (int i = 0; i < c->n_instrs; i++) {
+      hlo_instr *ins = c->instrs[i];
+      if (ins->op != HLO_OP_WHILE && ins->op != HLO_OP_CONDITIONAL && ins->op != HLO_OP_CALL) continue;
+      for (int k = 0; k < ins->n_called; k++) {
+        hlo_computation *callee = ins->called[k];
+        bool seen = callee->is_fusion_computation || applied_per_element(m, callee);
+        for (int j = 0; j < n && !seen; j++) seen = out[j] == callee;
+        if (!seen) out[n++] = callee;
+      }
+    }
+  }
+  return n;
+}
+
+kiln_status hlo_pass_fusion(hlo_module *m, bool *changed) {
+  *changed = false;
+  name_set names;
+  memset(&names, 0, sizeof names);
+  name_set_grow(&names);
+  for (int ci = 0; ci < m->n_comps; ci++) {
+    hlo_computation *c = m->comps[ci];
+    name_set_add(&names, c->name);
+    for (int i = 0; i < c->n_instrs; i++) name_set_add(&names, c->instrs[i]->name);
+  }
+  hlo_computation **progs = malloc(((size_t)m->n_comps + 1) * sizeof *progs);
+  if (!progs) abort();
+  int n_progs = collect_program_computations(m, progs);
+  kiln_status st = NULL;
+  for (int i = 0; i < n_progs && !st; i++) st = fuse_computation(progs[i], &names, changed);
+  free(progs);
+  free(names.slots);
+  free(names.bases);
+  free(names.next_suffix);
+  if (!st && *changed) st = hlo_build_order_computations(m);
+  return st;
+}
