@@ -28,7 +28,15 @@
   X(json, '\0', BOOL, "false", "kiln run: print one JSON line with device and timings")            \
   X(output_dir, 'o', STRING, ".", "kiln run: directory for output_N.npy (created if missing)")     \
   X(input, 'i', LIST, "", "kiln run: NAME=PATH.npy for an entry parameter (pN or its name); repeatable") \
-  X(jit, '\0', STRING, "auto", "kiln run MODEL: auto (compile clusters; op by op until the bridge lands) or off (op by op)") \
+  X(jit, '\0', STRING, "auto", "kiln run MODEL: auto (cluster and compile just in time) or off (op by op)") \
+  X(jit_ops, '\0', STRING, "", "comma-separated ops the bridge may cluster (others stay op by op); empty: all")  \
+  X(jit_exclude_ops, '\0', STRING, "", "comma-separated ops the bridge never clusters")            \
+  X(min_cluster_size, '\0', INT, "4", "smallest cluster the bridge keeps (Identity and Const do not count)") \
+  X(max_cluster_size, '\0', INT, "1000000", "largest cluster the bridge builds, in nodes")          \
+  X(clustering_debug, '\0', BOOL, "false", "log every merge the bridge refuses, with the reason")   \
+  X(log_placement, '\0', BOOL, "false", "print the device each node was placed on")                \
+  X(no_host_fallback, '\0', BOOL, "false", "a node its device cannot run is an error, not a host fallback") \
+  X(dot, '\0', STRING, "", "kiln cluster: write the clustered graph as Graphviz DOT to this file")  \
   X(dump_to, '\0', STRING, "", "directory to dump the module before optimizations and after passes") \
   X(dump_pass_re, '\0', STRING, ".*", "POSIX extended regex: dump after the passes whose name matches") \
   X(disable_passes, '\0', STRING, "", "comma-separated pass names the pipeline skips")             \

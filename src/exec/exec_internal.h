@@ -7,6 +7,7 @@
  * natives.c      the table of ops the executor interprets, and the simple ones
  * resources.c    resource variables, TensorArrayV3 family, TensorList family
  * functional.c   ONNX If/Loop/Scan, TF If/While/PartitionedCall
+ * cluster_runner.c  kiln.Cluster call nodes: one HLO module per cluster signature
  * tensor_util.c  slicing, stacking and scalar helpers over host tensors */
 #ifndef KILN_EXEC_EXEC_INTERNAL_H
 #define KILN_EXEC_EXEC_INTERNAL_H
@@ -91,6 +92,10 @@ kiln_status exec_tf_if(exec_node_ctx *c);
 kiln_status exec_tf_while(exec_node_ctx *c);
 kiln_status exec_tf_call(exec_node_ctx *c);
 
+/* kiln.Cluster (graph/cluster_op.h): compiles the cluster's function per signature,
+ * or runs it op by op. */
+kiln_status exec_cluster(exec_node_ctx *c);
+
 /* ---------------------------------------------------------------- resources ---- */
 
 typedef struct exec_resources exec_resources;
@@ -98,6 +103,17 @@ exec_resources *exec_resources_new(void);
 void exec_resources_free(exec_resources *r);
 /* Drops the per-run resources (TensorArrays, TensorLists) after a top-level run. */
 void exec_resources_end_run(exec_resources *r);
+
+/* Resource variables by handle tensor (a DT_RESOURCE scalar from VarHandleOp).
+ * lookup: the variable's name, declared dtype (INVALID when its handle op did not say)
+ * and current value (borrowed; NULL while uninitialized). read_value: a new reference
+ * to the value; an uninitialized variable is an error naming it. write_value: replaces
+ * the value, taking over the caller's reference to `value` even on error; a value of
+ * another dtype than the declared one is an error naming the variable. */
+kiln_status exec_var_lookup(executor *e, const graph_tensor *handle, const char **name, graph_dtype *declared,
+                            const graph_tensor **value);
+kiln_status exec_var_read_value(executor *e, const graph_tensor *handle, graph_tensor **out);
+kiln_status exec_var_write_value(executor *e, const graph_tensor *handle, graph_tensor *value);
 
 /* ------------------------------------------------------------------- cache ---- */
 
@@ -115,6 +131,11 @@ kiln_status exec_run_op(executor *e, const graph_node *node, const op_def *def, 
 
 /* ------------------------------------------------------------- the session ---- */
 
+/* The cluster runner's per-executor state: compiled signatures and per-cluster
+ * counters for the lazy and megamorphic policies. Created on the first cluster run. */
+typedef struct exec_clusters exec_clusters;
+void exec_clusters_free(exec_clusters *c); /* NULL is ignored */
+
 typedef struct exec_plan exec_plan;
 
 struct executor {
@@ -122,6 +143,7 @@ struct executor {
   const backend *device;
   executor_stats stats;
   exec_cache *cache;
+  exec_clusters *clusters; /* NULL until a cluster runs */
   exec_resources *res;
   int n_plans, cap_plans;
   exec_plan **plans; /* plans[0]: the root graph; then function bodies, built lazily */

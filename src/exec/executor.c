@@ -2,7 +2,8 @@
  * at a time.
  *
  * A plan is built once per graph (the root, and each function body on its first call):
- * the graph is pruned to the ancestors of its results, every node gets a kind (control
+ * the graph is pruned to the ancestors of its results (and, in a function body, of its
+ * variable assignments), every node gets a kind (control
  * flow, feed, executor-native op or op-library op), a static loop frame (TF's
  * ControlFlowInfo: Enter opens the frame named by frame_name, Exit returns to the
  * parent) and, inside its frame, an index for its pending count and a base for its
@@ -207,6 +208,20 @@ static void list_unsupported(strbuf *b, const exec_pnode *pn, int count) {
                 def ? ": registered without lowering or host kernel" : "");
 }
 
+/* Whether n assigns a resource variable. A function body runs such nodes even when no
+ * result depends on them, as TF runs a function's stateful ops: an encapsulated
+ * cluster's writes are often ordered only by control edges outside it, and its
+ * op-by-op fallback must update the variables as its compiled module does. */
+static bool assigns_variable(const graph_node *n) {
+  const exec_native *nat = exec_native_find(n->op);
+  if (!nat && !strchr(n->op, '.')) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "tf.%s", n->op);
+    nat = exec_native_find(buf);
+  }
+  return nat && (nat->fn == exec_var_assign || nat->fn == exec_var_assign_add || nat->fn == exec_var_assign_sub);
+}
+
 static kiln_status plan_build(executor *e, graph *g, exec_plan **out) {
   *out = NULL;
   TRY(status_wrap(graph_validate(g), "invalid graph"));
@@ -236,6 +251,12 @@ static kiln_status plan_build(executor *e, graph *g, exec_plan **out) {
       stack[sp++] = n;
     }
   }
+  if (g != e->g)
+    for (int i = 0; i < n_all; i++)
+      if (!needed[i] && assigns_variable(g->nodes[i])) {
+        needed[i] = true;
+        stack[sp++] = g->nodes[i];
+      }
   while (sp) {
     graph_node *n = stack[--sp];
     for (int i = 0; i < n->n_inputs + n->n_control; i++) {
@@ -1101,6 +1122,7 @@ void executor_free(executor *e) {
   }
   free(e->plans);
   exec_resources_free(e->res);
+  exec_clusters_free(e->clusters);
   exec_cache_free(e->cache);
   free(e->dump_dir);
   free(e);

@@ -14,6 +14,9 @@
  *     TensorList family, and the functional ops (ONNX If/Loop/Scan, TF If/While/
  *     PartitionedCall) are interpreted here; function bodies run through the same
  *     machinery recursively;
+ *   - kiln.Cluster call nodes (graph/cluster_op.h), which the bridge's encapsulation
+ *     leaves in place of a cluster, compile the cluster's function into one HLO module
+ *     per signature (or run it op by op when that cannot or should not happen yet);
  *   - every other op comes from the op library (ops/ops.h): an op with a lowering runs
  *     as a single-op HLO module compiled for the device and cached by (op, attributes,
  *     input dtypes and shapes, values of must-be-constant inputs), so identical nodes
@@ -50,6 +53,12 @@ typedef struct executor_stats {
   int64_t host_runs;    /* op-library host kernel runs */
   int64_t native_runs;  /* nodes the executor interpreted itself */
   int64_t dead_nodes;   /* nodes skipped because an input was dead */
+  /* kiln.Cluster call nodes (graph/cluster_op.h). */
+  int64_t cluster_runs;          /* cluster executions, compiled or op by op */
+  int64_t cluster_compiles;      /* cluster signatures lowered and compiled */
+  int64_t cluster_cache_hits;    /* cluster runs that reused a compiled signature */
+  int64_t cluster_fallback_runs; /* op-by-op cluster runs: lazy first request, megamorphic, unimplemented */
+  double cluster_compile_ms;     /* wall time spent lowering and compiling clusters */
 } executor_stats;
 
 /* Validates g, prunes it to what its results need and checks that every needed node

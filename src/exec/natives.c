@@ -12,6 +12,7 @@
 #include "exec/exec_internal.h"
 
 static const exec_native natives[] = {
+    {"kiln.Cluster", exec_cluster},
     {"onnx.Constant", exec_native_const},
     {"onnx.Identity", exec_native_identity},
     {"onnx.If", exec_onnx_if},

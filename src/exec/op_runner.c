@@ -9,8 +9,11 @@
  * must-be-constant inputs, so two nodes with the same op, attributes and signature
  * share one compiled module, as XLA's compilation cache does for clusters. The node
  * name is not part of the key; it only appears in error messages of the first
- * compile. A lowering or a compile that answers UNIMPLEMENTED falls back to the host
- * kernel when the op has one, and the cache remembers that choice. */
+ * compile. A lowering that answers UNIMPLEMENTED falls back to the host kernel when
+ * the op has one; a device compile that answers UNIMPLEMENTED falls back to the host
+ * evaluator (the interpreter); the cache remembers either choice. The device is the
+ * node's assigned device (the placer's choice; "host" means the evaluator), else the
+ * executor's. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +80,7 @@ static void htab_insert(htab *t, char *key, size_t len, uint64_t h, void *value)
 
 typedef struct cache_entry {
   hlo_module *module;
+  const backend *device; /* that compiled exe */
   backend_executable *exe;
   bool use_host;    /* lowering or compile answered UNIMPLEMENTED; the host kernel runs */
   bool tuple_root;  /* the root is a tuple of the produced outputs */
@@ -88,7 +92,6 @@ struct exec_cache {
   htab statics; /* value: id + 1 */
   int n_statics;
   htab compiled; /* value: cache_entry* */
-  const backend *device; /* of the executables (for destroy) */
 };
 
 exec_cache *exec_cache_new(void) {
@@ -105,7 +108,7 @@ void exec_cache_free(exec_cache *c) {
     hslot *s = &c->compiled.slots[i];
     if (!s->key) continue;
     cache_entry *ce = s->value;
-    if (ce->exe) c->device->destroy(ce->exe);
+    if (ce->exe) ce->device->destroy(ce->exe);
     hlo_module_free(ce->module);
     free(ce->tuple_index);
     free(ce);
@@ -222,8 +225,8 @@ static void dump_module(executor *e, const graph_node *node, const hlo_module *m
   free(text);
 }
 
-static kiln_status build_module(executor *e, const graph_node *node, const op_def *def, graph_tensor *const *in,
-                                int n_in, int n_out, cache_entry *ce) {
+static kiln_status build_module(executor *e, const backend *device, const graph_node *node, const op_def *def,
+                                graph_tensor *const *in, int n_in, int n_out, cache_entry *ce) {
   hlo_module *m = hlo_module_new(graph_node_op_base(node));
   hlo_computation *c = hlo_computation_new(m, "main");
   hlo_instr **inputs = calloc((size_t)n_in + 1, sizeof *inputs);
@@ -300,8 +303,17 @@ static kiln_status build_module(executor *e, const graph_node *node, const op_de
   if (!s) {
     ce->module = m;
     m = NULL;
-    s = e->device->compile(e->device, ce->module, &ce->exe);
-    if (s) s = status_wrap(s, "compiling for device %s", e->device->name);
+    ce->device = device;
+    s = device->compile(device, ce->module, &ce->exe);
+    if (s && kiln_status_code(s) == KILN_UNIMPLEMENTED && device != &interpreter_backend) {
+      /* The host evaluator is the last resort for lowered ops (the placer's host). */
+      log_info("node %s (%s): device %s cannot compile it (%s); running it on the host evaluator", node->name,
+               node->op, device->name, kiln_status_message(s));
+      kiln_status_free(s);
+      ce->device = &interpreter_backend;
+      s = interpreter_backend.compile(&interpreter_backend, ce->module, &ce->exe);
+    }
+    if (s) s = status_wrap(s, "compiling for device %s", ce->device->name);
   }
   hlo_module_free(m);
   free(inputs);
@@ -311,9 +323,9 @@ static kiln_status build_module(executor *e, const graph_node *node, const op_de
   return s;
 }
 
-static void entry_free(exec_cache *c, cache_entry *ce) {
+static void entry_free(cache_entry *ce) {
   if (!ce) return;
-  if (ce->exe) c->device->destroy(ce->exe);
+  if (ce->exe) ce->device->destroy(ce->exe);
   hlo_module_free(ce->module);
   free(ce->tuple_index);
   free(ce);
@@ -322,10 +334,18 @@ static void entry_free(exec_cache *c, cache_entry *ce) {
 static kiln_status find_or_compile(executor *e, const graph_node *node, const op_def *def, int static_key,
                                    graph_tensor *const *in, int n_in, int n_out, cache_entry **out) {
   exec_cache *c = e->cache;
-  c->device = e->device;
+  /* Placement (src/jit/placer.c): the node's assigned device when it has one, the
+   * host evaluator for "host", else the executor's device. */
+  const backend *device = e->device;
+  if (node->assigned_device) {
+    const backend *b = strcmp(node->assigned_device, "host") == 0 ? &interpreter_backend
+                                                                    : backend_find(node->assigned_device);
+    if (b) device = b;
+  }
   strbuf b;
   strbuf_init(&b);
   put_i64(&b, static_key);
+  put_str(&b, device->name, strlen(device->name));
   for (int i = 0; i < n_in; i++) {
     put_i64(&b, in[i]->dtype);
     put_i64(&b, in[i]->rank);
@@ -344,19 +364,19 @@ static kiln_status find_or_compile(executor *e, const graph_node *node, const op
   }
   cache_entry *ce = calloc(1, sizeof *ce);
   if (!ce) abort();
-  kiln_status st = build_module(e, node, def, in, n_in, n_out, ce);
+  kiln_status st = build_module(e, device, node, def, in, n_in, n_out, ce);
   if (st && kiln_status_code(st) == KILN_UNIMPLEMENTED && def->host) {
     log_info("node %s (%s): no lowering for this signature (%s); using the host kernel", node->name, node->op,
              kiln_status_message(st));
     kiln_status_free(st);
     st = NULL;
-    entry_free(c, ce);
+    entry_free(ce);
     ce = calloc(1, sizeof *ce);
     if (!ce) abort();
     ce->use_host = true;
   }
   if (st) {
-    entry_free(c, ce);
+    entry_free(ce);
     strbuf_free(&b);
     return st;
   }
@@ -396,11 +416,11 @@ static kiln_status run_compiled(executor *e, const op_def *def, const cache_entr
     n_args++;
   }
   hlo_literal *res = NULL;
-  kiln_status s = e->device->execute(ce->exe, ptrs, n_args, &res);
+  kiln_status s = ce->device->execute(ce->exe, ptrs, n_args, &res);
   if (views != small_views) free(views);
   if (ptrs != small_ptrs) free(ptrs);
   e->stats.lowered_runs++;
-  if (s) return status_wrap(s, "running on device %s", e->device->name);
+  if (s) return status_wrap(s, "running on device %s", ce->device->name);
   if (!ce->tuple_root) {
     s = tensor_adopt_literal(res, &out[0]);
     if (s) literal_free(res);

@@ -293,6 +293,47 @@ static kiln_status assign_update(exec_node_ctx *c, int sign) {
 kiln_status exec_var_assign_add(exec_node_ctx *c) { return assign_update(c, 1); }
 kiln_status exec_var_assign_sub(exec_node_ctx *c) { return assign_update(c, -1); }
 
+/* Accessors for code that works on variables by handle rather than as a graph node
+ * (the cluster runner reads every variable at cluster entry and writes back at exit). */
+kiln_status exec_var_lookup(executor *e, const graph_tensor *handle, const char **name, graph_dtype *declared,
+                            const graph_tensor **value) {
+  int idx;
+  TRY(read_handle(handle, HANDLE_VAR, e->res->n_vars, &idx));
+  const exec_variable *v = &e->res->vars[idx];
+  *name = v->name;
+  *declared = v->dtype;
+  *value = v->value;
+  return NULL;
+}
+
+kiln_status exec_var_read_value(executor *e, const graph_tensor *handle, graph_tensor **out) {
+  *out = NULL;
+  int idx;
+  TRY(read_handle(handle, HANDLE_VAR, e->res->n_vars, &idx));
+  const exec_variable *v = &e->res->vars[idx];
+  if (!v->value) return ERR_INVALID("variable %s is read before it was assigned a value", v->name);
+  *out = tensor_ref(v->value);
+  return NULL;
+}
+
+kiln_status exec_var_write_value(executor *e, const graph_tensor *handle, graph_tensor *value) {
+  int idx;
+  kiln_status s = read_handle(handle, HANDLE_VAR, e->res->n_vars, &idx);
+  if (!s) {
+    exec_variable *v = &e->res->vars[idx];
+    if (v->dtype != GRAPH_DT_INVALID && value->dtype != v->dtype) {
+      s = ERR_INVALID("variable %s holds %s, assigned a %s tensor", v->name, graph_dtype_name(v->dtype),
+                      graph_dtype_name(value->dtype));
+    } else {
+      tensor_free(v->value);
+      v->value = value;
+      return NULL;
+    }
+  }
+  tensor_free(value);
+  return s;
+}
+
 kiln_status exec_var_is_initialized(exec_node_ctx *c) {
   exec_variable *v;
   TRY(get_var(c, &v));

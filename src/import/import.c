@@ -34,6 +34,7 @@ import_format import_detect_format(const char *path) {
   if (has_ext(path, ".onnx")) return IMPORT_FORMAT_ONNX;
   if (has_ext(path, ".pb")) return IMPORT_FORMAT_TF_GRAPHDEF;
   if (has_ext(path, ".json")) return IMPORT_FORMAT_TFJS;
+  if (has_ext(path, ".graph")) return IMPORT_FORMAT_GRAPH_TEXT;
   if (has_ext(path, ".hlo") || has_ext(path, ".txt")) return IMPORT_FORMAT_UNKNOWN;
   return sniff(path);
 }
@@ -43,6 +44,7 @@ const char *import_format_name(import_format f) {
     case IMPORT_FORMAT_ONNX: return "ONNX";
     case IMPORT_FORMAT_TF_GRAPHDEF: return "TensorFlow GraphDef";
     case IMPORT_FORMAT_TFJS: return "TF.js graph model";
+    case IMPORT_FORMAT_GRAPH_TEXT: return "kiln graph text";
     case IMPORT_FORMAT_UNKNOWN: break;
   }
   return "unknown";
@@ -54,6 +56,7 @@ kiln_status import_model_file(const char *path, graph **out) {
     case IMPORT_FORMAT_ONNX: return onnx_import_file(path, out);
     case IMPORT_FORMAT_TF_GRAPHDEF: return tf_import_graphdef_file(path, out);
     case IMPORT_FORMAT_TFJS: return tfjs_import_file(path, out);
+    case IMPORT_FORMAT_GRAPH_TEXT: return graph_parse_file(path, out);
     case IMPORT_FORMAT_UNKNOWN: break;
   }
   return ERR_INVALID("%s: not a model kiln can read (expected an ONNX model .onnx, a TensorFlow GraphDef .pb or a "

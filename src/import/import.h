@@ -18,7 +18,8 @@ typedef enum import_format {
   IMPORT_FORMAT_UNKNOWN,
   IMPORT_FORMAT_ONNX,
   IMPORT_FORMAT_TF_GRAPHDEF,
-  IMPORT_FORMAT_TFJS
+  IMPORT_FORMAT_TFJS,
+  IMPORT_FORMAT_GRAPH_TEXT /* kiln's graph text form (graph/graph.h), *.graph */
 } import_format;
 
 /* By extension (.onnx, .pb, .json; case-insensitive), else by content. .hlo and .txt

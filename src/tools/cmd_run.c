@@ -33,6 +33,7 @@
 #include "hlo/parser.h"
 #include "hlo/verifier.h"
 #include "import/import.h"
+#include "jit/jit.h"
 #include "tools/tool.h"
 
 typedef struct run_ctx {
@@ -589,6 +590,18 @@ static int run_model(const char *path, const backend *device) {
   int iters = (int)kiln_flags.iters;
   kiln_status s = import_model_file(path, &m.g);
   if (!s && kiln_flags.dump_to[0]) s = tool_make_dirs(kiln_flags.dump_to);
+  int n_clusters = 0;
+  if (!s) {
+    /* The bridge: placement always (--log_placement works with --jit off too),
+     * clustering with --jit auto. */
+    jit_options jo = jit_options_from_flags();
+    jo.device = device->name;
+    jit_report *jr = NULL;
+    s = jit_run(m.g, &jo, &jr);
+    if (s) s = status_wrap(s, "%s", path);
+    if (jr) n_clusters = jr->n_clusters;
+    jit_report_free(jr);
+  }
   if (!s) {
     executor_options opts = {.device = device->name, .dump_dir = kiln_flags.dump_to};
     s = executor_new(m.g, &opts, &m.ex);
@@ -642,14 +655,20 @@ static int run_model(const char *path, const backend *device) {
     strbuf_init(&j);
     strbuf_append(&j, "{\"device\":");
     json_string(&j, device->name);
-    strbuf_printf(&j, ",\"first_ms\":%.6f,\"median_ms\":%.6f,\"iters\":%d,\"nodes\":%d}\n", first, med, iters,
+    strbuf_printf(&j, ",\"first_ms\":%.6f,\"median_ms\":%.6f,\"iters\":%d,\"nodes\":%d", first, med, iters,
                   m.g->n_nodes);
+    strbuf_printf(&j, ",\"jit\":\"%s\",\"clusters\":%d,\"cluster_runs\":%lld,\"cluster_compiles\":%lld,"
+                      "\"cluster_cache_hits\":%lld,\"cluster_fallback_runs\":%lld,\"cluster_compile_ms\":%.3f,"
+                      "\"op_compiles\":%lld,\"op_cache_hits\":%lld}\n",
+                  kiln_flags.jit, n_clusters, (long long)st->cluster_runs, (long long)st->cluster_compiles,
+                  (long long)st->cluster_cache_hits, (long long)st->cluster_fallback_runs, st->cluster_compile_ms,
+                  (long long)st->compiles, (long long)st->cache_hits);
     fputs(strbuf_cstr(&j), stdout);
     strbuf_free(&j);
   } else {
     fputs(strbuf_cstr(&report), stdout);
-    printf("%s: %d iteration%s, first %.3f ms, median %.3f ms (op by op)\n", device->name, iters,
-           iters == 1 ? "" : "s", first, med);
+    printf("%s: %d iteration%s, first %.3f ms, median %.3f ms (jit %s: %d cluster%s)\n", device->name, iters,
+           iters == 1 ? "" : "s", first, med, kiln_flags.jit, n_clusters, n_clusters == 1 ? "" : "s");
   }
   log_info("wrote %d output%s to %s", m.g->n_results, m.g->n_results == 1 ? "" : "s", kiln_flags.output_dir);
   strbuf_free(&report);

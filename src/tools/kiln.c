@@ -26,14 +26,18 @@ static const char usage_text[] =
     "        NAME is pN (the parameter number) or the parameter instruction's name.\n"
     "  run MODEL [-i NAME=PATH.npy]... [-o OUTDIR] [--device NAME] [--iters N] [--json] [--jit off|auto]\n"
     "        import MODEL (model.onnx, a TensorFlow GraphDef .pb or a TF.js model.json)\n"
-    "        and run it op by op; NAME is a graph input (ONNX input, TF Placeholder).\n"
-    "        Writes OUTDIR/NAME.npy per graph output (TF's ':0' dropped, characters\n"
-    "        outside [A-Za-z0-9_.-] replaced by '_'). --jit auto (the default) will\n"
-    "        compile clusters once the bridge lands; until then it means --jit off.\n"
+        "        and run it; NAME is a graph input (ONNX input, TF Placeholder). Writes\n"
+    "        OUTDIR/NAME.npy per graph output (TF's ':0' dropped, characters outside\n"
+    "        [A-Za-z0-9_.-] replaced by '_'). --jit auto (the default) clusters the\n"
+    "        compilable regions and compiles them just in time; --jit off runs op by op.\n"
+    "  cluster MODEL [--dot FILE] [--log_placement] [--jit_ops OPS] [--jit_exclude_ops OPS]\n"
+    "        show what auto-clustering does with MODEL: clusters, sizes, op histograms\n"
+    "        and why every other node stayed out; --dot writes a Graphviz picture.\n"
     "  compile FILE.hlo [--dump_to DIR] [--dump_pass_re RE]\n"
     "        run the optimization pipeline and print the resulting module.\n"
     "  flags        list every flag with its type, default and help\n"
-    "  devices      list the devices (backends) kiln can run on\n"    "  ops [NAMESPACE]  list the framework ops kiln can run (onnx, tf, ...)\n"
+    "  devices      list the devices (backends) kiln can run on\n"
+    "  ops [NAMESPACE]  list the framework ops kiln can run (onnx, tf, ...)\n"
     "  plugins      list discovered plugins (KILN_PLUGIN_PATH, --plugin FILE) and why any is unavailable\n"
     "  conformance --device NAME [--csv FILE]\n"
     "        run every opcode x type x shape case on the device and on the evaluator;\n"
@@ -102,7 +106,8 @@ static int dispatch(int n_pos, char **pos) {
   if (strcmp(cmd, "plugins") == 0) return cmd_plugins(n_pos - 1, pos + 1);
   if (strcmp(cmd, "conformance") == 0) return cmd_conformance(n_pos - 1, pos + 1);
   if (strcmp(cmd, "ops") == 0) return cmd_ops(n_pos - 1, pos + 1);
-  return tool_usage_error("unknown command '%s' (commands: run, compile, flags, devices, plugins, conformance, ops, help)", cmd);
+  if (strcmp(cmd, "cluster") == 0) return cmd_cluster(n_pos - 1, pos + 1);
+  return tool_usage_error("unknown command '%s' (commands: run, cluster, compile, flags, devices, plugins, conformance, ops, help)", cmd);
 }
 
 int main(int argc, char **argv) {

@@ -25,5 +25,6 @@ int cmd_devices(int argc, char **argv);
 int cmd_plugins(int argc, char **argv);
 int cmd_conformance(int argc, char **argv);
 int cmd_ops(int argc, char **argv);
+int cmd_cluster(int argc, char **argv);
 
 #endif

@@ -6,7 +6,9 @@ with --ignore-scripts into build-ref-npm/ together with @tensorflow/tfjs@4.22.0 
 missing. Each model gets seeded random inputs (float inputs uniform in [0, 1), int
 inputs small; unknown dims are 1 for the batch and 128 elsewhere), shaped from its
 Placeholders. TensorFlow.js (cpu backend, tf.io.fromMemory, executeAsync) runs it
-through tests/models/tfjs_run.js; kiln runs it op by op with the host executor.
+through tests/models/tfjs_run.js; kiln runs it twice on the interpreter, with --jit auto
+(auto-clustered, clusters compiled just in time) and --jit off (op by op), and the two
+must agree bit for bit (hybrid execution never changes results).
 Every output must match: floats within max|a-b| <= 1e-4 + 1e-3*|b| (plus, for the few
 outputs in SCALE_TOLERANCE, k*max|b|), ints and bools exactly; outputs pair up by name
 (":0" dropped, unsafe characters made '_').
@@ -167,6 +169,8 @@ def main():
     ap.add_argument('--list', action='store_true')
     ap.add_argument('--keep', action='store_true')
     ap.add_argument('--timeout', type=float, default=600, help='seconds per kiln run')
+    ap.add_argument('--device', default='interpreter',
+                    help='kiln device; on the interpreter --jit auto must also equal --jit off bitwise')
     args = ap.parse_args()
     if not ensure_packages():
         print('test_tfjs_models: cannot install the npm packages into build-ref-npm')
@@ -217,16 +221,32 @@ def main():
         if os.path.exists(ref_err):
             err = 'reference failed: ' + open(ref_err).read().splitlines()[0]
         else:
-            cmd = [kiln, 'run', mj, '-o', os.path.join(d, 'kiln')]
-            for k, p in inputs.items():
-                cmd += ['-i', '%s=%s' % (k, p)]
-            try:
-                kr = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=args.timeout)
-                if kr.returncode != 0:
-                    msg = kr.stdout.decode(errors='replace').strip()
-                    err = 'kiln failed (exit %d): %s' % (kr.returncode, msg[:1500])
-            except subprocess.TimeoutExpired:
-                err = 'kiln timed out after %gs' % args.timeout
+            stats = {}
+            for jit in ('auto', 'off'):
+                cmd = [kiln, 'run', mj, '-o', os.path.join(d, 'kiln' if jit == 'auto' else 'kiln_off'), '--json',
+                       '--jit', jit, '--device', args.device]
+                for k, p in inputs.items():
+                    cmd += ['-i', '%s=%s' % (k, p)]
+                try:
+                    kr = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=args.timeout)
+                    if kr.returncode != 0:
+                        msg = kr.stdout.decode(errors='replace').strip()
+                        err = 'kiln --jit %s failed (exit %d): %s' % (jit, kr.returncode, msg[:1500])
+                    elif jit == 'auto':
+                        stats = json.loads(kr.stdout.decode().strip().splitlines()[-1])
+                except subprocess.TimeoutExpired:
+                    err = 'kiln --jit %s timed out after %gs' % (jit, args.timeout)
+                if err or args.device != 'interpreter':
+                    break
+            if not err and args.device == 'interpreter':
+                # `kiln cluster` must describe the same clustering the run used.
+                cr = subprocess.run([kiln, 'cluster', mj, '--device', args.device], stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, timeout=args.timeout)
+                first = cr.stdout.decode(errors='replace').splitlines()[:1]
+                m = re.search(r'(\d+) clusters?', first[0]) if first else None
+                if cr.returncode != 0 or not m or int(m.group(1)) != stats.get('clusters', -1):
+                    err = 'kiln cluster disagrees with the run (%d clusters): %s' % (
+                        stats.get('clusters', -1), cr.stdout.decode(errors='replace')[:500])
             if not err:
                 with open(os.path.join(d, 'ref', 'outputs.json')) as f:
                     listing = json.load(f)
@@ -242,13 +262,20 @@ def main():
                         break
                     a, r = error_stats(got, want)
                     max_abs, max_rel = max(max_abs, a), max(max_rel, r)
+                    # On the interpreter, clustering must not change a single bit.
+                    off = os.path.join(d, 'kiln_off', o['file'])
+                    if args.device == 'interpreter' and open(kp, 'rb').read() != open(off, 'rb').read():
+                        err = '%s differs between --jit auto and --jit off' % o['name']
+                        break
         dt = time.time() - t0
         if err:
             failed += 1
             print('FAIL %s (%.1fs): %s' % (name, dt, err), flush=True)
         else:
             passed += 1
-            print('ok   %-28s max_abs %.3g  max_rel %.3g  (%.1fs)' % (name, max_abs, max_rel, dt), flush=True)
+            print('ok   %-28s max_abs %.3g  max_rel %.3g  clusters %d (compiled %d, fallback runs %d)  (%.1fs)'
+                  % (name, max_abs, max_rel, stats.get('clusters', 0), stats.get('cluster_compiles', 0),
+                     stats.get('cluster_fallback_runs', 0), dt), flush=True)
     if not args.keep and not failed:
         shutil.rmtree(tmp, ignore_errors=True)
     else:

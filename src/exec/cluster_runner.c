@@ -1,0 +1,973 @@
+/* Running kiln.Cluster call nodes (graph/cluster_op.h): a whole cluster as one HLO
+ * module per signature, with TensorFlow's DeviceCompiler policies.
+ *
+ * Lowering is op_runner.c's single-op build generalised to a function body: every
+ * member is lowered through its op_def.lower into one computation, in topological
+ * order, with the same context a single-op module gets -- const_inputs only for the
+ * op's must-be-constant inputs -- so a compiled cluster gives the bits op-by-op
+ * execution gives. The executor-level ops a cluster may hold (constants, identities,
+ * NoOp, variable reads and assignments) are translated here: a variable is a
+ * parameter holding its value at entry, reads and writes thread that value through
+ * the module, and the final value of every written variable is an extra result that
+ * is stored back only after the module ran successfully. A must-be-constant input
+ * computed inside the cluster (Reshape's shape from a Shape) is evaluated at compile
+ * time when it depends on constants only.
+ *
+ * The cache keys on (function, device, values of the constant arguments, dtypes and
+ * shapes of the other arguments and of the variables' values). Policies follow
+ * TensorFlow's DeviceCompiler: the first execution of a cluster compiles; after that
+ * a new signature runs op by op on its first request and compiles on its second
+ * (must_compile call nodes compile at once); a cluster that compiled more than
+ * MEGAMORPHIC_MIN_COMPILES signatures while executing fewer than
+ * MEGAMORPHIC_RUNS_PER_COMPILE times as often is megamorphic and stops compiling new
+ * signatures -- except at must_compile call nodes, which, as TF's strict mode, always
+ * compile (an explicit compile scope asked for it). A
+ * lowering or compile that answers UNIMPLEMENTED makes that signature run op by op
+ * for good, with one warning. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/log.h"
+#include "eval/eval.h"
+#include "exec/exec_internal.h"
+#include "graph/cluster_op.h"
+#include "hlo/builder.h"
+#include "hlo/printer.h"
+#include "hlo/verifier.h"
+
+/* TensorFlow's kMaxNumberOfCompiles and kMegamorphicThreshold (device_compiler.h). */
+#define MEGAMORPHIC_MIN_COMPILES 10
+#define MEGAMORPHIC_RUNS_PER_COMPILE 50
+/* TensorFlow's kDefaultCompilationThreshold: requests of a new signature before it
+ * compiles, once its cluster has compiled something. */
+#define LAZY_COMPILE_REQUESTS 2
+
+/* ------------------------------------------------------------ the cache -------- */
+
+typedef enum sig_state {
+  SIG_PENDING,  /* seen, not compiled yet (lazy or megamorphic): runs op by op */
+  SIG_COMPILED,
+  SIG_OP_BY_OP, /* lowering or compile answered UNIMPLEMENTED: always op by op */
+} sig_state;
+
+/* Where an entry parameter's value comes from at run time. */
+typedef struct param_source {
+  int input;        /* call-node input index */
+  bool is_resource; /* the input is a variable handle: the parameter is its value */
+} param_source;
+
+typedef struct cluster_sig {
+  sig_state state;
+  int64_t requests;
+  const backend *device;
+  hlo_module *module;
+  backend_executable *exe;
+  bool tuple_root;
+  int n_params;
+  param_source *params;
+  int n_results;
+  int n_written;
+  int *written_inputs; /* call-node input index of each written variable's handle */
+} cluster_sig;
+
+typedef struct cluster_info {
+  const graph *body;
+  int64_t executions, compiles;
+  bool megamorphic;
+} cluster_info;
+
+typedef struct sig_slot {
+  uint64_t hash;
+  char *key;
+  size_t len;
+  cluster_sig *sig;
+} sig_slot;
+
+struct exec_clusters {
+  size_t cap, n;
+  sig_slot *slots;
+  int n_infos, cap_infos;
+  cluster_info *infos;
+};
+
+static uint64_t fnv1a(const char *p, size_t n) {
+  uint64_t h = 1469598103934665603ull;
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static sig_slot *slot_find(exec_clusters *c, const char *key, size_t len, uint64_t h) {
+  for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
+    sig_slot *s = &c->slots[i];
+    if (!s->key) return s;
+    if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0) return s;
+  }
+}
+
+static void slots_grow(exec_clusters *c) {
+  size_t cap = c->cap ? c->cap * 2 : 32;
+  sig_slot *old = c->slots;
+  size_t old_cap = c->cap;
+  c->slots = calloc(cap, sizeof *c->slots);
+  if (!c->slots) abort();
+  c->cap = cap;
+  for (size_t i = 0; i < old_cap; i++)
+    if (old[i].key) *slot_find(c, old[i].key, old[i].len, old[i].hash) = old[i];
+  free(old);
+}
+
+/* Finds the signature of key, adding a pending one (key taken over) when absent. */
+static cluster_sig *sig_find_or_add(exec_clusters *c, char *key, size_t len) {
+  if ((c->n + 1) * 4 > c->cap * 3) slots_grow(c);
+  uint64_t h = fnv1a(key, len);
+  sig_slot *s = slot_find(c, key, len, h);
+  if (s->key) {
+    free(key);
+    return s->sig;
+  }
+  cluster_sig *sig = calloc(1, sizeof *sig);
+  if (!sig) abort();
+  *s = (sig_slot){h, key, len, sig};
+  c->n++;
+  return sig;
+}
+
+static void sig_release_compiled(cluster_sig *sig) {
+  if (sig->exe) sig->device->destroy(sig->exe);
+  sig->exe = NULL;
+  hlo_module_free(sig->module);
+  sig->module = NULL;
+  free(sig->params);
+  sig->params = NULL;
+  free(sig->written_inputs);
+  sig->written_inputs = NULL;
+}
+
+void exec_clusters_free(exec_clusters *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->cap; i++) {
+    if (!c->slots[i].key) continue;
+    sig_release_compiled(c->slots[i].sig);
+    free(c->slots[i].sig);
+    free(c->slots[i].key);
+  }
+  free(c->slots);
+  free(c->infos);
+  free(c);
+}
+
+static cluster_info *info_for(exec_clusters *c, const graph *body) {
+  for (int i = 0; i < c->n_infos; i++)
+    if (c->infos[i].body == body) return &c->infos[i];
+  if (c->n_infos == c->cap_infos) {
+    int cap = c->cap_infos ? c->cap_infos * 2 : 8;
+    cluster_info *p = realloc(c->infos, (size_t)cap * sizeof *p);
+    if (!p) abort();
+    c->infos = p;
+    c->cap_infos = cap;
+  }
+  c->infos[c->n_infos] = (cluster_info){.body = body};
+  return &c->infos[c->n_infos++];
+}
+
+/* ------------------------------------------------------------- key bytes -------- */
+
+static void put(strbuf *b, const void *p, size_t n) { strbuf_appendn(b, (const char *)p, n); }
+static void put_i64(strbuf *b, int64_t v) { put(b, &v, sizeof v); }
+
+static void put_type(strbuf *b, graph_dtype dtype, int rank, const int64_t *dims) {
+  put_i64(b, dtype);
+  put_i64(b, rank);
+  if (rank > 0) put(b, dims, (size_t)rank * sizeof dims[0]);
+}
+
+static void put_value(strbuf *b, const graph_tensor *t) {
+  put_type(b, t->dtype, t->rank, t->dims);
+  if (t->dtype == GRAPH_DT_STRING) {
+    for (int64_t i = 0; i < t->n; i++) {
+      const graph_bytes *s = tensor_string(t, i);
+      put_i64(b, (int64_t)s->len);
+      put(b, s->data, s->len);
+    }
+  } else {
+    put(b, t->data, tensor_byte_size(t));
+  }
+}
+
+/* ------------------------------------------------------------ the call node ----- */
+
+/* What a call node says about its cluster. */
+typedef struct cluster_call {
+  executor *e;
+  const graph_node *node;
+  graph *body;
+  const char *name; /* the function's */
+  int n_constants, n_args, n_resources;
+  bool must_compile;
+  const backend *device;
+  int n_inputs;
+  graph_tensor *const *inputs;
+  int n_outputs;
+  graph_tensor **outputs;
+  /* Per resource (index r = input n_constants + n_args + r): the variable, read at
+   * entry. value is borrowed and NULL while the variable is uninitialized; alias is
+   * the first resource with the same variable (r itself when none). */
+  const char **var_names;
+  graph_dtype *var_declared;
+  const graph_tensor **var_values;
+  int *alias;
+} cluster_call;
+
+static int resource_input(const cluster_call *cc, int r) { return cc->n_constants + cc->n_args + r; }
+
+static kiln_status read_call(exec_node_ctx *c, cluster_call *cc) {
+  const graph_node *n = c->node;
+  const graph_attr_value *f = graph_node_attr(n, KILN_CLUSTER_ATTR_FUNCTION);
+  if (!f || f->kind != GRAPH_ATTR_FUNC || !f->func.body)
+    return ERR_INVALID("attribute %s must name a function of the graph library", KILN_CLUSTER_ATTR_FUNCTION);
+  *cc = (cluster_call){.e = c->e, .node = n, .body = f->func.body, .n_inputs = c->n_inputs, .inputs = c->inputs,
+                       .n_outputs = c->n_outputs, .outputs = c->outputs};
+  cc->name = cc->body->name ? cc->body->name : f->func.name;
+  int64_t n_const = graph_node_attr_int_or(n, KILN_CLUSTER_ATTR_N_CONSTANTS, 0);
+  int64_t n_res = graph_node_attr_int_or(n, KILN_CLUSTER_ATTR_N_RESOURCES, 0);
+  if (n_const < 0 || n_res < 0 || n_const + n_res > c->n_inputs)
+    return ERR_INVALID("cluster %s: %s=%lld and %s=%lld do not fit the node's %d inputs", cc->name,
+                       KILN_CLUSTER_ATTR_N_CONSTANTS, (long long)n_const, KILN_CLUSTER_ATTR_N_RESOURCES,
+                       (long long)n_res, c->n_inputs);
+  if (cc->body->n_inputs != c->n_inputs)
+    return ERR_INVALID("cluster %s: the function takes %d inputs, the node has %d", cc->name, cc->body->n_inputs,
+                       c->n_inputs);
+  if (cc->body->n_results != c->n_outputs)
+    return ERR_INVALID("cluster %s: the function has %d results, the node %d outputs", cc->name,
+                       cc->body->n_results, c->n_outputs);
+  cc->n_constants = (int)n_const;
+  cc->n_resources = (int)n_res;
+  cc->n_args = c->n_inputs - cc->n_constants - cc->n_resources;
+  cc->must_compile = graph_node_attr_bool_or(n, KILN_CLUSTER_ATTR_MUST_COMPILE, false);
+  /* Placement's convention (as op_runner.c): "host" is the evaluator; no device or one
+   * not registered here means the executor's. */
+  if (n->assigned_device)
+    cc->device = strcmp(n->assigned_device, "host") == 0 ? &interpreter_backend : backend_find(n->assigned_device);
+  if (!cc->device) cc->device = c->e->device;
+  for (int i = 0; i < c->n_inputs; i++)
+    if (!c->inputs[i]) return ERR_INVALID("cluster %s: input %d has no value", cc->name, i);
+  return NULL;
+}
+
+static void call_free(cluster_call *cc) {
+  free(cc->var_names);
+  free(cc->var_declared);
+  free(cc->var_values);
+  free(cc->alias);
+}
+
+static kiln_status read_variables(cluster_call *cc) {
+  int n = cc->n_resources;
+  cc->var_names = calloc((size_t)n + 1, sizeof *cc->var_names);
+  cc->var_declared = calloc((size_t)n + 1, sizeof *cc->var_declared);
+  cc->var_values = calloc((size_t)n + 1, sizeof *cc->var_values);
+  cc->alias = calloc((size_t)n + 1, sizeof *cc->alias);
+  if (!cc->var_names || !cc->var_declared || !cc->var_values || !cc->alias) abort();
+  for (int r = 0; r < n; r++) {
+    const graph_tensor *h = cc->inputs[resource_input(cc, r)];
+    TRY(status_wrap(exec_var_lookup(cc->e, h, &cc->var_names[r], &cc->var_declared[r], &cc->var_values[r]),
+                    "cluster %s: resource input %d", cc->name, resource_input(cc, r)));
+    cc->alias[r] = r;
+    for (int q = 0; q < r; q++)
+      if (memcmp(cc->inputs[resource_input(cc, q)]->data, h->data, sizeof(uint64_t)) == 0) {
+        cc->alias[r] = q;
+        break;
+      }
+  }
+  return NULL;
+}
+
+/* The signature: everything the compiled module depends on. */
+static char *signature_key(const cluster_call *cc, size_t *len) {
+  strbuf b;
+  strbuf_init(&b);
+  put(&b, &cc->body, sizeof cc->body);
+  put_i64(&b, (int64_t)strlen(cc->name));
+  put(&b, cc->name, strlen(cc->name));
+  put(&b, &cc->device, sizeof cc->device);
+  put_i64(&b, cc->n_constants);
+  put_i64(&b, cc->n_args);
+  put_i64(&b, cc->n_resources);
+  for (int i = 0; i < cc->n_constants; i++) put_value(&b, cc->inputs[i]);
+  for (int i = cc->n_constants; i < cc->n_constants + cc->n_args; i++) {
+    const graph_tensor *t = cc->inputs[i];
+    put_type(&b, t->dtype, t->rank, t->dims);
+  }
+  for (int r = 0; r < cc->n_resources; r++) {
+    const graph_tensor *v = cc->var_values[r];
+    if (v) put_type(&b, v->dtype, v->rank, v->dims);
+    else put_type(&b, GRAPH_DT_INVALID, -1, NULL);
+    put_i64(&b, cc->alias[r]);
+  }
+  *len = b.len;
+  return strbuf_take(&b);
+}
+
+/* ------------------------------------------------------------- lowering --------- */
+
+/* A value inside the cluster while it is lowered. */
+typedef struct cluster_value {
+  bool defined;
+  hlo_instr *hlo;            /* NULL for values an HLO module cannot hold */
+  graph_dtype dtype;
+  const graph_tensor *known; /* compile-time value when there is one (borrowed) */
+  int resource;              /* a variable handle: index among the resources; else -1 */
+} cluster_value;
+
+/* A variable's value as the module threads it: entry parameter, then assignments. */
+typedef struct variable_state {
+  cluster_value current; /* defined == false: uninitialized */
+  bool written;
+} variable_state;
+
+typedef struct lowering {
+  cluster_call *cc;
+  cluster_sig *sig;
+  hlo_module *m;
+  hlo_computation *comp;
+  cluster_value **values; /* per body node (by index): one per output */
+  variable_state *vars;
+  const char **param_what; /* per parameter number: what it holds, for messages */
+  int n_params;
+  /* Tensors the lowering made (evaluated constants, Const values) kept alive until the
+   * module is built. */
+  int n_owned, cap_owned;
+  graph_tensor **owned;
+} lowering;
+
+static void own(lowering *lw, graph_tensor *t) {
+  if (lw->n_owned == lw->cap_owned) {
+    int cap = lw->cap_owned ? lw->cap_owned * 2 : 16;
+    graph_tensor **p = realloc(lw->owned, (size_t)cap * sizeof *p);
+    if (!p) abort();
+    lw->owned = p;
+    lw->cap_owned = cap;
+  }
+  lw->owned[lw->n_owned++] = t;
+}
+
+/* An HLO constant of t, or NULL when t's dtype has no HLO form. */
+static kiln_status constant_of(lowering *lw, const graph_tensor *t, hlo_instr **out) {
+  *out = NULL;
+  hlo_literal view, *lit;
+  if (!tensor_literal_view(t, &view)) return NULL;
+  TRY(tensor_to_literal(t, &lit));
+  return hlo_build_constant(lw->comp, lit, out);
+}
+
+static kiln_status add_parameter(lowering *lw, const graph_tensor *t, param_source src, const char *what,
+                                 hlo_instr **out) {
+  *out = NULL;
+  graph_shape gs = tensor_shape(t);
+  hlo_shape hs;
+  if (!graph_shape_to_hlo(&gs, t->dtype, &hs)) return NULL;
+  int k = lw->n_params++;
+  lw->sig->params[k] = src;
+  lw->param_what[k] = what;
+  lw->sig->n_params = lw->n_params;
+  return hlo_build_parameter(lw->comp, k, &hs, NULL, out);
+}
+
+/* The value of a must-be-constant input computed inside the cluster: the evaluator
+ * runs a scratch computation holding a copy of what `target` depends on (as constant
+ * folding does), which must reach no parameter. */
+static kiln_status fold_constant(lowering *lw, hlo_instr *target, const graph_node *node, int input,
+                                 graph_tensor **out) {
+  *out = NULL;
+  hlo_computation *c = lw->comp;
+  hlo_module *m = lw->m;
+  if (target->parent != c) return ERR_INTERNAL("node %s: input %d is not a value of the cluster", node->name, input);
+  int n_ids = m->next_id;
+  bool *needed = calloc((size_t)n_ids + 1, sizeof *needed);
+  hlo_instr **copies = calloc((size_t)n_ids + 1, sizeof *copies);
+  if (!needed || !copies) abort();
+  needed[target->id] = true;
+  kiln_status s = NULL;
+  /* Definition order puts operands first, so one backward sweep marks every
+   * dependency. */
+  for (int i = c->n_instrs - 1; i >= 0 && !s; i--) {
+    const hlo_instr *ins = c->instrs[i];
+    if (!needed[ins->id]) continue;
+    if (ins->op == HLO_OP_PARAMETER) {
+      s = ERR_UNIMPLEMENTED("input %d of node %s must be a compile-time constant but depends on runtime value of %s",
+                            input, node->name, lw->param_what[ins->parameter_number]);
+      break;
+    }
+    for (int k = 0; k < ins->n_operands; k++) needed[ins->operands[k]->id] = true;
+  }
+  int n_comps = m->n_comps;
+  hlo_computation *scratch = NULL;
+  if (!s) scratch = hlo_computation_new(m, "cluster.constant_input");
+  for (int i = 0; i < c->n_instrs && !s; i++) {
+    const hlo_instr *ins = c->instrs[i];
+    if (!needed[ins->id]) continue;
+    hlo_instr **ops = calloc((size_t)ins->n_operands + 1, sizeof *ops);
+    if (!ops) abort();
+    for (int k = 0; k < ins->n_operands; k++) ops[k] = copies[ins->operands[k]->id];
+    hlo_instr tmpl = *ins;
+    tmpl.name = NULL;
+    tmpl.user_data = NULL;
+    tmpl.operands = ops;
+    tmpl.literal = ins->literal ? literal_clone(ins->literal) : NULL;
+    s = hlo_build_instr(scratch, &tmpl, &copies[ins->id]);
+    free(ops);
+  }
+  hlo_literal *lit = NULL;
+  if (!s) s = hlo_build_set_root(scratch, copies[target->id]);
+  if (!s) s = eval_computation(scratch, NULL, 0, &lit);
+  m->n_comps = n_comps; /* unlink the scratch computation */
+  if (!s) {
+    s = tensor_adopt_literal(lit, out);
+    if (s) literal_free(lit);
+  }
+  free(needed);
+  free(copies);
+  return status_wrap(s, "evaluating input %d of node %s at compile time", input, node->name);
+}
+
+/* Must-be-constant inputs: the op's mask, and the last input for ops whose constant
+ * operand follows a variable number of values (as op_runner.c decides). */
+static bool is_const_input(const op_def *def, int i, int n_in) {
+  if ((def->traits & OP_CONST_LAST_INPUT) && i == n_in - 1) return true;
+  return i < 64 && ((def->const_inputs >> i) & 1u);
+}
+
+static bool message_names_node(kiln_status s, const graph_node *n) {
+  const char *msg = kiln_status_message(s);
+  size_t len = strlen(n->name);
+  return strncmp(msg, "node ", 5) == 0 && strncmp(msg + 5, n->name, len) == 0 && msg[5 + len] == ' ';
+}
+
+static kiln_status lower_op(lowering *lw, const graph_node *node, const op_def *def, cluster_value *const *in,
+                            cluster_value *out) {
+  int n_in = node->n_inputs, n_out = node->n_outputs;
+  bool runs_on_host = !def->lower || (def->host && (def->traits & OP_DYNAMIC_SHAPE));
+  if (runs_on_host)
+    return ERR_UNIMPLEMENTED("node %s (%s) has no lowering (it runs as a host kernel)", node->name, node->op);
+  hlo_instr **inputs = calloc((size_t)n_in + 1, sizeof *inputs);
+  const graph_tensor **consts = calloc((size_t)n_in + 1, sizeof *consts);
+  graph_dtype *dtypes = calloc((size_t)n_in + 1, sizeof *dtypes);
+  /* Room past n_out guards against a lowering that fills more outputs than the node
+   * declares; only the first n_out are read. */
+  hlo_instr **outs = calloc((size_t)n_out + 8, sizeof *outs);
+  if (!inputs || !consts || !dtypes || !outs) abort();
+  kiln_status s = NULL;
+  for (int i = 0; i < n_in && !s; i++) {
+    const cluster_value *v = in[i];
+    dtypes[i] = v->dtype;
+    if (is_const_input(def, i, n_in)) {
+      const graph_tensor *t = v->known;
+      if (!t && !v->hlo) {
+        s = ERR_UNIMPLEMENTED("input %d of node %s must be a compile-time constant but is a %s value", i,
+                              node->name, graph_dtype_name(v->dtype));
+        break;
+      }
+      if (!t) {
+        graph_tensor *folded = NULL;
+        s = fold_constant(lw, v->hlo, node, i, &folded);
+        if (s) break;
+        own(lw, folded);
+        t = folded;
+      }
+      consts[i] = t;
+      s = constant_of(lw, t, &inputs[i]);
+      continue;
+    }
+    if (!v->hlo)
+      s = ERR_UNIMPLEMENTED("input %d of node %s has dtype %s, which an HLO module cannot take", i, node->name,
+                            graph_dtype_name(v->dtype));
+    inputs[i] = v->hlo;
+  }
+  if (!s) {
+    op_lower_ctx ctx = {
+        .node = node,
+        .opset = node->graph->root->opset,
+        .comp = lw->comp,
+        .n_inputs = n_in,
+        .inputs = inputs,
+        .const_inputs = consts,
+        .input_dtypes = dtypes,
+        .n_outputs = n_out,
+        .outputs = outs,
+    };
+    s = def->lower(&ctx);
+    if (s && !message_names_node(s, node)) s = status_wrap(s, "node %s (%s)", node->name, node->op);
+  }
+  for (int k = 0; k < n_out && !s; k++) {
+    if (!outs[k]) continue; /* an output the op did not produce: a consumer fails */
+    out[k] = (cluster_value){.defined = true, .hlo = outs[k], .dtype = graph_dtype_from_hlo(outs[k]->shape.type),
+                             .resource = -1};
+  }
+  free(inputs);
+  free(consts);
+  free(dtypes);
+  free(outs);
+  return s;
+}
+
+static graph_dtype attr_type_or(const graph_node *n, const char *name, graph_dtype dflt) {
+  const graph_attr_value *v = graph_node_attr(n, name);
+  return v && v->kind == GRAPH_ATTR_TYPE ? v->type : dflt;
+}
+
+static kiln_status handle_of(lowering *lw, const graph_node *node, cluster_value *const *in, variable_state **var,
+                             const char **name) {
+  if (node->n_inputs < 1) return ERR_INVALID("node %s (%s) needs a variable handle input", node->name, node->op);
+  int r = in[0]->resource;
+  if (r < 0)
+    return ERR_UNIMPLEMENTED("node %s (%s) uses a handle that is not a resource argument of the cluster", node->name,
+                             node->op);
+  r = lw->cc->alias[r];
+  *var = &lw->vars[r];
+  *name = lw->cc->var_names[r];
+  return NULL;
+}
+
+static kiln_status lower_read(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out) {
+  variable_state *v = NULL;
+  const char *name = NULL;
+  TRY(handle_of(lw, node, in, &v, &name));
+  if (!v->current.defined) return ERR_INVALID("variable %s is read before it was assigned a value", name);
+  graph_dtype want = attr_type_or(node, "dtype", v->current.dtype);
+  if (want != v->current.dtype)
+    return ERR_INVALID("variable %s holds %s, read as %s", name, graph_dtype_name(v->current.dtype),
+                       graph_dtype_name(want));
+  if (!v->current.hlo)
+    return ERR_UNIMPLEMENTED("variable %s holds %s values, which an HLO module cannot take", name,
+                             graph_dtype_name(v->current.dtype));
+  if (node->n_outputs > 0) out[0] = v->current;
+  return NULL;
+}
+
+static kiln_status need_value_input(const graph_node *node, cluster_value *const *in) {
+  if (node->n_inputs < 2) return ERR_INVALID("node %s (%s) needs (handle, value) inputs", node->name, node->op);
+  if (!in[1]->hlo)
+    return ERR_UNIMPLEMENTED("input 1 of node %s has dtype %s, which an HLO module cannot take", node->name,
+                             graph_dtype_name(in[1]->dtype));
+  return NULL;
+}
+
+static kiln_status lower_assign(lowering *lw, const graph_node *node, cluster_value *const *in) {
+  variable_state *v = NULL;
+  const char *name = NULL;
+  TRY(handle_of(lw, node, in, &v, &name));
+  TRY(need_value_input(node, in));
+  graph_dtype declared = lw->cc->var_declared[lw->cc->alias[in[0]->resource]];
+  if (declared != GRAPH_DT_INVALID && in[1]->dtype != declared)
+    return ERR_INVALID("variable %s holds %s, assigned a %s tensor", name, graph_dtype_name(declared),
+                       graph_dtype_name(in[1]->dtype));
+  v->current = *in[1];
+  v->current.known = NULL;
+  v->current.resource = -1;
+  v->written = true;
+  return NULL;
+}
+
+static void print_hlo_type(strbuf *b, graph_dtype dtype, const hlo_instr *x) {
+  strbuf_printf(b, "%s[", graph_dtype_name(dtype));
+  for (int i = 0; i < x->shape.rank; i++) strbuf_printf(b, "%s%lld", i ? "," : "", (long long)x->shape.dims[i]);
+  strbuf_putc(b, ']');
+}
+
+/* The executor's assign_update computes old +/- x exactly in double and rounds once
+ * (floats) or wraps (integers); HLO add/subtract in the element type give the same
+ * bits for every type that update accepts. */
+static kiln_status lower_assign_update(lowering *lw, const graph_node *node, cluster_value *const *in, int sign) {
+  variable_state *v = NULL;
+  const char *name = NULL;
+  TRY(handle_of(lw, node, in, &v, &name));
+  TRY(need_value_input(node, in));
+  if (!v->current.defined) return ERR_INVALID("variable %s is updated before it was assigned a value", name);
+  const cluster_value *old = &v->current, *x = in[1];
+  if (!old->hlo)
+    return ERR_UNIMPLEMENTED("variable %s holds %s values, which an HLO module cannot take", name,
+                             graph_dtype_name(old->dtype));
+  bool same = old->dtype == x->dtype && old->hlo->shape.rank == x->hlo->shape.rank;
+  for (int i = 0; same && i < x->hlo->shape.rank; i++) same = old->hlo->shape.dims[i] == x->hlo->shape.dims[i];
+  if (!same) {
+    strbuf b;
+    strbuf_init(&b);
+    print_hlo_type(&b, old->dtype, old->hlo);
+    strbuf_append(&b, " with ");
+    print_hlo_type(&b, x->dtype, x->hlo);
+    kiln_status s = ERR_INVALID("variable %s: cannot update %s", name, strbuf_cstr(&b));
+    strbuf_free(&b);
+    return s;
+  }
+  if (!graph_dtype_is_float(x->dtype) && !graph_dtype_is_int(x->dtype))
+    return ERR_UNIMPLEMENTED("variable %s: cannot add %s values", name, graph_dtype_name(x->dtype));
+  hlo_instr *sum;
+  TRY(hlo_build_binary(lw->comp, sign > 0 ? HLO_OP_ADD : HLO_OP_SUBTRACT, old->hlo, x->hlo, &sum));
+  v->current = (cluster_value){.defined = true, .hlo = sum, .dtype = x->dtype, .resource = -1};
+  v->written = true;
+  return NULL;
+}
+
+static kiln_status lower_const(lowering *lw, const graph_node *node, cluster_value *out) {
+  graph_tensor *t[1] = {NULL};
+  exec_node_ctx c = {lw->cc->e, node, 0, NULL, 1, t};
+  kiln_status s = exec_native_const(&c);
+  if (s) return status_wrap(s, "node %s (%s)", node->name, node->op);
+  if (!t[0]) return NULL; /* a constant without outputs */
+  own(lw, t[0]);
+  hlo_instr *k;
+  TRY(constant_of(lw, t[0], &k));
+  if (node->n_outputs > 0)
+    out[0] = (cluster_value){.defined = true, .hlo = k, .dtype = t[0]->dtype, .known = t[0], .resource = -1};
+  return NULL;
+}
+
+/* The executor-native ops a cluster may contain; NULL for the others. */
+static const exec_native *native_of(const graph_node *n) {
+  const exec_native *nat = exec_native_find(n->op);
+  if (!nat && !strchr(n->op, '.')) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "tf.%s", n->op);
+    nat = exec_native_find(buf);
+  }
+  return nat;
+}
+
+static kiln_status lower_node(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out) {
+  const exec_native *nat = native_of(node);
+  if (nat) {
+    if (nat->fn == exec_native_const) return lower_const(lw, node, out);
+    if (nat->fn == exec_native_identity) {
+      int n = node->n_inputs < node->n_outputs ? node->n_inputs : node->n_outputs;
+      for (int i = 0; i < n; i++) out[i] = *in[i];
+      return NULL;
+    }
+    if (nat->fn == exec_native_noop) return NULL;
+    if (nat->fn == exec_var_read) return lower_read(lw, node, in, out);
+    if (nat->fn == exec_var_assign) return lower_assign(lw, node, in);
+    if (nat->fn == exec_var_assign_add) return lower_assign_update(lw, node, in, 1);
+    if (nat->fn == exec_var_assign_sub) return lower_assign_update(lw, node, in, -1);
+    return ERR_UNIMPLEMENTED("node %s (%s) has no lowering (the executor interprets it)", node->name, node->op);
+  }
+  const op_def *def = op_find(node->op);
+  if (!def) return ERR_UNIMPLEMENTED("node %s (%s) has no lowering", node->name, node->op);
+  return lower_op(lw, node, def, in, out);
+}
+
+/* Entry values: constants as HLO constants, args and variables as parameters. */
+static kiln_status lower_arguments(lowering *lw) {
+  cluster_call *cc = lw->cc;
+  graph *body = cc->body;
+  for (int i = 0; i < cc->n_inputs; i++) {
+    const graph_node *in_node = body->inputs[i];
+    cluster_value *v = &lw->values[in_node->index][0];
+    const graph_tensor *t = cc->inputs[i];
+    *v = (cluster_value){.defined = true, .dtype = t->dtype, .resource = -1};
+    if (i < cc->n_constants) {
+      v->known = t;
+      TRY(constant_of(lw, t, &v->hlo));
+    } else if (i < cc->n_constants + cc->n_args) {
+      const char *what = arena_printf(lw->m->arena, "argument %s", in_node->name);
+      TRY(add_parameter(lw, t, (param_source){i, false}, what, &v->hlo));
+    } else {
+      v->resource = i - cc->n_constants - cc->n_args;
+    }
+  }
+  for (int r = 0; r < cc->n_resources; r++) {
+    if (cc->alias[r] != r) continue;
+    const graph_tensor *value = cc->var_values[r];
+    if (!value) continue;
+    cluster_value *cur = &lw->vars[r].current;
+    *cur = (cluster_value){.defined = true, .dtype = value->dtype, .resource = -1};
+    const char *what = arena_printf(lw->m->arena, "variable %s", cc->var_names[r]);
+    TRY(add_parameter(lw, value, (param_source){resource_input(cc, r), true}, what, &cur->hlo));
+  }
+  return NULL;
+}
+
+static kiln_status lower_body(lowering *lw) {
+  graph *body = lw->cc->body;
+  graph_node **order = NULL;
+  int n_order = 0;
+  TRY(graph_topo_order(body, &order, &n_order));
+  kiln_status s = NULL;
+  int max_in = 1;
+  for (int i = 0; i < n_order; i++)
+    if (order[i]->n_inputs > max_in) max_in = order[i]->n_inputs;
+  cluster_value **in = calloc((size_t)max_in, sizeof *in);
+  if (!in) abort();
+  for (int i = 0; i < n_order && !s; i++) {
+    graph_node *node = order[i];
+    if (node->is_input || strcmp(node->op, GRAPH_OP_INPUT) == 0) continue;
+    for (int k = 0; k < node->n_inputs && !s; k++) {
+      const graph_edge *edge = &node->inputs[k];
+      cluster_value *v = &lw->values[edge->node->index][edge->port];
+      if (!v->defined)
+        s = ERR_INVALID("input %d of node %s (%s) comes from %s:%d, which produced no value", k, node->name,
+                        node->op, edge->node->name, edge->port);
+      in[k] = v;
+    }
+    if (!s) s = lower_node(lw, node, in, lw->values[node->index]);
+  }
+  free(in);
+  free(order);
+  return s;
+}
+
+static kiln_status lower_root(lowering *lw) {
+  cluster_call *cc = lw->cc;
+  graph *body = cc->body;
+  cluster_sig *sig = lw->sig;
+  int n_res = body->n_results;
+  hlo_instr **elems = calloc((size_t)(n_res + cc->n_resources) + 1, sizeof *elems);
+  if (!elems) abort();
+  kiln_status s = NULL;
+  for (int r = 0; r < n_res && !s; r++) {
+    const graph_result *res = &body->results[r];
+    const cluster_value *v = &lw->values[res->node->index][res->port];
+    if (!v->defined)
+      s = ERR_INVALID("result %d (%s) comes from %s:%d, which produced no value", r, res->name, res->node->name,
+                      res->port);
+    else if (!v->hlo)
+      s = ERR_UNIMPLEMENTED("result %d (%s) is a %s value, which an HLO module cannot return", r, res->name,
+                            graph_dtype_name(v->dtype));
+    else elems[r] = v->hlo;
+  }
+  sig->n_results = n_res;
+  sig->written_inputs = calloc((size_t)cc->n_resources + 1, sizeof *sig->written_inputs);
+  if (!sig->written_inputs) abort();
+  int k = n_res;
+  for (int r = 0; r < cc->n_resources && !s; r++) {
+    if (!lw->vars[r].written) continue;
+    sig->written_inputs[sig->n_written++] = resource_input(cc, r);
+    elems[k++] = lw->vars[r].current.hlo;
+  }
+  hlo_instr *root = NULL;
+  if (!s) {
+    if (k == 1 && sig->n_written == 0) {
+      root = elems[0];
+    } else {
+      sig->tuple_root = true;
+      s = hlo_build_tuple(lw->comp, k, elems, &root);
+    }
+  }
+  if (!s) s = hlo_build_set_root(lw->comp, root);
+  free(elems);
+  return s;
+}
+
+static char *file_safe(const char *name) {
+  char *s = strdup(name);
+  if (!s) abort();
+  for (char *p = s; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+          *p == '-' || *p == '.'))
+      *p = '_';
+  return s;
+}
+
+/* Best effort: a dump that cannot be written only logs a warning. */
+static void dump_module(executor *e, const cluster_call *cc, const hlo_module *m) {
+  char *text = hlo_module_to_string(m, NULL);
+  char *safe = file_safe(cc->name);
+  size_t n = strlen(e->dump_dir) + strlen(safe) + 32;
+  char *path = malloc(n);
+  if (!path) abort();
+  snprintf(path, n, "%s/cluster_%04lld.%s.hlo", e->dump_dir, (long long)e->stats.cluster_compiles, safe);
+  FILE *f = fopen(path, "w");
+  if (f) {
+    fprintf(f, "// cluster %s (node %s) for device %s\n%s", cc->name, cc->node->name, cc->device->name, text);
+    fclose(f);
+  } else {
+    log_warning("cannot write %s", path);
+  }
+  free(path);
+  free(safe);
+  free(text);
+}
+
+/* Builds and compiles the module of the call's signature into sig. */
+static kiln_status compile_signature(cluster_call *cc, cluster_sig *sig) {
+  executor *e = cc->e;
+  graph *body = cc->body;
+  char *module_name = file_safe(cc->name);
+  lowering lw = {.cc = cc, .sig = sig};
+  lw.m = hlo_module_new(module_name);
+  free(module_name);
+  lw.comp = hlo_computation_new(lw.m, "main");
+  lw.values = calloc((size_t)body->n_nodes + 1, sizeof *lw.values);
+  lw.vars = calloc((size_t)cc->n_resources + 1, sizeof *lw.vars);
+  lw.param_what = calloc((size_t)cc->n_inputs + 1, sizeof *lw.param_what);
+  sig->params = calloc((size_t)cc->n_inputs + 1, sizeof *sig->params);
+  if (!lw.values || !lw.vars || !lw.param_what || !sig->params) abort();
+  for (int i = 0; i < body->n_nodes; i++) {
+    lw.values[i] = calloc((size_t)body->nodes[i]->n_outputs + 1, sizeof *lw.values[i]);
+    if (!lw.values[i]) abort();
+  }
+  kiln_status s = NULL;
+  for (int r = 0; r < cc->n_resources && !s; r++)
+    if (cc->alias[r] != r)
+      s = ERR_UNIMPLEMENTED("resource inputs %d and %d are the same variable %s", resource_input(cc, cc->alias[r]),
+                            resource_input(cc, r), cc->var_names[r]);
+  if (!s) s = lower_arguments(&lw);
+  if (!s) s = lower_body(&lw);
+  if (!s) s = lower_root(&lw);
+  if (!s) {
+    hlo_build_set_entry(lw.m, lw.comp);
+    s = hlo_build_order_computations(lw.m);
+  }
+  if (!s && e->dump_dir) dump_module(e, cc, lw.m);
+  if (!s) s = status_wrap(hlo_verify_module(lw.m), "the lowering built an invalid module");
+  if (!s) {
+    sig->device = cc->device;
+    sig->module = lw.m;
+    lw.m = NULL;
+    s = cc->device->compile(cc->device, sig->module, &sig->exe);
+    if (s) s = status_wrap(s, "compiling for device %s", cc->device->name);
+  }
+  hlo_module_free(lw.m);
+  for (int i = 0; i < body->n_nodes; i++) free(lw.values[i]);
+  free(lw.values);
+  free(lw.vars);
+  free(lw.param_what);
+  for (int i = 0; i < lw.n_owned; i++) tensor_free(lw.owned[i]);
+  free(lw.owned);
+  if (s) {
+    sig_release_compiled(sig);
+    *sig = (cluster_sig){.state = sig->state, .requests = sig->requests};
+  }
+  return s;
+}
+
+/* --------------------------------------------------------------- running -------- */
+
+static kiln_status run_compiled(cluster_call *cc, const cluster_sig *sig) {
+  executor *e = cc->e;
+  hlo_literal *views = calloc((size_t)sig->n_params + 1, sizeof *views);
+  hlo_literal **args = calloc((size_t)sig->n_params + 1, sizeof *args);
+  graph_tensor **held = calloc((size_t)sig->n_params + 1, sizeof *held);
+  graph_tensor **written = calloc((size_t)sig->n_written + 1, sizeof *written);
+  if (!views || !args || !held || !written) abort();
+  kiln_status s = NULL;
+  for (int k = 0; k < sig->n_params && !s; k++) {
+    const param_source *src = &sig->params[k];
+    const graph_tensor *t = cc->inputs[src->input];
+    if (src->is_resource) {
+      s = exec_var_read_value(e, t, &held[k]);
+      t = held[k];
+    }
+    if (!s) tensor_literal_view(t, &views[k]); /* the signature fixed an HLO dtype */
+    args[k] = &views[k];
+  }
+  hlo_literal *res = NULL;
+  if (!s) s = sig->device->execute(sig->exe, args, sig->n_params, &res);
+  for (int k = 0; k < sig->n_params; k++) tensor_free(held[k]);
+  free(views);
+  free(args);
+  free(held);
+  if (!s && !sig->tuple_root) {
+    s = tensor_adopt_literal(res, &cc->outputs[0]);
+    if (s) literal_free(res);
+    res = NULL;
+  }
+  if (!s && sig->tuple_root) {
+    if (res->shape.type != HLO_TUPLE || res->shape.n_elems != sig->n_results + sig->n_written)
+      s = ERR_INTERNAL("the device returned a result of the wrong structure");
+    for (int j = 0; j < sig->n_results + sig->n_written && !s; j++) {
+      graph_tensor **dst = j < sig->n_results ? &cc->outputs[j] : &written[j - sig->n_results];
+      s = tensor_adopt_literal(res->tuple[j], dst);
+      if (!s) res->tuple[j] = NULL;
+    }
+  }
+  literal_free(res);
+  /* Variables change only when the whole cluster ran. */
+  for (int w = 0; w < sig->n_written && !s; w++) {
+    s = exec_var_write_value(e, cc->inputs[sig->written_inputs[w]], written[w]);
+    written[w] = NULL;
+  }
+  for (int w = 0; w < sig->n_written; w++) tensor_free(written[w]);
+  free(written);
+  if (s)
+    for (int r = 0; r < cc->n_outputs; r++) {
+      tensor_free(cc->outputs[r]);
+      cc->outputs[r] = NULL;
+    }
+  return s;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* TensorFlow's policy (DeviceCompiler::ShouldCompileCluster), on a signature that has
+ * not compiled. */
+static bool should_compile(const cluster_call *cc, cluster_info *info, const cluster_sig *sig) {
+  if (cc->must_compile) return true; /* TF's strict mode: megamorphism does not apply */
+  if (info->megamorphic) return false;
+  if (info->compiles == 0) return true;
+  return sig->requests >= LAZY_COMPILE_REQUESTS;
+}
+
+static kiln_status run_cluster(cluster_call *cc) {
+  executor *e = cc->e;
+  if (!e->clusters) {
+    e->clusters = calloc(1, sizeof *e->clusters);
+    if (!e->clusters) abort();
+  }
+  cluster_info *info = info_for(e->clusters, cc->body);
+  info->executions++;
+  if (!info->megamorphic && info->compiles > MEGAMORPHIC_MIN_COMPILES &&
+      info->executions < MEGAMORPHIC_RUNS_PER_COMPILE * info->compiles) {
+    info->megamorphic = true;
+    log_info("cluster %s is megamorphic (%lld signatures compiled in %lld executions): new signatures run op by op",
+             cc->name, (long long)info->compiles, (long long)info->executions);
+  }
+  e->stats.cluster_runs++;
+  TRY(read_variables(cc));
+  size_t len;
+  char *key = signature_key(cc, &len);
+  cluster_sig *sig = sig_find_or_add(e->clusters, key, len);
+  if (sig->state == SIG_COMPILED) {
+    e->stats.cluster_cache_hits++;
+    return status_wrap(run_compiled(cc, sig), "cluster %s on device %s", cc->name, sig->device->name);
+  }
+  if (sig->state == SIG_PENDING) {
+    sig->requests++;
+    if (should_compile(cc, info, sig)) {
+      double start = now_ms();
+      kiln_status s = compile_signature(cc, sig);
+      e->stats.cluster_compile_ms += now_ms() - start;
+      if (!s) {
+        sig->state = SIG_COMPILED;
+        info->compiles++;
+        e->stats.cluster_compiles++;
+        return status_wrap(run_compiled(cc, sig), "cluster %s on device %s", cc->name, sig->device->name);
+      }
+      if (kiln_status_code(s) != KILN_UNIMPLEMENTED)
+        return status_wrap(s, "cluster %s on device %s", cc->name, cc->device->name);
+      log_warning("cluster %s cannot be compiled for device %s (%s); running it op by op", cc->name,
+                  cc->device->name, kiln_status_message(s));
+      kiln_status_free(s);
+      sig->state = SIG_OP_BY_OP;
+    }
+  }
+  e->stats.cluster_fallback_runs++;
+  return status_wrap(exec_call_function(e, cc->body, cc->n_inputs, cc->inputs, cc->n_outputs, cc->outputs),
+                     "cluster %s (op by op)", cc->name);
+}
+
+kiln_status exec_cluster(exec_node_ctx *c) {
+  cluster_call cc;
+  TRY(read_call(c, &cc));
+  kiln_status s = run_cluster(&cc);
+  call_free(&cc);
+  return s;
+}
