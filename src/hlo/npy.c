@@ -304,7 +304,7 @@ kiln_status npy_read_buffer(const void *data, size_t len, const char *what, hlo_
   *out = NULL;
   if (!what) what = "<buffer>";
   const unsigned char *p = data;
-  size_t hstart, hlen;
+  size_t hstart = 0, hlen = 0;
   TRY(parse_preamble(p, len, what, &hstart, &hlen));
   if (hlen > len - hstart)
     return npy_error(what, "truncated .npy header: it says %zu bytes but only %zu follow", hlen, len - hstart);
@@ -363,7 +363,7 @@ static kiln_status read_open_file(FILE *f, const char *path, hlo_literal **out) 
   unsigned char pre[12];
   size_t got = fread(pre, 1, file_size < 12 ? file_size : 12, f);
   if (ferror(f)) return io_error(path, "read failed");
-  size_t hstart, hlen;
+  size_t hstart = 0, hlen = 0;
   TRY(parse_preamble(pre, got, path, &hstart, &hlen));
   if (hlen > file_size - hstart)
     return npy_error(path, "truncated .npy header: it says %zu bytes but the file has only %zu after the preamble",

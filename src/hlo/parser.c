@@ -1462,7 +1462,7 @@ static kiln_status parse_instruction(parser *p, int comp_index) {
     else
       p->lx.pos = save;
   }
-  const char *name;
+  const char *name = NULL;
   size_t name_pos;
   TRY(parse_name(p, "an instruction name", &name, &name_pos));
   int prev = map_get(&pc->names, name);
@@ -1624,8 +1624,8 @@ static kiln_status check_signature(parser *p, pcomp *pc) {
 static kiln_status parse_computation(parser *p) {
   hlo_lex_skip_ws(&p->lx);
   bool is_entry = hlo_lex_accept_word(&p->lx, "ENTRY");
-  const char *name;
-  size_t pos;
+  const char *name = NULL;
+  size_t pos = 0;
   TRY(parse_name(p, is_entry ? "a computation name after ENTRY" : "a computation (or 'ENTRY')", &name, &pos));
   if (map_get(&p->comp_names, name) >= 0) return err_at(p, pos, "duplicate computation name '%s'", name);
   p->comps = grow_array(p->tmp, p->comps, p->n_comps, &p->cap_comps, sizeof *p->comps);
