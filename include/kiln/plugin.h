@@ -100,7 +100,10 @@ typedef struct kiln_plugin_error kiln_plugin_error;
 typedef struct kiln_plugin_executable kiln_plugin_executable;
 typedef struct kiln_plugin_buffer kiln_plugin_buffer;
 
-/* A key/value option (compile options). Unknown keys must be ignored. */
+/* A key/value option (compile options). Unknown keys must be ignored. The host passes,
+ * in this order: "kiln.module" = the module's name (for a cluster the bridge built, the
+ * cluster's name), then every `--plugin_option KEY=VALUE` the user gave, verbatim
+ * (keys are conventionally prefixed with the plugin's name: "example.reject_opcodes"). */
 typedef struct kiln_plugin_option {
   size_t struct_size;
   const char *key;

@@ -124,7 +124,21 @@ static int ex_op_supported(int device, const char *opcode, int dtype) {
   return 0;
 }
 
-static kiln_status check_subset(const hlo_module *m) {
+/* Whether `op` is one of the comma-separated names in `list` (NULL: none). */
+static int listed(const char *list, const char *op) {
+  size_t n = strlen(op);
+  for (const char *p = list; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len == n && strncmp(p, op, n) == 0) return 1;
+    p = e ? e + 1 : NULL;
+  }
+  return 0;
+}
+
+/* rejected: the value of compile option example.reject_opcodes, a vendor-style knob
+ * that makes compile refuse some opcodes (the host then falls back). */
+static kiln_status check_subset(const hlo_module *m, const char *rejected) {
   for (int c = 0; c < m->n_comps; c++) {
     const hlo_computation *comp = m->comps[c];
     for (int i = 0; i < comp->n_instrs; i++) {
@@ -133,6 +147,10 @@ static kiln_status check_subset(const hlo_module *m) {
       if (!ex_op_supported(0, op, dtype_from_type(ins->shape.type)) || !eval_supports(ins))
         return status_error(KILN_UNIMPLEMENTED, "example plugin: %s: %s of %s is outside the supported subset",
                             ins->name, op, hlo_type_name(ins->shape.type));
+      if (listed(rejected, op))
+        return status_error(KILN_UNIMPLEMENTED, "example plugin: %s: %s is rejected by compile option "
+                                                "example.reject_opcodes",
+                            ins->name, op);
     }
   }
   return NULL;
@@ -143,15 +161,17 @@ static kiln_status check_subset(const hlo_module *m) {
 static kiln_plugin_error *ex_compile(int device, const char *format, const char *text, size_t len,
                                      const kiln_plugin_option *options, size_t n_options,
                                      kiln_plugin_executable **out) {
-  (void)options;
-  (void)n_options;
+  const char *rejected = NULL;
+  for (size_t i = 0; i < n_options; i++)
+    if (options[i].struct_size >= sizeof(kiln_plugin_option) && strcmp(options[i].key, "example.reject_opcodes") == 0)
+      rejected = options[i].value;
   if (device != 0) return make_error(KILN_PLUGIN_ERR_NOT_FOUND, "no such device");
   if (strcmp(format, KILN_PLUGIN_FORMAT_HLO_TEXT) != 0)
     return make_error(KILN_PLUGIN_ERR_UNIMPLEMENTED, "only hlo-text modules are accepted");
   hlo_module *m = NULL;
   kiln_status s = hlo_parse(text, len, "<plugin module>", &m);
   if (!s) s = hlo_verify_module(m);
-  if (!s) s = check_subset(m);
+  if (!s) s = check_subset(m, rejected);
   if (s) {
     hlo_module_free(m);
     return from_status(s);

@@ -23,7 +23,7 @@
 
 /* X(name, alias ('\0' for none), TYPE, "default", "help") */
 #define KILN_FLAG_LIST(X)                                                                          \
-  X(device, '\0', STRING, "interpreter", "device (backend) that runs the module; see `kiln devices`") \
+  X(device, '\0', STRING, "", "device (backend) to run on; empty: the default for HLO, and per node/cluster the highest-priority device that supports it for models (`kiln devices`)") \
   X(iters, '\0', INT, "1", "kiln run: how many times to execute the compiled module (>= 1)")       \
   X(json, '\0', BOOL, "false", "kiln run: print one JSON line with device and timings")            \
   X(output_dir, 'o', STRING, ".", "kiln run: directory for output_N.npy (created if missing)")     \
@@ -42,6 +42,7 @@
   X(disable_passes, '\0', STRING, "", "comma-separated pass names the pipeline skips")             \
   X(max_literal_bytes, '\0', INT, "8589934592", "largest single tensor kiln allocates, in bytes")  \
   X(plugin, '\0', LIST, "", "plugin manifest (NAME.kiln-plugin.json) to load besides KILN_PLUGIN_PATH; repeatable") \
+  X(plugin_option, '\0', LIST, "", "KEY=VALUE compile option the host passes to every plugin compile; repeatable") \
   X(csv, '\0', STRING, "", "kiln conformance: write the opcode x dtype support matrix to this CSV file") \
   X(v, '\0', INT, "0", "verbosity: 1 prints info messages on stderr")                              \
   X(help, 'h', BOOL, "false", "print usage and exit")

@@ -430,6 +430,7 @@ static kiln_status write_csv(const char *path, unsigned (*seen)[N_TYPES]) {
 
 int cmd_conformance(int argc, char **argv) {
   if (argc > 0) return tool_usage_error("kiln conformance takes no positional arguments (got '%s')", argv[0]);
+  if (!kiln_flags.device[0]) return tool_usage_error("kiln conformance needs a device: --device NAME (see `kiln devices`)");
   const backend *dev = backend_find(kiln_flags.device);
   if (!dev) {
     const backend_entry *e = backend_entry_find(kiln_flags.device);

@@ -273,7 +273,9 @@ int cmd_run(int argc, char **argv) {
 
   run_ctx r;
   memset(&r, 0, sizeof r);
-  r.device = backend_find(kiln_flags.device);
+  /* No --device: an HLO module runs on the default device; a model's nodes and
+   * clusters each go to the highest-priority device that supports them (the placer). */
+  r.device = kiln_flags.device[0] ? backend_find(kiln_flags.device) : backend_default();
   if (!r.device) {
     strbuf b;
     strbuf_init(&b);
@@ -595,7 +597,6 @@ static int run_model(const char *path, const backend *device) {
     /* The bridge: placement always (--log_placement works with --jit off too),
      * clustering with --jit auto. */
     jit_options jo = jit_options_from_flags();
-    jo.device = device->name;
     jit_report *jr = NULL;
     s = jit_run(m.g, &jo, &jr);
     if (s) s = status_wrap(s, "%s", path);

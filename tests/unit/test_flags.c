@@ -13,7 +13,7 @@ static kiln_status parse(int argc, const char **argv, int *n_pos, char ***pos) {
 
 static void test_defaults(void) {
   flags_reset();
-  CHECK(strcmp(kiln_flags.device, "interpreter") == 0);
+  CHECK(strcmp(kiln_flags.device, "") == 0);
   CHECK(kiln_flags.iters == 1);
   CHECK(!kiln_flags.json);
   CHECK(strcmp(kiln_flags.dump_to, "") == 0);

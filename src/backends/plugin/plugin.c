@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "backends/plugin/plugin.h"
+#include "base/flags.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "hlo/printer.h"
@@ -158,10 +159,34 @@ static kiln_status adapter_compile(const backend *b, const hlo_module *m, backen
   plugin_device *d = device_of(b);
   const kiln_plugin_api *api = &d->owner->api;
   TRY(check_module_fits_abi(d, m));
-  char *text = hlo_module_to_string(m, NULL);
+  /* Compile options (plugin.h): the module name, then the user's --plugin_option. */
+  int n_user = kiln_flags.plugin_option.n;
+  kiln_plugin_option *opts = calloc((size_t)n_user + 1, sizeof *opts);
+  char **keys = calloc((size_t)n_user + 1, sizeof *keys);
+  if (!opts || !keys) abort();
+  opts[0] = (kiln_plugin_option){sizeof(kiln_plugin_option), "kiln.module", m->name};
+  kiln_status bad = NULL;
+  for (int i = 0; i < n_user && !bad; i++) {
+    const char *kv = kiln_flags.plugin_option.v[i];
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv) {
+      bad = status_error(KILN_INVALID_ARGUMENT, "--plugin_option '%s' is not KEY=VALUE", kv);
+      break;
+    }
+    keys[i] = strndup(kv, (size_t)(eq - kv));
+    if (!keys[i]) abort();
+    opts[i + 1] = (kiln_plugin_option){sizeof(kiln_plugin_option), keys[i], eq + 1};
+  }
+  char *text = bad ? NULL : hlo_module_to_string(m, NULL);
   kiln_plugin_executable *pe = NULL;
-  kiln_plugin_error *err = api->compile(d->index, KILN_PLUGIN_FORMAT_HLO_TEXT, text, strlen(text), NULL, 0, &pe);
+  kiln_plugin_error *err =
+      bad ? NULL
+          : api->compile(d->index, KILN_PLUGIN_FORMAT_HLO_TEXT, text, strlen(text), opts, (size_t)n_user + 1, &pe);
   free(text);
+  for (int i = 0; i < n_user; i++) free(keys[i]);
+  free(keys);
+  free(opts);
+  if (bad) return bad;
   if (err || !pe) {
     kiln_status s = err ? take_error(api, err, d->name, "compile failed")
                         : status_error(KILN_INTERNAL, "device %s: compile returned no executable", d->name);
