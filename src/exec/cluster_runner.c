@@ -78,63 +78,22 @@ typedef struct cluster_info {
   bool megamorphic;
 } cluster_info;
 
-typedef struct sig_slot {
-  uint64_t hash;
-  char *key;
-  size_t len;
-  cluster_sig *sig;
-} sig_slot;
-
 struct exec_clusters {
-  size_t cap, n;
-  sig_slot *slots;
+  exec_key_table sigs; /* value: cluster_sig* */
   int n_infos, cap_infos;
   cluster_info *infos;
 };
 
-static uint64_t fnv1a(const char *p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-/* The slot holding key, or the empty slot where it would go. */
-static sig_slot *slot_find(exec_clusters *c, const char *key, size_t len, uint64_t h) {
-  for (size_t i = h & (c->cap - 1);; i = (i + 1) & (c->cap - 1)) {
-    sig_slot *s = &c->slots[i];
-    if (!s->key) return s;
-    if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0) return s;
-  }
-}
-
-static void slots_grow(exec_clusters *c) {
-  size_t cap = c->cap ? c->cap * 2 : 32;
-  sig_slot *old = c->slots;
-  size_t old_cap = c->cap;
-  c->slots = calloc(cap, sizeof *c->slots);
-  if (!c->slots) abort();
-  c->cap = cap;
-  for (size_t i = 0; i < old_cap; i++)
-    if (old[i].key) *slot_find(c, old[i].key, old[i].len, old[i].hash) = old[i];
-  free(old);
-}
-
 /* Finds the signature of key, adding a pending one (key taken over) when absent. */
 static cluster_sig *sig_find_or_add(exec_clusters *c, char *key, size_t len) {
-  if ((c->n + 1) * 4 > c->cap * 3) slots_grow(c);
-  uint64_t h = fnv1a(key, len);
-  sig_slot *s = slot_find(c, key, len, h);
-  if (s->key) {
+  cluster_sig *sig = exec_key_table_get(&c->sigs, key, len);
+  if (sig) {
     free(key);
-    return s->sig;
+    return sig;
   }
-  cluster_sig *sig = calloc(1, sizeof *sig);
+  sig = calloc(1, sizeof *sig);
   if (!sig) abort();
-  *s = (sig_slot){h, key, len, sig};
-  c->n++;
+  exec_key_table_put(&c->sigs, key, len, sig);
   return sig;
 }
 
@@ -149,15 +108,14 @@ static void sig_release_compiled(cluster_sig *sig) {
   sig->written_inputs = NULL;
 }
 
+static void sig_free(void *p) {
+  sig_release_compiled(p);
+  free(p);
+}
+
 void exec_clusters_free(exec_clusters *c) {
   if (!c) return;
-  for (size_t i = 0; i < c->cap; i++) {
-    if (!c->slots[i].key) continue;
-    sig_release_compiled(c->slots[i].sig);
-    free(c->slots[i].sig);
-    free(c->slots[i].key);
-  }
-  free(c->slots);
+  exec_key_table_free(&c->sigs, sig_free);
   free(c->infos);
   free(c);
 }
@@ -177,28 +135,6 @@ static cluster_info *info_for(exec_clusters *c, const graph *body) {
 }
 
 /* ------------------------------------------------------------- key bytes -------- */
-
-static void put(strbuf *b, const void *p, size_t n) { strbuf_appendn(b, (const char *)p, n); }
-static void put_i64(strbuf *b, int64_t v) { put(b, &v, sizeof v); }
-
-static void put_type(strbuf *b, graph_dtype dtype, int rank, const int64_t *dims) {
-  put_i64(b, dtype);
-  put_i64(b, rank);
-  if (rank > 0) put(b, dims, (size_t)rank * sizeof dims[0]);
-}
-
-static void put_value(strbuf *b, const graph_tensor *t) {
-  put_type(b, t->dtype, t->rank, t->dims);
-  if (t->dtype == GRAPH_DT_STRING) {
-    for (int64_t i = 0; i < t->n; i++) {
-      const graph_bytes *s = tensor_string(t, i);
-      put_i64(b, (int64_t)s->len);
-      put(b, s->data, s->len);
-    }
-  } else {
-    put(b, t->data, tensor_byte_size(t));
-  }
-}
 
 /* ------------------------------------------------------------ the call node ----- */
 
@@ -292,23 +228,22 @@ static kiln_status read_variables(cluster_call *cc) {
 static char *signature_key(const cluster_call *cc, size_t *len) {
   strbuf b;
   strbuf_init(&b);
-  put(&b, &cc->body, sizeof cc->body);
-  put_i64(&b, (int64_t)strlen(cc->name));
-  put(&b, cc->name, strlen(cc->name));
-  put(&b, &cc->device, sizeof cc->device);
-  put_i64(&b, cc->n_constants);
-  put_i64(&b, cc->n_args);
-  put_i64(&b, cc->n_resources);
-  for (int i = 0; i < cc->n_constants; i++) put_value(&b, cc->inputs[i]);
+  exec_key_bytes(&b, &cc->body, sizeof cc->body);
+  exec_key_str(&b, cc->name, strlen(cc->name));
+  exec_key_bytes(&b, &cc->device, sizeof cc->device);
+  exec_key_i64(&b, cc->n_constants);
+  exec_key_i64(&b, cc->n_args);
+  exec_key_i64(&b, cc->n_resources);
+  for (int i = 0; i < cc->n_constants; i++) exec_key_tensor(&b, cc->inputs[i]);
   for (int i = cc->n_constants; i < cc->n_constants + cc->n_args; i++) {
     const graph_tensor *t = cc->inputs[i];
-    put_type(&b, t->dtype, t->rank, t->dims);
+    exec_key_type(&b, t->dtype, t->rank, t->dims);
   }
   for (int r = 0; r < cc->n_resources; r++) {
     const graph_tensor *v = cc->var_values[r];
-    if (v) put_type(&b, v->dtype, v->rank, v->dims);
-    else put_type(&b, GRAPH_DT_INVALID, -1, NULL);
-    put_i64(&b, cc->alias[r]);
+    if (v) exec_key_type(&b, v->dtype, v->rank, v->dims);
+    else exec_key_type(&b, GRAPH_DT_INVALID, -1, NULL);
+    exec_key_i64(&b, cc->alias[r]);
   }
   *len = b.len;
   return strbuf_take(&b);
@@ -436,12 +371,6 @@ static kiln_status fold_constant(lowering *lw, hlo_instr *target, const graph_no
   return status_wrap(s, "evaluating input %d of node %s at compile time", input, node->name);
 }
 
-/* Must-be-constant inputs: the op's mask, and the last input for ops whose constant
- * operand follows a variable number of values (as op_runner.c decides). */
-static bool is_const_input(const op_def *def, int i, int n_in) {
-  if ((def->traits & OP_CONST_LAST_INPUT) && i == n_in - 1) return true;
-  return i < 64 && ((def->const_inputs >> i) & 1u);
-}
 
 static bool message_names_node(kiln_status s, const graph_node *n) {
   const char *msg = kiln_status_message(s);
@@ -466,7 +395,7 @@ static kiln_status lower_op(lowering *lw, const graph_node *node, const op_def *
   for (int i = 0; i < n_in && !s; i++) {
     const cluster_value *v = in[i];
     dtypes[i] = v->dtype;
-    if (is_const_input(def, i, n_in)) {
+    if (op_input_must_be_constant(def, i, n_in)) {
       const graph_tensor *t = v->known;
       if (!t && !v->hlo) {
         s = ERR_UNIMPLEMENTED("input %d of node %s must be a compile-time constant but is a %s value", i,

@@ -7,6 +7,7 @@
  * natives.c      the table of ops the executor interprets, and the simple ones
  * resources.c    resource variables, TensorArrayV3 family, TensorList family
  * functional.c   ONNX If/Loop/Scan, TF If/While/PartitionedCall
+ * key_table.c    the byte-keyed hash table and key builders both compile caches use
  * cluster_runner.c  kiln.Cluster call nodes: one HLO module per cluster signature
  * tensor_util.c  slicing, stacking and scalar helpers over host tensors */
 #ifndef KILN_EXEC_EXEC_INTERNAL_H
@@ -114,6 +115,36 @@ kiln_status exec_var_lookup(executor *e, const graph_tensor *handle, const char 
                             const graph_tensor **value);
 kiln_status exec_var_read_value(executor *e, const graph_tensor *handle, graph_tensor **out);
 kiln_status exec_var_write_value(executor *e, const graph_tensor *handle, graph_tensor *value);
+
+/* ----------------------------------------------------------- cache keys ---- */
+
+/* A hash table over byte-string keys (key_table.c), for the compile caches. */
+typedef struct exec_key_slot {
+  uint64_t hash;
+  char *key; /* owned; NULL: empty slot */
+  size_t len;
+  void *value;
+} exec_key_slot;
+
+typedef struct exec_key_table {
+  size_t cap, n;
+  exec_key_slot *slots;
+} exec_key_table;
+
+/* The value stored under key, or NULL. */
+void *exec_key_table_get(const exec_key_table *t, const char *key, size_t len);
+/* Adds key (taken over; it must be absent) with value. */
+void exec_key_table_put(exec_key_table *t, char *key, size_t len, void *value);
+/* Frees the keys, each value through free_value (may be NULL), and the slots. */
+void exec_key_table_free(exec_key_table *t, void (*free_value)(void *));
+
+/* Key builders: raw bytes, an int64, a length-prefixed string, dtype + dims, and a
+ * tensor's type and full contents. */
+void exec_key_bytes(strbuf *b, const void *p, size_t n);
+void exec_key_i64(strbuf *b, int64_t v);
+void exec_key_str(strbuf *b, const char *s, size_t n);
+void exec_key_type(strbuf *b, graph_dtype dtype, int rank, const int64_t *dims);
+void exec_key_tensor(strbuf *b, const graph_tensor *t);
 
 /* ------------------------------------------------------------------- cache ---- */
 

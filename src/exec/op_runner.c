@@ -24,58 +24,6 @@
 #include "hlo/printer.h"
 #include "hlo/verifier.h"
 
-/* ---------------------------------------------------------- hash table ---------- */
-
-typedef struct hslot {
-  uint64_t hash;
-  char *key;
-  size_t len;
-  void *value;
-} hslot;
-
-typedef struct htab {
-  size_t cap, n;
-  hslot *slots;
-} htab;
-
-static uint64_t fnv1a(const char *p, size_t n) {
-  uint64_t h = 1469598103934665603ull;
-  for (size_t i = 0; i < n; i++) {
-    h ^= (unsigned char)p[i];
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
-static hslot *htab_find(htab *t, const char *key, size_t len, uint64_t h) {
-  if (!t->cap) return NULL;
-  for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-    hslot *s = &t->slots[i];
-    if (!s->key) return s;
-    if (s->hash == h && s->len == len && memcmp(s->key, key, len) == 0) return s;
-  }
-}
-
-static void htab_grow(htab *t) {
-  size_t cap = t->cap ? t->cap * 2 : 64;
-  hslot *old = t->slots;
-  size_t old_cap = t->cap;
-  t->slots = calloc(cap, sizeof *t->slots);
-  if (!t->slots) abort();
-  t->cap = cap;
-  for (size_t i = 0; i < old_cap; i++)
-    if (old[i].key) *htab_find(t, old[i].key, old[i].len, old[i].hash) = old[i];
-  free(old);
-}
-
-/* Inserts (key taken over) into the empty slot a failed lookup returned. */
-static void htab_insert(htab *t, char *key, size_t len, uint64_t h, void *value) {
-  if ((t->n + 1) * 4 > t->cap * 3) htab_grow(t);
-  hslot *s = htab_find(t, key, len, h);
-  *s = (hslot){h, key, len, value};
-  t->n++;
-}
-
 /* ------------------------------------------------------------ the cache ---------- */
 
 typedef struct cache_entry {
@@ -89,9 +37,9 @@ typedef struct cache_entry {
 } cache_entry;
 
 struct exec_cache {
-  htab statics; /* value: id + 1 */
+  exec_key_table statics; /* value: id + 1 */
   int n_statics;
-  htab compiled; /* value: cache_entry* */
+  exec_key_table compiled; /* value: cache_entry* */
 };
 
 exec_cache *exec_cache_new(void) {
@@ -100,80 +48,57 @@ exec_cache *exec_cache_new(void) {
   return c;
 }
 
+static void entry_free(void *p) {
+  cache_entry *ce = p;
+  if (!ce) return;
+  if (ce->exe) ce->device->destroy(ce->exe);
+  hlo_module_free(ce->module);
+  free(ce->tuple_index);
+  free(ce);
+}
+
 void exec_cache_free(exec_cache *c) {
   if (!c) return;
-  for (size_t i = 0; i < c->statics.cap; i++) free(c->statics.slots[i].key);
-  free(c->statics.slots);
-  for (size_t i = 0; i < c->compiled.cap; i++) {
-    hslot *s = &c->compiled.slots[i];
-    if (!s->key) continue;
-    cache_entry *ce = s->value;
-    if (ce->exe) ce->device->destroy(ce->exe);
-    hlo_module_free(ce->module);
-    free(ce->tuple_index);
-    free(ce);
-    free(s->key);
-  }
-  free(c->compiled.slots);
+  exec_key_table_free(&c->statics, NULL);
+  exec_key_table_free(&c->compiled, entry_free);
   free(c);
 }
 
 /* ------------------------------------------------------------- key bytes --------- */
 
-static void put(strbuf *b, const void *p, size_t n) { strbuf_appendn(b, (const char *)p, n); }
-static void put_i64(strbuf *b, int64_t v) { put(b, &v, sizeof v); }
-static void put_str(strbuf *b, const char *s, size_t n) {
-  put_i64(b, (int64_t)n);
-  put(b, s, n);
-}
-
-static void put_tensor(strbuf *b, const graph_tensor *t) {
-  put_i64(b, t->dtype);
-  put_i64(b, t->rank);
-  put(b, t->dims, (size_t)t->rank * sizeof t->dims[0]);
-  if (t->dtype == GRAPH_DT_STRING) {
-    for (int64_t i = 0; i < t->n; i++) {
-      const graph_bytes *s = tensor_string(t, i);
-      put_str(b, s->data, s->len);
-    }
-  } else {
-    put(b, t->data, tensor_byte_size(t));
-  }
-}
-
 static void put_attrs(strbuf *b, int n, const graph_attr *attrs);
 
 static void put_value(strbuf *b, const graph_attr_value *v) {
-  put_i64(b, v->kind);
+  exec_key_i64(b, v->kind);
   switch (v->kind) {
     case GRAPH_ATTR_NONE: break;
-    case GRAPH_ATTR_INT: put_i64(b, v->i); break;
-    case GRAPH_ATTR_FLOAT: put(b, &v->f, sizeof v->f); break;
-    case GRAPH_ATTR_BOOL: put_i64(b, v->b); break;
-    case GRAPH_ATTR_STRING: put_str(b, v->s.data, v->s.len); break;
-    case GRAPH_ATTR_TYPE: put_i64(b, v->type); break;
+    case GRAPH_ATTR_INT: exec_key_i64(b, v->i); break;
+    case GRAPH_ATTR_FLOAT: exec_key_bytes(b, &v->f, sizeof v->f); break;
+    case GRAPH_ATTR_BOOL: exec_key_i64(b, v->b); break;
+    case GRAPH_ATTR_STRING: exec_key_str(b, v->s.data, v->s.len); break;
+    case GRAPH_ATTR_TYPE: exec_key_i64(b, v->type); break;
     case GRAPH_ATTR_SHAPE:
-      put_i64(b, v->shape->rank);
-      if (v->shape->rank > 0) put(b, v->shape->dims, (size_t)v->shape->rank * sizeof v->shape->dims[0]);
+      exec_key_i64(b, v->shape->rank);
+      if (v->shape->rank > 0) exec_key_bytes(b, v->shape->dims, (size_t)v->shape->rank * sizeof v->shape->dims[0]);
       break;
-    case GRAPH_ATTR_TENSOR: put_tensor(b, v->tensor); break;
+    case GRAPH_ATTR_TENSOR: exec_key_tensor(b, v->tensor); break;
     case GRAPH_ATTR_FUNC:
-      put_str(b, v->func.name, strlen(v->func.name));
-      put(b, &v->func.body, sizeof v->func.body);
+      exec_key_str(b, v->func.name, strlen(v->func.name));
+      exec_key_bytes(b, &v->func.body, sizeof v->func.body);
       put_attrs(b, v->func.n_attrs, v->func.attrs);
       break;
     case GRAPH_ATTR_LIST:
-      put_i64(b, v->list.elem);
-      put_i64(b, v->list.n);
+      exec_key_i64(b, v->list.elem);
+      exec_key_i64(b, v->list.n);
       for (int i = 0; i < v->list.n; i++) put_value(b, &v->list.items[i]);
       break;
   }
 }
 
 static void put_attrs(strbuf *b, int n, const graph_attr *attrs) {
-  put_i64(b, n);
+  exec_key_i64(b, n);
   for (int i = 0; i < n; i++) {
-    put_str(b, attrs[i].name, strlen(attrs[i].name));
+    exec_key_str(b, attrs[i].name, strlen(attrs[i].name));
     put_value(b, &attrs[i].value);
   }
 }
@@ -181,29 +106,21 @@ static void put_attrs(strbuf *b, int n, const graph_attr *attrs) {
 int exec_cache_static_key(exec_cache *c, const graph_node *n) {
   strbuf b;
   strbuf_init(&b);
-  put_str(&b, n->op, strlen(n->op));
-  put_i64(&b, n->n_outputs);
-  put_i64(&b, n->graph->root->opset);
+  exec_key_str(&b, n->op, strlen(n->op));
+  exec_key_i64(&b, n->n_outputs);
+  exec_key_i64(&b, n->graph->root->opset);
   put_attrs(&b, n->n_attrs, n->attrs);
   size_t len = b.len;
-  uint64_t h = fnv1a(b.data ? b.data : "", len);
-  hslot *s = htab_find(&c->statics, b.data ? b.data : "", len, h);
-  if (s && s->key) {
+  void *found = exec_key_table_get(&c->statics, b.data ? b.data : "", len);
+  if (found) {
     strbuf_free(&b);
-    return (int)((intptr_t)s->value - 1);
+    return (int)((intptr_t)found - 1);
   }
   int id = c->n_statics++;
-  char *key = strbuf_take(&b);
-  htab_insert(&c->statics, key, len, h, (void *)(intptr_t)(id + 1));
+  exec_key_table_put(&c->statics, strbuf_take(&b), len, (void *)(intptr_t)(id + 1));
   return id;
 }
 
-/* Must-be-constant inputs: the op's mask, and the last input for ops whose constant
- * operand follows a variable number of values (OP_CONST_LAST_INPUT). */
-static bool is_const_input(const op_def *def, int i, int n_in) {
-  if ((def->traits & OP_CONST_LAST_INPUT) && i == n_in - 1) return true;
-  return i < 64 && ((def->const_inputs >> i) & 1u);
-}
 
 /* ------------------------------------------------------------- compiling --------- */
 
@@ -241,7 +158,7 @@ static kiln_status build_module(executor *e, const backend *device, const graph_
   for (int i = 0; i < n_in && !s; i++) {
     const graph_tensor *t = in[i];
     dtypes[i] = t->dtype;
-    if (is_const_input(def, i, n_in)) {
+    if (op_input_must_be_constant(def, i, n_in)) {
       consts[i] = t;
       hlo_literal view, *lit;
       if (tensor_literal_view(t, &view)) {
@@ -323,14 +240,6 @@ static kiln_status build_module(executor *e, const backend *device, const graph_
   return s;
 }
 
-static void entry_free(cache_entry *ce) {
-  if (!ce) return;
-  if (ce->exe) ce->device->destroy(ce->exe);
-  hlo_module_free(ce->module);
-  free(ce->tuple_index);
-  free(ce);
-}
-
 static kiln_status find_or_compile(executor *e, const graph_node *node, const op_def *def, int static_key,
                                    graph_tensor *const *in, int n_in, int n_out, cache_entry **out) {
   exec_cache *c = e->cache;
@@ -344,21 +253,20 @@ static kiln_status find_or_compile(executor *e, const graph_node *node, const op
   }
   strbuf b;
   strbuf_init(&b);
-  put_i64(&b, static_key);
-  put_str(&b, device->name, strlen(device->name));
+  exec_key_i64(&b, static_key);
+  exec_key_str(&b, device->name, strlen(device->name));
   for (int i = 0; i < n_in; i++) {
-    put_i64(&b, in[i]->dtype);
-    put_i64(&b, in[i]->rank);
-    put(&b, in[i]->dims, (size_t)in[i]->rank * sizeof in[i]->dims[0]);
+    exec_key_i64(&b, in[i]->dtype);
+    exec_key_i64(&b, in[i]->rank);
+    exec_key_bytes(&b, in[i]->dims, (size_t)in[i]->rank * sizeof in[i]->dims[0]);
   }
   for (int i = 0; i < n_in; i++)
-    if (is_const_input(def, i, n_in)) put_tensor(&b, in[i]);
+    if (op_input_must_be_constant(def, i, n_in)) exec_key_tensor(&b, in[i]);
   size_t len = b.len;
-  uint64_t h = fnv1a(b.data, len);
-  hslot *s = htab_find(&c->compiled, b.data, len, h);
-  if (s && s->key) {
+  cache_entry *hit = exec_key_table_get(&c->compiled, b.data, len);
+  if (hit) {
     strbuf_free(&b);
-    *out = s->value;
+    *out = hit;
     e->stats.cache_hits++;
     return NULL;
   }
@@ -381,7 +289,7 @@ static kiln_status find_or_compile(executor *e, const graph_node *node, const op
     return st;
   }
   if (!ce->use_host) e->stats.compiles++;
-  htab_insert(&c->compiled, strbuf_take(&b), len, h, ce);
+  exec_key_table_put(&c->compiled, strbuf_take(&b), len, ce);
   *out = ce;
   return NULL;
 }
@@ -410,7 +318,7 @@ static kiln_status run_compiled(executor *e, const op_def *def, const cache_entr
   if (!views || !ptrs) abort();
   int n_args = 0;
   for (int i = 0; i < n_in; i++) {
-    if (is_const_input(def, i, n_in)) continue;
+    if (op_input_must_be_constant(def, i, n_in)) continue;
     tensor_literal_view(in[i], &views[n_args]); /* checked when the module was built */
     ptrs[n_args] = &views[n_args];
     n_args++;
@@ -451,7 +359,7 @@ kiln_status exec_run_op(executor *e, const graph_node *node, const op_def *def, 
   if (def->host && (def->traits & OP_DYNAMIC_SHAPE)) host_first = true;
   for (int i = 0; i < n_in && !host_first; i++) {
     hlo_type t;
-    if (!is_const_input(def, i, n_in) && !graph_dtype_to_hlo(in[i]->dtype, &t)) {
+    if (!op_input_must_be_constant(def, i, n_in) && !graph_dtype_to_hlo(in[i]->dtype, &t)) {
       if (!def->host)
         return ERR_UNIMPLEMENTED("input %d has dtype %s, which an HLO module cannot take, and the op has no host "
                                  "kernel",

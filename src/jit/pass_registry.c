@@ -76,9 +76,7 @@ void jit_exclude(jit_state *st, const graph_node *n, const char *fmt, ...) {
 }
 
 bool jit_input_must_be_constant(const jit_node_state *ns, int i) {
-  if (ns->kind != JIT_KIND_LOWERED || !ns->def) return false;
-  if ((ns->def->traits & OP_CONST_LAST_INPUT) && i == ns->node->n_inputs - 1) return true;
-  return i < 64 && ((ns->def->const_inputs >> i) & 1u);
+  return ns->kind == JIT_KIND_LOWERED && ns->def && op_input_must_be_constant(ns->def, i, ns->node->n_inputs);
 }
 
 static bool op_base_in(const graph_node *n, const char *const *names) {

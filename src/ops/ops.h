@@ -88,6 +88,10 @@ typedef struct op_table {
   const op_def *defs;
 } op_table;
 
+/* Whether input i (of n_in) must be a compile-time constant for def's lowering: the
+ * const_inputs mask, and the last input of an OP_CONST_LAST_INPUT op. */
+bool op_input_must_be_constant(const op_def *def, int i, int n_in);
+
 /* NULL when kiln has no op of that name. O(1) after the first call. */
 const op_def *op_find(const char *name);
 int op_count(void);

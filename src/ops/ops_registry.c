@@ -87,3 +87,8 @@ kiln_status op_error(const graph_node *node, kiln_code code, const char *fmt, ..
   va_end(ap);
   return status_wrap(s, "node %s (%s)", node->name, node->op);
 }
+
+bool op_input_must_be_constant(const op_def *def, int i, int n_in) {
+  if ((def->traits & OP_CONST_LAST_INPUT) && i == n_in - 1) return true;
+  return i >= 0 && i < 64 && ((def->const_inputs >> i) & 1u);
+}
