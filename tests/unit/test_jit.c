@@ -392,7 +392,57 @@ static void test_soft_placement_and_no_host_fallback(void) {
   graph_free(g);
 }
 
+/* A counter variable updated every run: the bridge keeps the write->read pairs apart
+ * and the auto-clustered graph gives, run after run, the op-by-op values. */
+static void test_counter_variable_auto_clustered(void) {
+  const char *text = "framework tf\n"
+                     "input x: float[2]\n"
+                     "v = VarHandleOp[container=\"\", dtype=float, shape=<2>, shared_name=\"c\"]() -> (resource[])\n"
+                     "init = VarIsInitializedOp(v)\n"
+                     "zeros = Const[dtype=float, value=tensor<float[2]>{0, 0}]()\n"
+                     "sw = Switch[T=float](zeros, init) -> (float[2], float[2])\n"
+                     "assign = AssignVariableOp[dtype=float](v, sw:0) -> ()\n"
+                     "ready = ControlTrigger() @ assign\n"
+                     "e = Exp[T=float](x)\n"
+                     "s = Sqrt[T=float](e)\n"
+                     "add = AssignAddVariableOp[dtype=float](v, s) @ ready -> ()\n"
+                     "r = ReadVariableOp[dtype=float](v) @ add\n"
+                     "t = Tanh[T=float](r)\n"
+                     "u = Neg[T=float](t)\n"
+                     "output value = u:0\n";
+  graph *plain = parse_ok(text), *g = parse_ok(text);
+  jit_options o = opts_min(1);
+  jit_report *r = cluster_ok(g, &o);
+  CHECK(cluster_of(r, "add") >= 0 && cluster_of(r, "add") != cluster_of(r, "r")); /* RW -> R */
+  CHECK(cluster_of(r, "e") == cluster_of(r, "add"));
+  executor *ep = NULL, *ej = NULL;
+  executor_options eo = {.device = "interpreter"};
+  CHECK_OK(executor_new(plain, &eo, &ep));
+  CHECK_OK(executor_new(g, &eo, &ej));
+  for (int k = 0; ep && ej && k < 3; k++) {
+    graph_tensor *x = NULL, *a = NULL, *b = NULL;
+    int64_t dims[] = {2};
+    CHECK_OK(tensor_create(GRAPH_DT_FLOAT, 1, dims, &x));
+    tensor_set_f64(x, 0, 0.25 * k);
+    tensor_set_f64(x, 1, -0.5);
+    const char *names[] = {"x"};
+    CHECK_OK(executor_run(ep, 1, names, &x, &a));
+    CHECK_OK(executor_run(ej, 1, names, &x, &b));
+    CHECK(a && b && tensor_equal(a, b));
+    tensor_free(x);
+    tensor_free(a);
+    tensor_free(b);
+  }
+  CHECK(ej && executor_get_stats(ej)->cluster_runs >= 3);
+  executor_free(ep);
+  executor_free(ej);
+  jit_report_free(r);
+  graph_free(g);
+  graph_free(plain);
+}
+
 TEST_MAIN(TEST(test_chain_clusters_and_runs_bitwise), TEST(test_cycle_is_refused), TEST(test_switch_merge_diamond),
           TEST(test_while_loop_stays_out), TEST(test_resource_pairs), TEST(test_must_be_constant_chain_declustered),
           TEST(test_min_size_ignores_const_and_identity), TEST(test_compile_scopes), TEST(test_jit_ops_filters),
-          TEST(test_host_cost_rule), TEST(test_soft_placement_and_no_host_fallback))
+          TEST(test_host_cost_rule), TEST(test_soft_placement_and_no_host_fallback),
+          TEST(test_counter_variable_auto_clustered))
