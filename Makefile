@@ -16,6 +16,10 @@ $(BUILD)/build.ninja:
 deps:
 	bash scripts/install-deps.sh
 
+# OpenMP threads (the cpu backend's pool) sleep instead of spinning while idle: ctest
+# runs tests in parallel on few cores, where spinning threads starve each other.
+export OMP_WAIT_POLICY ?= passive
+
 test: deps all
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 

@@ -15,7 +15,7 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 
-static const backend *const builtin[] = {&interpreter_backend};
+static const backend *const builtin[] = {&cpu_backend, &interpreter_backend};
 
 static bool discovered;
 static int n_entries;

@@ -37,7 +37,7 @@ int backend_count(void);
 const backend *backend_at(int i);
 /* NULL when no backend has that name. */
 const backend *backend_find(const char *name);
-/* The default device for `kiln run`. */
+/* The default device for `kiln run` (the built-in cpu backend). */
 const backend *backend_default(void);
 
 /* The full registry, including devices that cannot be used (a plugin with an
@@ -64,5 +64,6 @@ void backend_registry_reset(void);
 
 /* Defined by each built-in backend. */
 extern const backend interpreter_backend;
+extern const backend cpu_backend;
 
 #endif

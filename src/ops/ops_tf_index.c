@@ -42,6 +42,20 @@ static kiln_status gather_axis(op_lower_ctx *ctx, hlo_instr *params, hlo_instr *
       return op_error(node, KILN_INVALID_ARGUMENT, "batch dim %d differs: params %lld, indices %lld", i,
                       (long long)params->shape.dims[i], (long long)idx->shape.dims[i]);
   if (q + r - 1 - b > HLO_MAX_RANK) return op_error(node, KILN_UNIMPLEMENTED, "result rank is too large");
+  if (params->shape.dims[axis] == 0) {
+    /* Nothing to gather from (an empty detection list): a slice of size 1 does not fit
+     * an empty axis, so the result -- empty whenever the indices are, as TF requires --
+     * is built directly: params[:axis] + indices[b:] + params[axis+1:], zeros. */
+    int64_t dims[HLO_MAX_RANK];
+    int n = 0;
+    for (int64_t i = 0; i < axis; i++) dims[n++] = params->shape.dims[i];
+    for (int i = (int)b; i < q; i++) dims[n++] = idx->shape.dims[i];
+    for (int i = (int)axis + 1; i < r; i++) dims[n++] = params->shape.dims[i];
+    hlo_instr *zero;
+    T(hlo_build_constant_scalar(ctx->comp, params->shape.type, 0.0, &zero));
+    T(hlo_build_broadcast(ctx->comp, zero, n, dims, NULL, out));
+    return NULL;
+  }
   int64_t offset[HLO_MAX_RANK], bat[HLO_MAX_RANK], sizes[HLO_MAX_RANK];
   int no = 0;
   for (int64_t i = b; i < axis; i++) offset[no++] = i;

@@ -462,6 +462,9 @@ def index_ops():
                                                           np.int32(1)], Tparams=F32, Tindices=I32, batch_dims=1)))
     ms.append(('GatherV2_ax0', with_consts('GatherV2', p, [np.array([3, 3, 0], np.int32), np.int32(0)],
                                            Tparams=F32, Tindices=I32)))
+    # An empty detection list gathered by an empty index list (NMS that kept no box).
+    ms.append(('GatherV2_empty', with_consts('GatherV2', np.zeros((0, 4), np.float32),
+                                             [np.zeros((0,), np.int32), np.int32(0)], Tparams=F32, Tindices=I32)))
     ms.append(('GatherNd', with_consts('GatherNd', p, [np.array([[[1, 2], [3, 4]], [[0, 0], [2, 1]]], np.int32)],
                                        Tparams=F32, Tindices=I32)))
     m = Model('ScatterNd')

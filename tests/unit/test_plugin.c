@@ -285,18 +285,19 @@ static void test_registry_lists_unavailable_and_orders_by_priority(void) {
   fclose(f);
   setenv("KILN_PLUGIN_PATH", dir, 1);
   backend_registry_reset();
-  CHECK(backend_entry_count() == 3);
-  CHECK(strcmp(backend_entry_at(0)->name, "tiny_ok") == 0);     /* priority 30 */
-  CHECK(strcmp(backend_entry_at(1)->name, "interpreter") == 0); /* 10 */
+  CHECK(backend_entry_count() == 4);
+  CHECK(strcmp(backend_entry_at(0)->name, "cpu") == 0);         /* built-in, priority 50 */
+  CHECK(strcmp(backend_entry_at(1)->name, "tiny_ok") == 0);     /* priority 30 */
+  CHECK(strcmp(backend_entry_at(2)->name, "interpreter") == 0); /* 10 */
   const backend_entry *e = backend_entry_find("nine");
   CHECK(e && e->backend == NULL && contains(e->reason, "incompatible ABI major 9"));
   CHECK(backend_find("nine") == NULL);
   CHECK(backend_find("tiny_ok") != NULL);
-  CHECK(backend_count() == 2 && backend_at(0) == backend_find("tiny_ok"));
+  CHECK(backend_count() == 3 && backend_at(1) == backend_find("tiny_ok"));
   CHECK(plugin_registry_count() == 2);
   unsetenv("KILN_PLUGIN_PATH");
   backend_registry_reset();
-  CHECK(backend_entry_count() == 1);
+  CHECK(backend_entry_count() == 2); /* the built-ins: cpu and interpreter */
   backend_registry_reset();
 }
 

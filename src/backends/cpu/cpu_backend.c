@@ -1,0 +1,684 @@
+/* The `cpu` backend: XLA:CPU's shape on kiln's pieces.
+ *
+ * compile() deep-copies the module, runs the cpu pass pipeline (simplification, dot
+ * canonicalisation, fusion), assigns buffers in one temp arena (kept with the executable
+ * and reused by every run), and turns the entry computation into a thunk sequence: a oneDNN primitive for each dot/convolution (and output fusion) oneDNN
+ * takes, a generated LLVM kernel for everything else that computes values (one
+ * function per fusion or instruction, all in one LLVM module JIT-compiled at once), a
+ * memmove for copies, nothing for parameters, constants, tuples and aliases. An
+ * instruction that neither oneDNN nor the code generator can do makes compile answer
+ * UNIMPLEMENTED with the instruction and the reason, which lets the caller fall back.
+ *
+ * Executables are cached by fingerprint (the module's printed text with large constants
+ * elided, plus a 128-bit digest of every constant's bytes: printing megabytes of
+ * weights as decimal text would cost more than compiling) and shared: compiling the
+ * same module twice returns the same compiled code. Entries are
+ * reference-counted; idle ones are evicted beyond a cap, and everything is freed at
+ * exit. execute() is serialised per executable because a oneDNN primitive must not
+ * run on two threads at once; generated kernels themselves are reentrant. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_codegen.h"
+#include "backends/cpu/cpu_dnnl.h"
+#include "backends/cpu/cpu_elemental.h"
+#include "backends/cpu/cpu_jit.h"
+#include "eval/constant_folding.h"
+#include "hlo/buffer_assignment.h"
+#include "hlo/passes/pipeline.h"
+#include "hlo/printer.h"
+
+#define CPU_ALIGNMENT 64
+/* Idle cached executables kept beyond this many are evicted (oldest first). */
+#define CPU_CACHE_MAX_ENTRIES 256
+
+typedef enum thunk_kind { THUNK_KERNEL, THUNK_DNNL, THUNK_COPY } thunk_kind;
+
+/* Where a buffer lives: instruction `base` of the entry (its PARAMETER, CONSTANT or
+ * ARENA storage) plus a byte offset. */
+typedef struct buffer_ref {
+  int base;
+  int64_t offset;
+} buffer_ref;
+
+typedef struct thunk {
+  thunk_kind kind;
+  int n_refs;
+  buffer_ref *refs; /* [0] the output, [1 + k] operand k */
+  cpu_kernel_fn fn;
+  cpu_kernel_space space;
+  cpu_dnnl_prim *prim;
+  int64_t bytes; /* THUNK_COPY */
+} thunk;
+
+typedef struct cpu_executable {
+  uint64_t id;       /* unique per process: kernel symbols are kiln_x<id>_k<thunk> */
+  char *fingerprint; /* printed module text */
+  uint64_t hash;
+  int refs;
+  hlo_module *module; /* the compiled clone; constants live here */
+  hlo_buffer_assignment *assignment;
+  cpu_jit *jit;
+  int n_thunks;
+  thunk *thunks;
+  int n_outputs;
+  buffer_ref *outputs;
+  pthread_mutex_t run_lock;
+  char *arena; /* temp arena, kept between runs (guarded by run_lock) */
+  struct cpu_executable *next; /* cache list, most recently used first */
+} cpu_executable;
+
+struct backend_executable {
+  cpu_executable *x;
+};
+
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t next_executable_id;
+static cpu_executable *cache_head;
+static int cache_size;
+
+/* ------------------------------------------------------------- supports -------- */
+
+static bool supported_plumbing(const hlo_instr *ins) {
+  switch (ins->op) {
+    case HLO_OP_PARAMETER: return shape_is_array(&ins->shape);
+    case HLO_OP_CONSTANT: return shape_is_array(&ins->shape);
+    /* Outputs are copied out one level deep: a tuple may hold arrays and variadic
+     * reduce results (packed tuples of arrays), not other tuples. */
+    case HLO_OP_TUPLE:
+      for (int k = 0; k < ins->n_operands; k++)
+        if (!shape_is_array(&ins->operands[k]->shape) && ins->operands[k]->op != HLO_OP_REDUCE) return false;
+      return true;
+    /* Elements of tuples and of variadic reduces (packed in one block) are aliases. */
+    case HLO_OP_GET_TUPLE_ELEMENT:
+      return ins->operands[0]->op == HLO_OP_TUPLE || ins->operands[0]->op == HLO_OP_REDUCE;
+    default: return false;
+  }
+}
+
+static bool cpu_supports(const backend *b, const hlo_instr *ins) {
+  (void)b;
+  return supported_plumbing(ins) || cpu_dnnl_supports(ins) || cpu_elemental_supports(ins, NULL);
+}
+
+/* ------------------------------------------------------------- executables ----- */
+
+static void executable_free(cpu_executable *x) {
+  if (!x) return;
+  for (int i = 0; i < x->n_thunks; i++) {
+    free(x->thunks[i].refs);
+    if (x->thunks[i].prim) cpu_dnnl_destroy(x->thunks[i].prim);
+  }
+  free(x->thunks);
+  free(x->outputs);
+  cpu_jit_destroy(x->jit);
+  if (x->assignment) hlo_buffer_assignment_free(x->assignment);
+  if (x->module) hlo_module_free(x->module);
+  pthread_mutex_destroy(&x->run_lock);
+  free(x->arena);
+  free(x->fingerprint);
+  free(x);
+}
+
+/* Two independent 64-bit FNV-1a style hashes of a byte range (different offsets and
+ * primes), together a 128-bit digest. */
+static void digest_bytes(const unsigned char *p, size_t n, uint64_t *h1, uint64_t *h2) {
+  uint64_t a = *h1, b = *h2;
+  for (size_t i = 0; i < n; i++) {
+    a = (a ^ p[i]) * 1099511628211ull;
+    b = (b ^ p[i]) * 0x100000001b3ull * 31ull + 0x9e3779b97f4a7c15ull;
+  }
+  *h1 = a;
+  *h2 = b;
+}
+
+/* The cache key: the module text with large constants elided, then the byte length
+ * and digest of every constant's data in print order. */
+static char *fingerprint_module(const hlo_module *m, uint64_t *hash) {
+  hlo_print_options po = hlo_print_options_default();
+  po.print_metadata = false;
+  po.print_large_constants = false;
+  char *text = hlo_module_to_string(m, &po);
+  strbuf b;
+  strbuf_init(&b);
+  strbuf_append(&b, text);
+  free(text);
+  for (int c = 0; c < m->n_comps; c++) {
+    const hlo_computation *comp = m->comps[c];
+    for (int i = 0; i < comp->n_instrs; i++) {
+      const hlo_literal *l = comp->instrs[i]->literal;
+      if (!l || !l->data) continue;
+      int64_t bytes = shape_byte_size(&l->shape);
+      uint64_t h1 = 1469598103934665603ull, h2 = 0x84222325cbf29ce4ull;
+      digest_bytes(l->data, (size_t)bytes, &h1, &h2);
+      strbuf_printf(&b, "\n#%lld:%016llx%016llx", (long long)bytes, (unsigned long long)h1, (unsigned long long)h2);
+    }
+  }
+  char *key = strbuf_take(&b);
+  uint64_t h1 = 1469598103934665603ull, h2 = 0;
+  digest_bytes((const unsigned char *)key, strlen(key), &h1, &h2);
+  *hash = h1;
+  return key;
+}
+
+/* ------------------------------------------------------------- module copy ----- */
+
+static const char *copy_str(arena *a, const char *s) { return s ? arena_strdup(a, s) : NULL; }
+static hlo_ints copy_ints(arena *a, hlo_ints v) { return v.n ? hlo_ints_make(a, v.n, v.v) : v; }
+
+static hlo_raw_attr *copy_raw_attrs(arena *a, int n, const hlo_raw_attr *src) {
+  if (!n) return NULL;
+  hlo_raw_attr *r = arena_calloc(a, (size_t)n, sizeof *r);
+  for (int i = 0; i < n; i++) {
+    r[i].key = copy_str(a, src[i].key);
+    r[i].value = copy_str(a, src[i].value);
+  }
+  return r;
+}
+
+/* Re-points every pointer of a struct-copied instruction at storage of module a. Plain
+ * fields came with the struct copy, so attributes added to hlo_instr later are copied
+ * too; only pointer fields need a line here. */
+static void copy_instr_pointers(arena *a, hlo_instr *d) {
+  d->dimensions = copy_ints(a, d->dimensions);
+  d->slice_start = copy_ints(a, d->slice_start);
+  d->slice_limit = copy_ints(a, d->slice_limit);
+  d->slice_stride = copy_ints(a, d->slice_stride);
+  d->dynamic_slice_sizes = copy_ints(a, d->dynamic_slice_sizes);
+  d->pad_lo = copy_ints(a, d->pad_lo);
+  d->pad_hi = copy_ints(a, d->pad_hi);
+  d->pad_interior = copy_ints(a, d->pad_interior);
+  d->dot.lhs_batch = copy_ints(a, d->dot.lhs_batch);
+  d->dot.rhs_batch = copy_ints(a, d->dot.rhs_batch);
+  d->dot.lhs_contracting = copy_ints(a, d->dot.lhs_contracting);
+  d->dot.rhs_contracting = copy_ints(a, d->dot.rhs_contracting);
+  d->gather.offset_dims = copy_ints(a, d->gather.offset_dims);
+  d->gather.collapsed_slice_dims = copy_ints(a, d->gather.collapsed_slice_dims);
+  d->gather.start_index_map = copy_ints(a, d->gather.start_index_map);
+  d->gather.operand_batching_dims = copy_ints(a, d->gather.operand_batching_dims);
+  d->gather.start_indices_batching_dims = copy_ints(a, d->gather.start_indices_batching_dims);
+  d->gather_slice_sizes = copy_ints(a, d->gather_slice_sizes);
+  d->scatter.update_window_dims = copy_ints(a, d->scatter.update_window_dims);
+  d->scatter.inserted_window_dims = copy_ints(a, d->scatter.inserted_window_dims);
+  d->scatter.scatter_dims_to_operand_dims = copy_ints(a, d->scatter.scatter_dims_to_operand_dims);
+  d->scatter.input_batching_dims = copy_ints(a, d->scatter.input_batching_dims);
+  d->scatter.scatter_indices_batching_dims = copy_ints(a, d->scatter.scatter_indices_batching_dims);
+  d->custom_call_target = copy_str(a, d->custom_call_target);
+  d->fusion_kind = copy_str(a, d->fusion_kind);
+  d->raw_attrs = copy_raw_attrs(a, d->n_raw_attrs, d->raw_attrs);
+  d->metadata = copy_str(a, d->metadata);
+  d->user_data = NULL;
+}
+
+static int computation_index(const hlo_module *m, const hlo_computation *c) {
+  for (int i = 0; i < m->n_comps; i++)
+    if (m->comps[i] == c) return i;
+  return -1;
+}
+
+/* A deep copy of src that shares nothing with it (the executable outlives the caller's
+ * module and the pipeline rewrites its copy). */
+static kiln_status clone_module(const hlo_module *src, hlo_module **out) {
+  hlo_module *m = hlo_module_new(src->name);
+  arena *a = m->arena;
+  m->n_raw_attrs = src->n_raw_attrs;
+  m->raw_attrs = copy_raw_attrs(a, src->n_raw_attrs, src->raw_attrs);
+  m->stack_frames = copy_str(a, src->stack_frames);
+  hlo_instr **map = calloc((size_t)src->next_id + 1, sizeof *map);
+  if (!map) {
+    hlo_module_free(m);
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (int c = 0; c < src->n_comps; c++) {
+    hlo_computation *dc = hlo_computation_new(m, src->comps[c]->name);
+    dc->is_entry = src->comps[c]->is_entry;
+    dc->is_fusion_computation = src->comps[c]->is_fusion_computation;
+    if (src->comps[c] == src->entry) m->entry = dc;
+  }
+  kiln_status st = NULL;
+  for (int c = 0; c < src->n_comps && !st; c++) {
+    const hlo_computation *sc = src->comps[c];
+    hlo_computation *dc = m->comps[c];
+    for (int i = 0; i < sc->n_instrs && !st; i++) {
+      const hlo_instr *si = sc->instrs[i];
+      if (si->id < 0 || si->id >= src->next_id) {
+        st = status_error(KILN_INTERNAL, "cpu: instruction %s has id %d outside the module's range", si->name, si->id);
+        break;
+      }
+      hlo_instr *d = hlo_instr_new(dc, si->op, &si->shape, si->name);
+      hlo_instr fresh = *d;
+      *d = *si;
+      d->id = fresh.id;
+      d->name = fresh.name;
+      d->parent = dc;
+      d->shape = fresh.shape;
+      d->literal = NULL;
+      copy_instr_pointers(a, d);
+      hlo_instr **ops = calloc((size_t)si->n_operands + 1, sizeof *ops);
+      hlo_computation **called = calloc((size_t)si->n_called + 1, sizeof *called);
+      if (!ops || !called) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+      for (int k = 0; !st && k < si->n_operands; k++) {
+        ops[k] = map[si->operands[k]->id];
+        if (!ops[k]) st = status_error(KILN_INTERNAL, "cpu: %s uses %s before its definition", si->name, si->operands[k]->name);
+      }
+      for (int k = 0; !st && k < si->n_called; k++) {
+        int ci = computation_index(src, si->called[k]);
+        if (ci < 0) st = status_error(KILN_INTERNAL, "cpu: %s calls a computation outside the module", si->name);
+        else called[k] = m->comps[ci];
+      }
+      if (!st) {
+        hlo_instr_set_operands(d, si->n_operands, ops);
+        hlo_instr_set_called(d, si->n_called, called);
+        if (si->literal) {
+          hlo_literal *l = literal_clone(si->literal);
+          if (!l) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory copying constant %s", si->name);
+          else hlo_instr_set_literal(d, l);
+        }
+      }
+      free(ops);
+      free(called);
+      map[si->id] = d;
+    }
+    if (!st) dc->root = sc->root ? map[sc->root->id] : NULL;
+    if (!st) st = hlo_computation_index_params(dc);
+  }
+  free(map);
+  if (st) {
+    hlo_module_free(m);
+    return st;
+  }
+  *out = m;
+  return NULL;
+}
+
+static kiln_status resolve(const hlo_computation *entry, const hlo_buffer_assignment *a, const hlo_instr *ins,
+                           buffer_ref *out) {
+  int i = -1;
+  for (int k = 0; k < entry->n_instrs; k++)
+    if (entry->instrs[k] == ins) i = k;
+  if (i < 0 || !hlo_buffer_resolve(entry, a, i, &out->base, &out->offset))
+    return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): its value has no storage of its own (a tuple)", ins->name,
+                        hlo_opcode_name(ins->op));
+  return NULL;
+}
+
+static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/* A tuple of arrays packed in one arena block, as buffer assignment lays it out: leaf k
+ * at the sum of the aligned sizes of the leaves before it. */
+static int64_t packed_leaf_offset(const hlo_shape *tuple, int k) {
+  int64_t off = 0;
+  for (int j = 0; j < k; j++) off += align_up(shape_byte_size(&tuple->elems[j]), CPU_ALIGNMENT);
+  return off;
+}
+
+/* refs: the instruction's outputs (each leaf of a packed tuple result), then its
+ * operands. */
+static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins, thunk_kind kind,
+                             thunk **out) {
+  thunk *t = &x->thunks[x->n_thunks];
+  memset(t, 0, sizeof *t);
+  t->kind = kind;
+  int n_out = shape_is_tuple(&ins->shape) ? ins->shape.n_elems : 1;
+  t->n_refs = n_out + ins->n_operands;
+  t->refs = calloc((size_t)t->n_refs, sizeof *t->refs);
+  if (!t->refs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  x->n_thunks++;
+  TRY(resolve(entry, x->assignment, ins, &t->refs[0]));
+  for (int k = 1; k < n_out; k++) {
+    t->refs[k] = t->refs[0];
+    t->refs[k].offset += packed_leaf_offset(&ins->shape, k);
+  }
+  for (int k = 0; k < ins->n_operands; k++)
+    TRY(resolve(entry, x->assignment, ins->operands[k], &t->refs[n_out + k]));
+  *out = t;
+  return NULL;
+}
+
+static kiln_status build_thunks(cpu_executable *x, cpu_jit_module *jm, bool *has_kernels) {
+  const hlo_computation *entry = x->module->entry;
+  x->thunks = calloc((size_t)entry->n_instrs + 1, sizeof *x->thunks);
+  if (!x->thunks) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int p = 0; p < entry->n_params; p++)
+    if (!shape_is_array(&entry->params[p]->shape))
+      return status_error(KILN_UNIMPLEMENTED, "cpu: parameter %s has a tuple shape", entry->params[p]->name);
+  for (int i = 0; i < entry->n_instrs; i++) {
+    const hlo_instr *ins = entry->instrs[i];
+    const hlo_buffer_slot *slot = &x->assignment->slots[i];
+    if (slot->kind != HLO_BUFFER_ARENA) {
+      if (ins->op == HLO_OP_PARAMETER || ins->op == HLO_OP_CONSTANT || ins->op == HLO_OP_TUPLE ||
+          ins->op == HLO_OP_GET_TUPLE_ELEMENT || ins->op == HLO_OP_BITCAST || ins->op == HLO_OP_RESHAPE)
+        continue;
+      return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): no storage was assigned to it", ins->name,
+                          hlo_opcode_name(ins->op));
+    }
+    if (!shape_is_array(&ins->shape) && ins->op != HLO_OP_REDUCE)
+      return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): tuple-shaped results are not supported", ins->name,
+                          hlo_opcode_name(ins->op));
+    if (shape_elements(cpu_kernel_output_shape(ins, 0)) == 0) continue;
+    thunk *t;
+    if (ins->op == HLO_OP_COPY) {
+      TRY(add_thunk(x, entry, ins, THUNK_COPY, &t));
+      t->bytes = shape_byte_size(&ins->shape);
+    } else if (cpu_dnnl_supports(ins)) {
+      TRY(add_thunk(x, entry, ins, THUNK_DNNL, &t));
+      kiln_status st = cpu_dnnl_create(ins, &t->prim);
+      if (st) return status_wrap(st, "cpu: %s", ins->name);
+    } else {
+      strbuf why;
+      strbuf_init(&why);
+      if (!cpu_elemental_supports(ins, &why)) {
+        kiln_status st = status_error(KILN_UNIMPLEMENTED, "cpu: cannot compile %s: %s", ins->name, strbuf_cstr(&why));
+        strbuf_free(&why);
+        return st;
+      }
+      strbuf_free(&why);
+      TRY(add_thunk(x, entry, ins, THUNK_KERNEL, &t));
+      char name[48];
+      snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, x->n_thunks - 1);
+      TRY(cpu_codegen_add_kernel(jm, ins, name, &t->space));
+      *has_kernels = true;
+    }
+  }
+  return NULL;
+}
+
+static kiln_status link_kernels(cpu_executable *x) {
+  for (int i = 0; i < x->n_thunks; i++) {
+    thunk *t = &x->thunks[i];
+    if (t->kind != THUNK_KERNEL) continue;
+    char name[48];
+    snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, i);
+    void *addr;
+    TRY(cpu_jit_lookup(x->jit, name, &addr));
+    t->fn = (cpu_kernel_fn)addr;
+  }
+  return NULL;
+}
+
+static kiln_status build_outputs(cpu_executable *x) {
+  const hlo_computation *entry = x->module->entry;
+  const hlo_buffer_assignment *a = x->assignment;
+  x->n_outputs = a->n_outputs;
+  x->outputs = calloc((size_t)a->n_outputs + 1, sizeof *x->outputs);
+  if (!x->outputs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int k = 0; k < a->n_outputs; k++) {
+    const hlo_instr *ins = entry->instrs[a->output_instr[k]];
+    if (!shape_is_array(&ins->shape)) {
+      /* Only a packed tuple of arrays (a variadic reduce) can be copied out leaf by leaf. */
+      if (ins->op != HLO_OP_REDUCE)
+        return status_error(KILN_UNIMPLEMENTED, "cpu: output %s (%s) is a nested tuple", ins->name,
+                            hlo_opcode_name(ins->op));
+    }
+    TRY(resolve(entry, a, ins, &x->outputs[k]));
+  }
+  return NULL;
+}
+
+static kiln_status compile_module(const hlo_module *m, char *fingerprint, uint64_t hash, cpu_executable **out) {
+  cpu_executable *x = calloc(1, sizeof *x);
+  if (!x) {
+    free(fingerprint);
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  x->fingerprint = fingerprint;
+  x->hash = hash;
+  x->id = __atomic_fetch_add(&next_executable_id, 1, __ATOMIC_RELAXED);
+  pthread_mutex_init(&x->run_lock, NULL);
+  kiln_status st = clone_module(m, &x->module);
+  if (!st) {
+    hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding);
+    hlo_pipeline_options opts = hlo_pipeline_options_from_flags();
+    st = hlo_pipeline_run(p, x->module, &opts, NULL);
+    hlo_pipeline_free(p);
+  }
+  if (!st) st = hlo_assign_buffers(x->module->entry, CPU_ALIGNMENT, &x->assignment);
+  cpu_jit_module jm = {0};
+  bool has_kernels = false;
+  if (!st) st = cpu_jit_new_module(x->module->name, &jm);
+  if (!st) st = build_thunks(x, &jm, &has_kernels);
+  if (!st) st = build_outputs(x);
+  if (!st && has_kernels) {
+    st = cpu_jit_create(&jm, &x->jit);
+    if (!st) st = link_kernels(x);
+  } else {
+    cpu_jit_module_discard(&jm);
+  }
+  if (st) {
+    executable_free(x);
+    return st;
+  }
+  *out = x;
+  return NULL;
+}
+
+/* Drops idle entries beyond the cap, least recently used first. Called locked. */
+static void cache_trim(void) {
+  while (cache_size > CPU_CACHE_MAX_ENTRIES) {
+    cpu_executable **victim = NULL;
+    for (cpu_executable **p = &cache_head; *p; p = &(*p)->next)
+      if ((*p)->refs == 0) victim = p;
+    if (!victim) return;
+    cpu_executable *x = *victim;
+    *victim = x->next;
+    cache_size--;
+    executable_free(x);
+  }
+}
+
+/* At exit: the cached executables first, then the JIT that holds their code. */
+__attribute__((destructor)) static void cache_free_all(void) {
+  while (cache_head) {
+    cpu_executable *x = cache_head;
+    cache_head = x->next;
+    executable_free(x);
+  }
+  cache_size = 0;
+  cpu_jit_shutdown();
+}
+
+static kiln_status cpu_compile(const backend *b, const hlo_module *m, backend_executable **out) {
+  (void)b;
+  *out = NULL;
+  backend_executable *h = malloc(sizeof *h);
+  if (!h) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  uint64_t hash;
+  char *text = fingerprint_module(m, &hash);
+
+  pthread_mutex_lock(&cache_lock);
+  for (cpu_executable **p = &cache_head; *p; p = &(*p)->next) {
+    cpu_executable *x = *p;
+    if (x->hash == hash && strcmp(x->fingerprint, text) == 0) {
+      *p = x->next; /* move to the front */
+      x->next = cache_head;
+      cache_head = x;
+      x->refs++;
+      pthread_mutex_unlock(&cache_lock);
+      free(text);
+      h->x = x;
+      *out = h;
+      return NULL;
+    }
+  }
+  pthread_mutex_unlock(&cache_lock);
+
+  /* Compiled unlocked: two threads may compile the same module; the second insert
+   * then simply adds a twin, which is harmless. */
+  cpu_executable *x = NULL;
+  kiln_status st = compile_module(m, text, hash, &x);
+  if (st) {
+    free(h);
+    return st;
+  }
+  pthread_mutex_lock(&cache_lock);
+  x->refs = 1;
+  x->next = cache_head;
+  cache_head = x;
+  cache_size++;
+  cache_trim();
+  pthread_mutex_unlock(&cache_lock);
+  h->x = x;
+  *out = h;
+  return NULL;
+}
+
+static void cpu_destroy(backend_executable *h) {
+  if (!h) return;
+  pthread_mutex_lock(&cache_lock);
+  h->x->refs--;
+  cache_trim();
+  pthread_mutex_unlock(&cache_lock);
+  free(h);
+}
+
+int cpu_backend_cache_size(void) {
+  pthread_mutex_lock(&cache_lock);
+  int n = cache_size;
+  pthread_mutex_unlock(&cache_lock);
+  return n;
+}
+
+/* ------------------------------------------------------------- execute --------- */
+
+static kiln_status check_args(const hlo_computation *entry, hlo_literal *const *args, int n_args) {
+  if (n_args != entry->n_params)
+    return status_error(KILN_INVALID_ARGUMENT, "cpu: expected %d arguments, got %d", entry->n_params, n_args);
+  for (int p = 0; p < n_args; p++) {
+    const hlo_shape *want = &entry->params[p]->shape;
+    if (!args[p] || !shape_compatible(&args[p]->shape, want)) {
+      char *w = shape_to_string(want);
+      char *g = args[p] ? shape_to_string(&args[p]->shape) : NULL;
+      kiln_status st = status_error(KILN_INVALID_ARGUMENT, "cpu: argument %d (%s) has shape %s, expected %s", p,
+                                    entry->params[p]->name, g ? g : "(null)", w);
+      free(w);
+      free(g);
+      return st;
+    }
+  }
+  return NULL;
+}
+
+static char *buffer_address(const cpu_executable *x, char *arena, hlo_literal *const *args, buffer_ref r) {
+  const hlo_instr *base = x->module->entry->instrs[r.base];
+  const hlo_buffer_slot *slot = &x->assignment->slots[r.base];
+  char *p;
+  switch (slot->kind) {
+    case HLO_BUFFER_PARAMETER: p = args[slot->param_index]->data; break;
+    case HLO_BUFFER_CONSTANT: p = base->literal->data; break;
+    default: p = arena + slot->offset; break;
+  }
+  return p + r.offset;
+}
+
+static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const *args) {
+  char *ptrs[64];
+  char **bufs = ptrs;
+  for (int i = 0; i < x->n_thunks; i++) {
+    thunk *t = &x->thunks[i];
+    if (t->n_refs > 64) {
+      bufs = malloc((size_t)t->n_refs * sizeof *bufs);
+      if (!bufs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    for (int k = 0; k < t->n_refs; k++) bufs[k] = buffer_address(x, arena, args, t->refs[k]);
+    kiln_status st = NULL;
+    switch (t->kind) {
+      case THUNK_KERNEL: cpu_kernel_run(t->fn, bufs, &t->space); break;
+      case THUNK_COPY:
+        if (bufs[0] != bufs[1]) memmove(bufs[0], bufs[1], (size_t)t->bytes);
+        break;
+      case THUNK_DNNL: st = cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]); break;
+    }
+    if (bufs != ptrs) {
+      free(bufs);
+      bufs = ptrs;
+    }
+    if (st) return st;
+  }
+  return NULL;
+}
+
+/* A result literal from an output's storage: an array, or a packed tuple of arrays. */
+static kiln_status output_literal(const hlo_instr *ins, const char *src, hlo_literal **out) {
+  *out = NULL;
+  if (shape_is_array(&ins->shape)) {
+    TRY(literal_create(&ins->shape, out));
+    int64_t bytes = shape_byte_size(&ins->shape);
+    if (bytes > 0) memcpy((*out)->data, src, (size_t)bytes);
+    return NULL;
+  }
+  int n = ins->shape.n_elems;
+  hlo_literal **leaves = calloc((size_t)n + 1, sizeof *leaves);
+  if (!leaves) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  kiln_status st = NULL;
+  for (int k = 0; k < n && !st; k++) {
+    st = literal_create(&ins->shape.elems[k], &leaves[k]);
+    int64_t bytes = shape_byte_size(&ins->shape.elems[k]);
+    if (!st && bytes > 0) memcpy(leaves[k]->data, src + packed_leaf_offset(&ins->shape, k), (size_t)bytes);
+  }
+  if (st) {
+    for (int k = 0; k < n; k++) literal_free(leaves[k]);
+    free(leaves);
+    return st;
+  }
+  *out = literal_tuple(n, leaves);
+  free(leaves);
+  return NULL;
+}
+
+static kiln_status make_result(const cpu_executable *x, char *arena, hlo_literal *const *args, hlo_literal **out) {
+  const hlo_computation *entry = x->module->entry;
+  const hlo_buffer_assignment *a = x->assignment;
+  hlo_literal **elems = calloc((size_t)x->n_outputs + 1, sizeof *elems);
+  if (!elems) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  kiln_status st = NULL;
+  for (int k = 0; k < x->n_outputs && !st; k++) {
+    const hlo_instr *ins = entry->instrs[a->output_instr[k]];
+    st = output_literal(ins, buffer_address(x, arena, args, x->outputs[k]), &elems[k]);
+  }
+  if (st) {
+    for (int k = 0; k < x->n_outputs; k++) literal_free(elems[k]);
+    free(elems);
+    return st;
+  }
+  if (entry->root->op == HLO_OP_TUPLE) {
+    *out = literal_tuple(x->n_outputs, elems);
+  } else {
+    *out = elems[0];
+  }
+  free(elems);
+  return NULL;
+}
+
+static kiln_status cpu_execute(backend_executable *h, hlo_literal *const *args, int n_args, hlo_literal **out) {
+  cpu_executable *x = h->x;
+  *out = NULL;
+  TRY(check_args(x->module->entry, args, n_args));
+  int64_t bytes = (x->assignment->arena_bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+  pthread_mutex_lock(&x->run_lock);
+  /* Reusing the arena saves the page faults of fresh memory on every run. */
+  if (bytes > 0 && !x->arena) {
+    x->arena = aligned_alloc(CPU_ALIGNMENT, (size_t)bytes);
+    if (!x->arena) {
+      pthread_mutex_unlock(&x->run_lock);
+      return status_error(KILN_RESOURCE_EXHAUSTED, "cpu: cannot allocate a %lld-byte arena", (long long)bytes);
+    }
+  }
+  kiln_status st = run_thunks(x, x->arena, args);
+  if (!st) st = make_result(x, x->arena, args, out);
+  pthread_mutex_unlock(&x->run_lock);
+  return st;
+}
+
+const backend cpu_backend = {
+    .name = "cpu",
+    .priority = 50,
+    .description = "LLVM-compiled fused kernels and oneDNN on the host CPU (multi-threaded)",
+    .supports = cpu_supports,
+    .compile = cpu_compile,
+    .execute = cpu_execute,
+    .destroy = cpu_destroy,
+};

@@ -1,0 +1,180 @@
+/* Kernel loops around the elemental emitter, and the thread split (see cpu_codegen.h).
+ * The loop nest is deliberately plain — an i64 counter, a load/compute/store body with
+ * addresses affine in the counter — because that is what LLVM's loop vectorizer
+ * recognises; everything clever happens in the O3 pipeline the JIT runs. */
+#include "backends/cpu/cpu_codegen.h"
+
+#include <omp.h>
+#include <string.h>
+
+#include <llvm-c/DebugInfo.h>
+
+#include "backends/cpu/cpu_elemental.h"
+
+/* Below this many elements of work a kernel runs on the calling thread: waking the pool
+ * costs more than it saves. */
+#define CPU_PARALLEL_MIN_ELEMS 32768
+
+static void store_values(LLVMBuilderRef b, int n, LLVMTypeRef *et, LLVMValueRef *out, LLVMValueRef *values,
+                         LLVMValueRef lin) {
+  for (int k = 0; k < n; k++) LLVMBuildStore(b, values[k], LLVMBuildInBoundsGEP2(b, et[k], out[k], &lin, 1, ""));
+}
+
+/* Declares the loop closed by `latch` free of loop-carried memory dependencies, so the
+ * vectorizer needs no runtime overlap checks between the output and the inputs. That
+ * holds for every loop that stores the output: each iteration writes its own output
+ * elements, and buffer assignment only lets an output share storage with an input the
+ * kernel reads at the same element (in place); without this, such a kernel would fail
+ * LLVM's overlap check at run time and take the scalar loop. Accesses to allocas (loop
+ * counters, accumulators, which mem2reg removes before any loop pass) are left out. */
+static void mark_parallel(LLVMContextRef c, LLVMValueRef fn, LLVMValueRef latch) {
+  LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
+  LLVMMetadataRef loop_id = LLVMMDNodeInContext2(c, &self, 1);
+  LLVMMetadataReplaceAllUsesWith(self, loop_id); /* loop IDs refer to themselves */
+  LLVMValueRef id = LLVMMetadataAsValue(c, loop_id);
+  LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), id);
+  const char *kind = "llvm.mem.parallel_loop_access";
+  unsigned par = LLVMGetMDKindIDInContext(c, kind, (unsigned)strlen(kind));
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
+      LLVMValueRef ptr = NULL;
+      if (LLVMIsALoadInst(i)) ptr = LLVMGetOperand(i, 0);
+      else if (LLVMIsAStoreInst(i)) ptr = LLVMGetOperand(i, 1);
+      if (ptr && !LLVMIsAAllocaInst(ptr)) LLVMSetMetadata(i, par, id);
+    }
+}
+
+/* A reduce whose input's last dimension is reduced. */
+static bool reduces_minor_dim(const hlo_instr *v) {
+  if (v->op != HLO_OP_REDUCE) return false;
+  int last = v->operands[0]->shape.rank - 1;
+  for (int i = 0; i < v->dimensions.n; i++)
+    if (v->dimensions.v[i] == last) return true;
+  return false;
+}
+
+kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name, cpu_kernel_space *space) {
+  LLVMContextRef c = jm->ctx;
+  LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef params[3] = {LLVMPointerType(i8p, 0), i64, i64};
+  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 3, 0);
+  LLVMValueRef fn = LLVMAddFunction(jm->module, name, fty);
+  LLVMSetLinkage(fn, LLVMExternalLinkage);
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
+  LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+  LLVMPositionBuilderAtEnd(b, entry);
+
+  /* Every output has the iteration shape (a variadic reduce's results share dims). */
+  const hlo_shape *os = cpu_kernel_output_shape(ins, 0);
+  int n_out = cpu_kernel_output_count(ins);
+  LLVMTypeRef et[CPU_MAX_KERNEL_OUTPUTS];
+  LLVMValueRef out[CPU_MAX_KERNEL_OUTPUTS];
+  for (int k = 0; k < n_out; k++) {
+    et[k] = cpu_llvm_type(c, cpu_kernel_output_shape(ins, k)->type);
+    LLVMValueRef slot = LLVMConstInt(i64, (unsigned long long)k, 0);
+    LLVMValueRef raw = LLVMBuildLoad2(b, i8p, LLVMBuildInBoundsGEP2(b, i8p, LLVMGetParam(fn, 0), &slot, 1, ""), "out");
+    out[k] = LLVMBuildBitCast(b, raw, LLVMPointerType(et[k], 0), "");
+  }
+  LLVMValueRef zero = LLVMConstInt(i64, 0, 0);
+  LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
+  LLVMValueRef values[CPU_MAX_KERNEL_OUTPUTS];
+
+  cpu_emitter *e = cpu_emitter_new(jm->module, fn, b, ins);
+  cpu_index ix = {0};
+  int64_t n = shape_elements(os);
+  /* Input elements folded into each output element: what a unit of a reduction costs. */
+  int64_t reduce_factor = 1;
+  const hlo_instr *value = cpu_kernel_value_instr(ins);
+  if (value->op == HLO_OP_REDUCE) {
+    int64_t in = shape_elements(&value->operands[0]->shape), outs = shape_elements(os);
+    if (outs > 0 && in > outs) reduce_factor = in / outs;
+  }
+  bool flat = cpu_kernel_is_flat(ins);
+  cpu_loop outer;
+  cpu_loop_begin(b, fn, &outer, begin, end, "unit");
+  LLVMValueRef lin;
+  LLVMValueRef store_latch = NULL; /* the innermost loop that stores the output */
+  bool reduces_minor = !flat && os->rank > 0 && reduces_minor_dim(cpu_kernel_value_instr(ins));
+  if (reduces_minor) {
+    /* One output element per unit: the inner loop is the reduction itself, reading the
+     * input contiguously. A row of outputs as the inner loop would make LLVM vectorize
+     * across outputs with strided gathers. */
+    space->units = n;
+    space->unit_cost = reduce_factor;
+    ix.rank = os->rank;
+    LLVMValueRef rest = outer.index;
+    for (int d = os->rank - 1; d >= 0; d--) {
+      if (d == 0) {
+        ix.v[0] = rest;
+      } else {
+        LLVMValueRef dim = LLVMConstInt(i64, (unsigned long long)os->dims[d], 0);
+        ix.v[d] = LLVMBuildURem(b, rest, dim, "");
+        rest = LLVMBuildUDiv(b, rest, dim, "");
+      }
+    }
+    lin = outer.index;
+    cpu_emit_root(e, &ix, values);
+    store_values(b, n_out, et, out, values, lin);
+  } else if (flat || os->rank == 0) {
+    space->units = n;
+    space->unit_cost = reduce_factor;
+    ix.rank = os->rank == 0 ? 0 : 1;
+    ix.flat = true;
+    ix.v[0] = outer.index;
+    lin = outer.index;
+    cpu_emit_root(e, &ix, values);
+    store_values(b, n_out, et, out, values, lin);
+  } else {
+    int r = os->rank;
+    int64_t inner_n = os->dims[r - 1];
+    space->unit_cost = inner_n * reduce_factor;
+    space->units = inner_n ? n / inner_n : 0;
+    ix.rank = r;
+    /* Outer indices from the row number, once per row. */
+    LLVMValueRef row = outer.index;
+    for (int d = r - 2; d >= 0; d--) {
+      if (d == 0) {
+        ix.v[0] = row;
+      } else {
+        LLVMValueRef dim = LLVMConstInt(i64, (unsigned long long)os->dims[d], 0);
+        ix.v[d] = LLVMBuildURem(b, row, dim, "");
+        row = LLVMBuildUDiv(b, row, dim, "");
+      }
+    }
+    LLVMValueRef row_base = LLVMBuildMul(b, outer.index, LLVMConstInt(i64, (unsigned long long)inner_n, 0), "");
+    cpu_loop inner;
+    cpu_loop_begin(b, fn, &inner, zero, LLVMConstInt(i64, (unsigned long long)inner_n, 0), "j");
+    ix.v[r - 1] = inner.index;
+    cpu_emit_root(e, &ix, values);
+    lin = LLVMBuildAdd(b, row_base, inner.index, "");
+    store_values(b, n_out, et, out, values, lin);
+    store_latch = cpu_loop_end(b, &inner);
+  }
+  LLVMValueRef outer_latch = cpu_loop_end(b, &outer);
+  if (!store_latch && !reduces_minor) store_latch = outer_latch;
+  LLVMBuildRetVoid(b);
+  if (store_latch) mark_parallel(c, fn, store_latch);
+  cpu_emitter_free(e);
+  LLVMDisposeBuilder(b);
+  return NULL;
+}
+
+void cpu_kernel_run(cpu_kernel_fn fn, char **buffers, const cpu_kernel_space *space) {
+  int64_t units = space->units;
+  if (units <= 0) return;
+  int threads = omp_get_max_threads();
+  if (threads <= 1 || units < 2 || units * space->unit_cost < CPU_PARALLEL_MIN_ELEMS) {
+    fn(buffers, 0, units);
+    return;
+  }
+  /* A few chunks per thread, handed out dynamically: a core that starts late (the
+   * machine is shared) then simply takes fewer chunks instead of stalling the rest. */
+  int64_t chunks = (int64_t)threads * 4;
+  if (chunks > units) chunks = units;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t c = 0; c < chunks; c++) {
+    int64_t lo = units * c / chunks, hi = units * (c + 1) / chunks;
+    fn(buffers, lo, hi);
+  }
+}

@@ -1,0 +1,35 @@
+/* Kernel generation for the cpu backend: one LLVM function per kernel instruction (a
+ * fusion or a single instruction), plus the thread split that runs it.
+ *
+ * A kernel has the signature void k(char **buffers, int64_t begin, int64_t end):
+ * buffers[0 .. n) are its n outputs (n > 1 only for a variadic reduce), buffers[n + k]
+ * operand k (fused parameter k); [begin, end) is a range of work units. A unit is one
+ * element for "flat" kernels (same-size elementwise work, addressed by linear position:
+ * the inner loop is a plain vectorizable loop), one output element for reductions over
+ * the input's last dimension (the inner loop is the reduction, reading contiguously),
+ * and one row of the output's last dimension otherwise (outer indices are computed once
+ * per row; the inner loop runs over the last dimension). */
+#ifndef KILN_BACKENDS_CPU_CPU_CODEGEN_H
+#define KILN_BACKENDS_CPU_CPU_CODEGEN_H
+
+#include <stdint.h>
+
+#include "backends/cpu/cpu_jit.h"
+#include "hlo/ir.h"
+
+typedef void (*cpu_kernel_fn)(char **buffers, int64_t begin, int64_t end);
+
+typedef struct cpu_kernel_space {
+  int64_t units;      /* total work units */
+  int64_t unit_cost; /* elements computed per unit, reduced inputs included */
+} cpu_kernel_space;
+
+/* Defines function `name` computing `ins` in the module. The instruction must satisfy
+ * cpu_elemental_supports. */
+kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name, cpu_kernel_space *space);
+
+/* Runs a kernel over its whole space, split across the OpenMP pool when the work is
+ * large enough to pay for it. */
+void cpu_kernel_run(cpu_kernel_fn fn, char **buffers, const cpu_kernel_space *space);
+
+#endif

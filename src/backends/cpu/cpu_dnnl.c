@@ -1,0 +1,1109 @@
+/* oneDNN matmul/convolution primitives for the cpu backend (see cpu_dnnl.h).
+ *
+ * An instruction is first turned into a plan: oneDNN memory descriptors that describe
+ * kiln's row-major buffers as they are (strides, no copies), the convolution geometry,
+ * and the epilogue as oneDNN post-ops. A dot becomes a matmul [batch..., M, K] x
+ * [batch..., K, N] -> [batch..., M, N] where each oneDNN dim is a group of HLO dims
+ * merged into one strided dim; a group that cannot be merged (its dims are not
+ * consecutive in memory) makes the dot unsupported rather than copied (strides that
+ * merge but that no matmul kernel reads are reordered, though). A convolution
+ * maps its dimension numbers onto oneDNN's logical [N, C, spatial...] order, again by
+ * strides; 1-D gets a unit height dim. A convolution with lhs dilation (a transposed
+ * convolution) or a reversed window becomes a oneDNN deconvolution with the kernel
+ * mirrored. Where oneDNN's fast kernels do not read kiln's layout (e.g. NCHW), the
+ * activations are reordered to oneDNN's choice. The epilogue's other operands (bias,
+ * residual, bounds) are described over the result's oneDNN dims with broadcast dims of
+ * size 1.
+ * Planning is pure analysis, so supports() and create() share it; supports() also
+ * creates the primitive descriptor so that "yes" means oneDNN has an optimized
+ * implementation for exactly this configuration. */
+#include "backends/cpu/cpu_dnnl.h"
+
+#include <dnnl.h>
+#include <dnnl_debug.h>
+#include <float.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hlo/shape.h"
+
+#define MAX_POST_OPS 16
+
+/* ------------------------------------------------------------------ engine */
+
+static pthread_once_t engine_once = PTHREAD_ONCE_INIT;
+static dnnl_engine_t engine;
+static dnnl_status_t engine_status;
+
+static void engine_init(void) { engine_status = dnnl_engine_create(&engine, dnnl_cpu, 0); }
+
+static kiln_status get_engine(const hlo_instr *ins) {
+  pthread_once(&engine_once, engine_init);
+  if (engine_status != dnnl_success)
+    return status_error(KILN_INTERNAL, "cpu_dnnl: %s: cannot create the oneDNN CPU engine: %s", ins->name,
+                        dnnl_status2str(engine_status));
+  return NULL;
+}
+
+#define DNNL_TRY(ins, call)                                                                              \
+  do {                                                                                                   \
+    dnnl_status_t dnnl_s_ = (call);                                                                      \
+    if (dnnl_s_ != dnnl_success)                                                                         \
+      return status_error(KILN_INTERNAL, "cpu_dnnl: %s: %s failed: %s", (ins)->name, #call,              \
+                          dnnl_status2str(dnnl_s_));                                                     \
+  } while (0)
+
+static kiln_status unsupported(const hlo_instr *ins, const char *why) {
+  return status_error(KILN_UNIMPLEMENTED, "cpu_dnnl: %s (%s) is not supported by oneDNN: %s", ins->name,
+                      hlo_opcode_name(ins->op), why);
+}
+
+/* ------------------------------------------------------------------ plan */
+
+/* Where a tensor's data comes from: the buffer of ins->operands[outer] at execute time,
+ * or a constant captured at create time. */
+typedef struct operand_ref {
+  int outer;                   /* -1 for a constant */
+  const hlo_literal *constant; /* non-NULL for a constant */
+} operand_ref;
+
+typedef struct post_op {
+  bool binary;
+  dnnl_alg_kind_t alg;
+  float alpha, beta;            /* eltwise parameters */
+  operand_ref src1;             /* binary */
+  dnnl_memory_desc_t src1_md;   /* binary: over the result's oneDNN dims */
+} post_op;
+
+/* A oneDNN dim as the list of HLO result dims it merges (empty: a unit dim). */
+typedef struct dim_group {
+  int n;
+  int dims[HLO_MAX_RANK];
+} dim_group;
+
+typedef struct plan {
+  const hlo_instr *core; /* the dot or convolution (inside the fusion for a fusion) */
+  bool is_conv;
+  operand_ref src, wei;
+  dnnl_memory_desc_t src_md, wei_md, dst_md; /* user (row-major buffer) layouts */
+  int ndims;                                 /* oneDNN rank of the result */
+  dim_group groups[DNNL_MAX_NDIMS];          /* result's oneDNN dims */
+  dnnl_dims_t strides, dilates, pad_l, pad_r;
+  /* A convolution with lhs dilation or window reversal runs as a oneDNN deconvolution,
+   * which applies the kernel mirrored: kernel dims with wei_flip set are mirrored when
+   * the weights are bound (the HLO kernel is row-major with dims wei_shape). */
+  bool deconv;
+  hlo_shape wei_shape;
+  bool wei_flip[HLO_MAX_RANK];
+  int n_post;
+  post_op post[MAX_POST_OPS];
+} plan;
+
+/* Merges dims (in order, outer to inner) into one strided dim. Unit dims never matter;
+ * the others must be consecutive in memory. An all-unit list merges to size 1. */
+static bool merge_dims(int n, const int64_t *size, const int64_t *stride, int64_t *msize, int64_t *mstride) {
+  int64_t total = 1, last_stride = 1;
+  int prev = -1;
+  for (int i = 0; i < n; i++) {
+    if (size[i] == 1) continue;
+    if (prev >= 0 && stride[prev] != size[i] * stride[i]) return false;
+    total *= size[i];
+    last_stride = stride[i];
+    prev = i;
+  }
+  *msize = total;
+  *mstride = last_stride;
+  return true;
+}
+
+/* Strides of unit dims are meaningless to the math but oneDNN recognizes plain layouts
+ * by strides, so a unit dim gets the stride a dense layout would give it there. */
+static void fix_unit_strides(int nd, const int64_t *dims, int64_t *strides) {
+  for (int p = nd - 1; p >= 0; p--) {
+    if (dims[p] != 1) continue;
+    int64_t s = 1;
+    for (int q = p + 1; q < nd; q++)
+      if (strides[q] * dims[q] > s) s = strides[q] * dims[q];
+    strides[p] = s;
+  }
+}
+
+static kiln_status make_md(const hlo_instr *ins, int nd, const int64_t *dims, int64_t *strides,
+                           dnnl_memory_desc_t *md) {
+  dnnl_dims_t d, s;
+  fix_unit_strides(nd, dims, strides);
+  for (int i = 0; i < nd; i++) {
+    d[i] = dims[i];
+    s[i] = strides[i];
+  }
+  DNNL_TRY(ins, dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, s));
+  return NULL;
+}
+
+/* A tensor seen over the HLO result dims: size[d] is the result's size or 1 where the
+ * tensor is broadcast along d; stride[d] addresses its row-major buffer. Builds its
+ * descriptor over the plan's oneDNN dims. */
+static kiln_status view_md(const hlo_instr *ins, const plan *p, const int64_t *size, const int64_t *stride,
+                           dnnl_memory_desc_t *md) {
+  const hlo_shape *rs = &p->core->shape;
+  int64_t dims[DNNL_MAX_NDIMS], strides[DNNL_MAX_NDIMS];
+  for (int g = 0; g < p->ndims; g++) {
+    const dim_group *grp = &p->groups[g];
+    int64_t gs[HLO_MAX_RANK], gt[HLO_MAX_RANK];
+    bool any_broadcast = false, any_present = false;
+    for (int i = 0; i < grp->n; i++) {
+      int d = grp->dims[i];
+      gs[i] = size[d];
+      gt[i] = stride[d];
+      if (rs->dims[d] != 1) {
+        if (size[d] == 1)
+          any_broadcast = true;
+        else
+          any_present = true;
+      }
+    }
+    if (any_broadcast && any_present)
+      return unsupported(ins, "an epilogue operand is broadcast along only some of the dims oneDNN merges");
+    if (!merge_dims(grp->n, gs, gt, &dims[g], &strides[g]))
+      return unsupported(ins, "an epilogue operand's dims are not consecutive in memory where oneDNN merges them");
+  }
+  return make_md(ins, p->ndims, dims, strides, md);
+}
+
+/* Resolves a leaf inside the fused computation (or an operand of a plain instruction)
+ * to an outer operand or a constant. */
+static bool resolve_leaf(const hlo_instr *ins, const hlo_instr *leaf, operand_ref *ref) {
+  ref->outer = -1;
+  ref->constant = NULL;
+  if (ins->op != HLO_OP_FUSION) {
+    for (int i = 0; i < ins->n_operands; i++)
+      if (ins->operands[i] == leaf) {
+        ref->outer = i;
+        break;
+      }
+    if (ref->outer < 0) return false;
+    if (leaf->op == HLO_OP_CONSTANT) ref->constant = leaf->literal;
+  } else if (leaf->op == HLO_OP_PARAMETER) {
+    int64_t k = leaf->parameter_number;
+    if (k < 0 || k >= ins->n_operands) return false;
+    ref->outer = (int)k;
+    if (ins->operands[k]->op == HLO_OP_CONSTANT) ref->constant = ins->operands[k]->literal;
+  } else if (leaf->op == HLO_OP_CONSTANT) {
+    ref->constant = leaf->literal;
+  } else {
+    return false;
+  }
+  if (ref->constant) {
+    ref->outer = -1;
+    if (!ref->constant->data || ref->constant->shape.type != HLO_F32) return false;
+  }
+  return true;
+}
+
+static bool is_f32_array(const hlo_shape *s) { return s->type == HLO_F32 && s->rank >= 0 && s->n_elems == 0; }
+
+/* ------------------------------------------------------------------ dot */
+
+/* Merges batch dims [i, j) of a dot in both operands (they have equal sizes). */
+static bool merge_batch(const hlo_dot_dnums *dn, const hlo_shape *ls, const int64_t *lst, const int64_t *rst, int i,
+                        int j, int64_t *size, int64_t *lstride, int64_t *rstride) {
+  int64_t sz[HLO_MAX_RANK], lt[HLO_MAX_RANK], rt[HLO_MAX_RANK], unused;
+  for (int k = i; k < j; k++) {
+    sz[k - i] = ls->dims[dn->lhs_batch.v[k]];
+    lt[k - i] = lst[dn->lhs_batch.v[k]];
+    rt[k - i] = rst[dn->rhs_batch.v[k]];
+  }
+  return merge_dims(j - i, sz, lt, size, lstride) && merge_dims(j - i, sz, rt, &unused, rstride);
+}
+
+static kiln_status plan_dot(const hlo_instr *ins, plan *p) {
+  const hlo_instr *dot = p->core;
+  const hlo_dot_dnums *dn = &dot->dot;
+  const hlo_shape *ls = &dot->operands[0]->shape, *rs = &dot->operands[1]->shape, *os = &dot->shape;
+  int64_t lst[HLO_MAX_RANK], rst[HLO_MAX_RANK], ost[HLO_MAX_RANK];
+  shape_strides(ls, lst);
+  shape_strides(rs, rst);
+  shape_strides(os, ost);
+  int nb = dn->lhs_batch.n, nc = dn->lhs_contracting.n;
+  if (dn->rhs_batch.n != nb || dn->rhs_contracting.n != nc)
+    return unsupported(ins, "inconsistent dot dimension numbers");
+  bool lused[HLO_MAX_RANK] = {false}, rused[HLO_MAX_RANK] = {false};
+  for (int i = 0; i < nb; i++) lused[dn->lhs_batch.v[i]] = rused[dn->rhs_batch.v[i]] = true;
+  for (int i = 0; i < nc; i++) lused[dn->lhs_contracting.v[i]] = rused[dn->rhs_contracting.v[i]] = true;
+  int lfree[HLO_MAX_RANK], rfree[HLO_MAX_RANK], nlf = 0, nrf = 0;
+  for (int d = 0; d < ls->rank; d++)
+    if (!lused[d]) lfree[nlf++] = d;
+  for (int d = 0; d < rs->rank; d++)
+    if (!rused[d]) rfree[nrf++] = d;
+  if (nb + nlf + nrf != os->rank) return unsupported(ins, "dot result rank does not match its dimension numbers");
+
+  int64_t sd[DNNL_MAX_NDIMS], ss[DNNL_MAX_NDIMS], wd[DNNL_MAX_NDIMS], ws[DNNL_MAX_NDIMS];
+  int64_t dd[DNNL_MAX_NDIMS], ds[DNNL_MAX_NDIMS];
+  int nd = 0;
+  /* Batch dims: greedily merge neighbours that are consecutive in both operands. */
+  for (int i = 0; i < nb;) {
+    int64_t m, lstride, rstride;
+    int j = i + 1;
+    while (j < nb && merge_batch(dn, ls, lst, rst, i, j + 1, &m, &lstride, &rstride)) j++;
+    merge_batch(dn, ls, lst, rst, i, j, &m, &lstride, &rstride);
+    if (nd >= DNNL_MAX_NDIMS - 2) return unsupported(ins, "too many unmergeable batch dims");
+    dim_group *g = &p->groups[nd];
+    g->n = 0;
+    for (int k = i; k < j; k++) g->dims[g->n++] = k;
+    sd[nd] = wd[nd] = m;
+    ss[nd] = lstride;
+    ws[nd] = rstride;
+    nd++;
+    i = j;
+  }
+  int64_t lsz[HLO_MAX_RANK], lstd[HLO_MAX_RANK], rsz[HLO_MAX_RANK], rstd[HLO_MAX_RANK];
+  int64_t M, N, K, sM, sK, wK, wN, tmp;
+  for (int k = 0; k < nlf; k++) lsz[k] = ls->dims[lfree[k]], lstd[k] = lst[lfree[k]];
+  if (!merge_dims(nlf, lsz, lstd, &M, &sM)) return unsupported(ins, "the lhs free dims are not consecutive in memory");
+  for (int k = 0; k < nrf; k++) rsz[k] = rs->dims[rfree[k]], rstd[k] = rst[rfree[k]];
+  if (!merge_dims(nrf, rsz, rstd, &N, &wN)) return unsupported(ins, "the rhs free dims are not consecutive in memory");
+  /* Contracting pairs can be taken in any order; outermost in the lhs first. */
+  int order[HLO_MAX_RANK];
+  for (int k = 0; k < nc; k++) order[k] = k;
+  for (int a = 1; a < nc; a++)
+    for (int b = a; b > 0 && lst[dn->lhs_contracting.v[order[b]]] > lst[dn->lhs_contracting.v[order[b - 1]]]; b--) {
+      int t = order[b];
+      order[b] = order[b - 1];
+      order[b - 1] = t;
+    }
+  for (int k = 0; k < nc; k++) {
+    int64_t ld = dn->lhs_contracting.v[order[k]], rd = dn->rhs_contracting.v[order[k]];
+    lsz[k] = ls->dims[ld], lstd[k] = lst[ld];
+    rsz[k] = rs->dims[rd], rstd[k] = rst[rd];
+  }
+  if (!merge_dims(nc, lsz, lstd, &K, &sK) || !merge_dims(nc, rsz, rstd, &tmp, &wK))
+    return unsupported(ins, "the contracting dims are not consecutive in memory in the same order in both operands");
+
+  dim_group *gm = &p->groups[nd], *gn = &p->groups[nd + 1];
+  gm->n = gn->n = 0;
+  for (int k = 0; k < nlf; k++) gm->dims[gm->n++] = nb + k;
+  for (int k = 0; k < nrf; k++) gn->dims[gn->n++] = nb + nlf + k;
+  sd[nd] = M, ss[nd] = sM, sd[nd + 1] = K, ss[nd + 1] = sK;
+  wd[nd] = K, ws[nd] = wK, wd[nd + 1] = N, ws[nd + 1] = wN;
+  p->ndims = nd + 2;
+  for (int g = 0; g < p->ndims; g++) {
+    const dim_group *grp = &p->groups[g];
+    int64_t gs[HLO_MAX_RANK], gt[HLO_MAX_RANK];
+    for (int i = 0; i < grp->n; i++) gs[i] = os->dims[grp->dims[i]], gt[i] = ost[grp->dims[i]];
+    merge_dims(grp->n, gs, gt, &dd[g], &ds[g]); /* the result is row-major: always merges */
+  }
+  TRY(make_md(ins, p->ndims, sd, ss, &p->src_md));
+  TRY(make_md(ins, p->ndims, wd, ws, &p->wei_md));
+  TRY(make_md(ins, p->ndims, dd, ds, &p->dst_md));
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ convolution */
+
+static kiln_status plan_conv(const hlo_instr *ins, plan *p) {
+  const hlo_instr *cv = p->core;
+  const hlo_conv_dnums *cd = &cv->conv;
+  const hlo_shape *xs = &cv->operands[0]->shape, *ks = &cv->operands[1]->shape, *os = &cv->shape;
+  int ns = cd->n_spatial;
+  if (!cv->has_conv_dnums) return unsupported(ins, "convolution without dim_labels");
+  if (ns < 1 || ns > 3) return unsupported(ins, "only 1-, 2- and 3-D convolutions");
+  if (xs->rank != ns + 2 || ks->rank != ns + 2 || os->rank != ns + 2 || cv->window.rank != ns)
+    return unsupported(ins, "convolution ranks disagree with its dim_labels/window");
+  if (cv->batch_group_count != 1) return unsupported(ins, "batch_group_count != 1");
+  int64_t G = cv->feature_group_count;
+  int64_t C = xs->dims[cd->input_feature], O = ks->dims[cd->kernel_output_feature];
+  int64_t I = ks->dims[cd->kernel_input_feature];
+  if (G < 1 || C % G != 0 || O % G != 0 || I != C / G) return unsupported(ins, "inconsistent feature_group_count");
+  for (int s = 0; s < ns; s++) {
+    const hlo_window_dim *w = &cv->window.dims[s];
+    if (w->pad_lo < 0 || w->pad_hi < 0) return unsupported(ins, "negative padding");
+    if (w->stride < 1 || w->rhs_dilate < 1 || w->lhs_dilate < 1)
+      return unsupported(ins, "invalid window stride or dilation");
+    if (w->lhs_dilate > 1 || w->reversal) p->deconv = true;
+  }
+  p->wei_shape = *ks;
+  for (int s = 0; s < ns && p->deconv; s++) {
+    const hlo_window_dim *w = &cv->window.dims[s];
+    /* out[p] sums x[i] * w[q] over p = i*L + pad_lo - q*d (window stride 1). oneDNN's
+     * deconvolution sums src[i] * w'[j] over p = i*S + j*d - pad_l', so S = L, j = k-1-q
+     * (w' is w mirrored, or w itself when the window is already reversed) and
+     * pad_l' = (k-1)*d - pad_lo; likewise pad_r' = (k-1)*d - pad_hi. */
+    if (w->stride != 1) return unsupported(ins, "lhs dilation or window reversal with a window stride");
+    int64_t extent = (w->size - 1) * w->rhs_dilate;
+    if (w->pad_lo > extent || w->pad_hi > extent)
+      return unsupported(ins, "lhs dilation with padding beyond the dilated kernel");
+    p->wei_flip[cd->kernel_spatial[s]] = !w->reversal;
+  }
+  int64_t xst[HLO_MAX_RANK], kst[HLO_MAX_RANK], ost[HLO_MAX_RANK];
+  shape_strides(xs, xst);
+  shape_strides(ks, kst);
+  shape_strides(os, ost);
+  /* oneDNN spatial dims; 1-D gets a leading unit dim (height). */
+  int unit = ns == 1 ? 1 : 0, dns = ns + unit;
+  p->ndims = dns + 2;
+  int64_t sd[DNNL_MAX_NDIMS], ss[DNNL_MAX_NDIMS], dd[DNNL_MAX_NDIMS], ds[DNNL_MAX_NDIMS];
+  int64_t wd[DNNL_MAX_NDIMS], ws[DNNL_MAX_NDIMS];
+  sd[0] = xs->dims[cd->input_batch], ss[0] = xst[cd->input_batch];
+  sd[1] = C, ss[1] = xst[cd->input_feature];
+  dd[0] = os->dims[cd->output_batch], ds[0] = ost[cd->output_batch];
+  dd[1] = os->dims[cd->output_feature], ds[1] = ost[cd->output_feature];
+  p->groups[0].n = 1, p->groups[0].dims[0] = (int)cd->output_batch;
+  p->groups[1].n = 1, p->groups[1].dims[0] = (int)cd->output_feature;
+  int wo = 0; /* weights: [G,] O/G, I, spatial... */
+  if (G > 1) wd[wo] = G, ws[wo] = (O / G) * kst[cd->kernel_output_feature], wo++;
+  wd[wo] = O / G, ws[wo] = kst[cd->kernel_output_feature], wo++;
+  wd[wo] = I, ws[wo] = kst[cd->kernel_input_feature], wo++;
+  if (unit) {
+    sd[2] = dd[2] = wd[wo] = 1;
+    ss[2] = ds[2] = ws[wo] = 1; /* fixed up by make_md */
+    p->groups[2].n = 0;
+    p->strides[0] = 1, p->dilates[0] = 0, p->pad_l[0] = p->pad_r[0] = 0;
+    wo++;
+  }
+  for (int s = 0; s < ns; s++) {
+    const hlo_window_dim *w = &cv->window.dims[s];
+    int k = 2 + unit + s;
+    sd[k] = xs->dims[cd->input_spatial[s]], ss[k] = xst[cd->input_spatial[s]];
+    dd[k] = os->dims[cd->output_spatial[s]], ds[k] = ost[cd->output_spatial[s]];
+    wd[wo] = ks->dims[cd->kernel_spatial[s]], ws[wo] = kst[cd->kernel_spatial[s]], wo++;
+    p->groups[k].n = 1, p->groups[k].dims[0] = (int)cd->output_spatial[s];
+    int64_t extent = (w->size - 1) * w->rhs_dilate;
+    p->strides[unit + s] = p->deconv ? w->lhs_dilate : w->stride;
+    p->dilates[unit + s] = w->rhs_dilate - 1;
+    p->pad_l[unit + s] = p->deconv ? extent - w->pad_lo : w->pad_lo;
+    p->pad_r[unit + s] = p->deconv ? extent - w->pad_hi : w->pad_hi;
+  }
+  TRY(make_md(ins, p->ndims, sd, ss, &p->src_md));
+  TRY(make_md(ins, wo, wd, ws, &p->wei_md));
+  TRY(make_md(ins, p->ndims, dd, ds, &p->dst_md));
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ epilogue */
+
+static bool is_core(const hlo_instr *x) { return x->op == HLO_OP_DOT || x->op == HLO_OP_CONVOLUTION; }
+
+static bool is_chain_op(const hlo_instr *x) {
+  switch (x->op) {
+    case HLO_OP_ADD:
+    case HLO_OP_SUBTRACT:
+    case HLO_OP_MULTIPLY:
+    case HLO_OP_MAXIMUM:
+    case HLO_OP_MINIMUM:
+    case HLO_OP_CLAMP:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* An epilogue operand: a tensor over the result dims (parameter, constant or a
+ * broadcast of one) or, when it holds a single value known now, that scalar. */
+typedef struct leaf {
+  bool is_scalar;
+  float scalar;
+  operand_ref ref;
+  int64_t size[HLO_MAX_RANK], stride[HLO_MAX_RANK];
+} leaf;
+
+static kiln_status analyze_leaf(const hlo_instr *ins, const plan *p, const hlo_instr *x, leaf *out) {
+  const hlo_shape *rs = &p->core->shape;
+  const hlo_instr *src = x;
+  memset(out, 0, sizeof *out);
+  if (x->op == HLO_OP_BROADCAST) src = x->operands[0];
+  if (!resolve_leaf(ins, src, &out->ref) || !is_f32_array(&src->shape))
+    return unsupported(ins, "an epilogue operand is not an f32 parameter, constant or broadcast of one");
+  if (out->ref.constant && out->ref.constant->n == 1) {
+    out->is_scalar = true;
+    out->scalar = ((const float *)out->ref.constant->data)[0];
+    return NULL;
+  }
+  int64_t st[HLO_MAX_RANK];
+  shape_strides(&src->shape, st);
+  for (int d = 0; d < rs->rank; d++) out->size[d] = 1, out->stride[d] = 0;
+  if (src->shape.rank == 0) return NULL; /* a scalar operand of clamp: broadcast everywhere */
+  if (x->op == HLO_OP_BROADCAST) {
+    if (x->dimensions.n != src->shape.rank) return unsupported(ins, "malformed broadcast in the epilogue");
+    for (int i = 0; i < src->shape.rank; i++) {
+      int64_t d = x->dimensions.v[i];
+      if (d < 0 || d >= rs->rank || src->shape.dims[i] != rs->dims[d])
+        return unsupported(ins, "malformed broadcast in the epilogue");
+      out->size[d] = src->shape.dims[i];
+      out->stride[d] = st[i];
+    }
+    return NULL;
+  }
+  if (!shape_same_dims(&src->shape, rs))
+    return unsupported(ins, "an epilogue operand's shape differs from the result's");
+  for (int d = 0; d < rs->rank; d++) out->size[d] = rs->dims[d], out->stride[d] = st[d];
+  return NULL;
+}
+
+static kiln_status add_eltwise(const hlo_instr *ins, plan *p, dnnl_alg_kind_t alg, float alpha, float beta) {
+  if (p->n_post >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
+  post_op *po = &p->post[p->n_post++];
+  memset(po, 0, sizeof *po);
+  po->alg = alg;
+  po->alpha = alpha;
+  po->beta = beta;
+  return NULL;
+}
+
+static kiln_status add_binary(const hlo_instr *ins, plan *p, dnnl_alg_kind_t alg, const leaf *l) {
+  if (p->n_post >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
+  post_op *po = &p->post[p->n_post];
+  memset(po, 0, sizeof *po);
+  po->binary = true;
+  po->alg = alg;
+  po->src1 = l->ref;
+  TRY(view_md(ins, p, l->size, l->stride, &po->src1_md));
+  p->n_post++;
+  return NULL;
+}
+
+/* max(x, lo) and min(x, hi) as clips: oneDNN's relu would give -0 for negative x where
+ * maximum(x, 0) gives +0. Infinite bounds make a one-sided clip. */
+/* The previous post-op when it is a clip, which a scalar max/min folds into:
+ * max(clip(x, a, b), l) = clip(x, max(a, l), max(b, l)) and min(clip(x, a, b), h) =
+ * clip(x, min(a, h), min(b, h)), so max(x, 0) then min(., 6) is one clip(0, 6). Two
+ * consecutive clip post-ops lose the second one in oneDNN 2.6's 1x1 convolution kernels
+ * (MobileNet's relu6 came out unbounded), and one clip is cheaper anyway. */
+static post_op *last_clip(plan *p) {
+  if (p->n_post == 0) return NULL;
+  post_op *po = &p->post[p->n_post - 1];
+  return !po->binary && po->alg == dnnl_eltwise_clip ? po : NULL;
+}
+
+static kiln_status add_max(const hlo_instr *ins, plan *p, const leaf *l) {
+  if (!l->is_scalar) return add_binary(ins, p, dnnl_binary_max, l);
+  post_op *c = last_clip(p);
+  if (!c) return add_eltwise(ins, p, dnnl_eltwise_clip, l->scalar, FLT_MAX);
+  c->alpha = fmaxf(c->alpha, l->scalar);
+  c->beta = fmaxf(c->beta, l->scalar);
+  return NULL;
+}
+
+static kiln_status add_min(const hlo_instr *ins, plan *p, const leaf *l) {
+  if (!l->is_scalar) return add_binary(ins, p, dnnl_binary_min, l);
+  post_op *c = last_clip(p);
+  if (!c) return add_eltwise(ins, p, dnnl_eltwise_clip, -FLT_MAX, l->scalar);
+  c->alpha = fminf(c->alpha, l->scalar);
+  c->beta = fminf(c->beta, l->scalar);
+  return NULL;
+}
+
+/* One epilogue instruction X whose chain operand is operand CHAIN_IDX. */
+static kiln_status add_post(const hlo_instr *ins, plan *p, const hlo_instr *x, int chain_idx) {
+  leaf a, b;
+  if (x->op == HLO_OP_CLAMP) {
+    TRY(analyze_leaf(ins, p, x->operands[0], &a));
+    TRY(analyze_leaf(ins, p, x->operands[2], &b));
+    if (a.is_scalar && b.is_scalar && a.scalar <= b.scalar)
+      return add_eltwise(ins, p, dnnl_eltwise_clip, a.scalar, b.scalar);
+    TRY(add_max(ins, p, &a));
+    return add_min(ins, p, &b);
+  }
+  TRY(analyze_leaf(ins, p, x->operands[1 - chain_idx], &a));
+  /* Linear's beta = -0 leaves every x (also -0) unchanged: x * 1 + -0 == x. */
+  switch (x->op) {
+    case HLO_OP_ADD:
+      if (a.is_scalar) return add_eltwise(ins, p, dnnl_eltwise_linear, 1.0f, a.scalar);
+      return add_binary(ins, p, dnnl_binary_add, &a);
+    case HLO_OP_MULTIPLY:
+      if (a.is_scalar) return add_eltwise(ins, p, dnnl_eltwise_linear, a.scalar, -0.0f);
+      return add_binary(ins, p, dnnl_binary_mul, &a);
+    case HLO_OP_SUBTRACT:
+      if (chain_idx == 0) {
+        if (a.is_scalar) return add_eltwise(ins, p, dnnl_eltwise_linear, 1.0f, -a.scalar);
+        return add_binary(ins, p, dnnl_binary_sub, &a);
+      }
+      /* a - x == (-x) + a exactly. */
+      if (a.is_scalar) return add_eltwise(ins, p, dnnl_eltwise_linear, -1.0f, a.scalar);
+      TRY(add_eltwise(ins, p, dnnl_eltwise_linear, -1.0f, -0.0f));
+      return add_binary(ins, p, dnnl_binary_add, &a);
+    case HLO_OP_MAXIMUM:
+      return add_max(ins, p, &a);
+    case HLO_OP_MINIMUM:
+      return add_min(ins, p, &a);
+    default:
+      return unsupported(ins, "unexpected epilogue operation");
+  }
+}
+
+/* Walks a kOutput fusion's root down to its dot/convolution; the epilogue is applied
+ * bottom-up, so the chain is collected first. */
+static kiln_status plan_fusion_chain(const hlo_instr *ins, const hlo_instr **core, const hlo_instr **chain,
+                                     int *chain_idx, int *n_chain) {
+  if (!ins->fusion_kind || strcmp(ins->fusion_kind, "kOutput") != 0)
+    return unsupported(ins, "only kOutput fusions");
+  if (ins->n_called != 1 || !ins->called[0] || !ins->called[0]->root)
+    return unsupported(ins, "fusion without a fused computation");
+  const hlo_instr *x = ins->called[0]->root;
+  *n_chain = 0;
+  while (!is_core(x)) {
+    if (!is_chain_op(x))
+      return unsupported(ins, "the fused computation is not a dot/convolution with an elementwise epilogue");
+    if (*n_chain >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
+    if (x->n_operands != (x->op == HLO_OP_CLAMP ? 3 : 2)) return unsupported(ins, "malformed epilogue operation");
+    int ci = -1;
+    int candidates[2] = {0, 1}, nc = 2;
+    if (x->op == HLO_OP_CLAMP) candidates[0] = 1, nc = 1;
+    for (int k = 0; k < nc; k++) {
+      const hlo_instr *o = x->operands[candidates[k]];
+      if (is_core(o) || is_chain_op(o)) {
+        if (ci >= 0) return unsupported(ins, "an epilogue operation combines two computed values");
+        ci = candidates[k];
+      }
+    }
+    if (ci < 0) return unsupported(ins, "an epilogue operation does not use the dot/convolution result");
+    if (x->op == HLO_OP_CLAMP && (is_chain_op(x->operands[0]) || is_chain_op(x->operands[2]) ||
+                                  is_core(x->operands[0]) || is_core(x->operands[2])))
+      return unsupported(ins, "clamp bounds are computed values");
+    if (!shape_same_dims(&x->shape, &ins->shape) || x->shape.type != HLO_F32)
+      return unsupported(ins, "the epilogue changes shape or type");
+    chain[*n_chain] = x;
+    chain_idx[*n_chain] = ci;
+    (*n_chain)++;
+    x = x->operands[ci];
+  }
+  *core = x;
+  return NULL;
+}
+
+static kiln_status build_plan(const hlo_instr *ins, plan *p) {
+  memset(p, 0, sizeof *p);
+  const hlo_instr *chain[MAX_POST_OPS];
+  int chain_idx[MAX_POST_OPS], n_chain = 0;
+  if (ins->op == HLO_OP_FUSION) {
+    TRY(plan_fusion_chain(ins, &p->core, chain, chain_idx, &n_chain));
+  } else if (is_core(ins)) {
+    p->core = ins;
+  } else {
+    return unsupported(ins, "only dot, convolution and kOutput fusions of them");
+  }
+  const hlo_instr *core = p->core;
+  p->is_conv = core->op == HLO_OP_CONVOLUTION;
+  if (core->n_operands != 2 || !is_f32_array(&core->shape) || !is_f32_array(&core->operands[0]->shape) ||
+      !is_f32_array(&core->operands[1]->shape))
+    return unsupported(ins, "only f32 operands and result");
+  if (!shape_same_dims(&core->shape, &ins->shape) || !is_f32_array(&ins->shape))
+    return unsupported(ins, "the result is not the dot/convolution's f32 shape");
+  if (shape_elements(&core->shape) <= 0 || shape_elements(&core->operands[0]->shape) <= 0 ||
+      shape_elements(&core->operands[1]->shape) <= 0)
+    return unsupported(ins, "empty tensors");
+  if (!resolve_leaf(ins, core->operands[0], &p->src) || !resolve_leaf(ins, core->operands[1], &p->wei))
+    return unsupported(ins, "the dot/convolution operands are not fusion parameters or constants");
+  TRY(p->is_conv ? plan_conv(ins, p) : plan_dot(ins, p));
+  for (int i = n_chain - 1; i >= 0; i--) TRY(add_post(ins, p, chain[i], chain_idx[i]));
+  return NULL;
+}
+
+/* ------------------------------------------------------------------ primitive descriptors */
+
+/* Whether a binary post-op's second operand covers the whole result (no broadcast). */
+static bool full_tensor(const plan *p, const post_op *po) {
+  if (!po->binary) return false;
+  for (int d = 0; d < p->dst_md.ndims; d++)
+    if (po->src1_md.dims[d] != p->dst_md.dims[d]) return false;
+  return true;
+}
+
+/* FULL_LAYOUT, when given, replaces the layout of whole-result binary operands. */
+static kiln_status make_attr(const hlo_instr *ins, const plan *p, const dnnl_memory_desc_t *full_layout,
+                             dnnl_primitive_attr_t *out) {
+  dnnl_primitive_attr_t attr = NULL;
+  dnnl_post_ops_t ops = NULL;
+  *out = NULL;
+  DNNL_TRY(ins, dnnl_primitive_attr_create(&attr));
+  dnnl_status_t s = dnnl_primitive_attr_set_fpmath_mode(attr, dnnl_fpmath_mode_strict);
+  if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  if (s == dnnl_success && p && p->n_post) {
+    s = dnnl_post_ops_create(&ops);
+    for (int i = 0; i < p->n_post && s == dnnl_success; i++) {
+      const post_op *po = &p->post[i];
+      const dnnl_memory_desc_t *md = full_layout && full_tensor(p, po) ? full_layout : &po->src1_md;
+      s = po->binary ? dnnl_post_ops_append_binary(ops, po->alg, md)
+                     : dnnl_post_ops_append_eltwise(ops, 1.0f, po->alg, po->alpha, po->beta);
+    }
+    if (s == dnnl_success) s = dnnl_primitive_attr_set_post_ops(attr, ops);
+    if (ops) dnnl_post_ops_destroy(ops);
+  }
+  if (s != dnnl_success) {
+    dnnl_primitive_attr_destroy(attr);
+    return status_error(KILN_INTERNAL, "cpu_dnnl: %s: cannot set up primitive attributes: %s", ins->name,
+                        dnnl_status2str(s));
+  }
+  *out = attr;
+  return NULL;
+}
+
+/* One primitive descriptor. Convolution weights are always "any" (oneDNN's fast kernels
+ * want blocked weights; runtime weights are reordered on each execute); matmul weights
+ * are "any" when constant or with ANY_SRC, else read in place. ANY_SRC / ANY_DST let
+ * oneDNN pick those layouts too (the kiln buffers are then reordered); DST_LAYOUT
+ * instead fixes dst and whole-result binary operands to one layout. NULL *out with no
+ * error: no implementation. */
+static kiln_status try_pd(const hlo_instr *ins, const plan *p, bool any_src, bool any_dst,
+                          const dnnl_memory_desc_t *dst_layout, dnnl_primitive_desc_t *out) {
+  *out = NULL;
+  dnnl_memory_desc_t wei_any, src_any, dst_any;
+  const dnnl_memory_desc_t *wei = &p->wei_md, *src = &p->src_md, *dst = &p->dst_md;
+  if (p->is_conv || p->wei.constant || any_src) {
+    DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&wei_any, p->wei_md.ndims, p->wei_md.dims, dnnl_f32,
+                                               dnnl_format_tag_any));
+    wei = &wei_any;
+  }
+  if (any_src) {
+    DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&src_any, p->src_md.ndims, p->src_md.dims, dnnl_f32,
+                                               dnnl_format_tag_any));
+    src = &src_any;
+  }
+  if (any_dst) {
+    DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&dst_any, p->dst_md.ndims, p->dst_md.dims, dnnl_f32,
+                                               dnnl_format_tag_any));
+    dst = &dst_any;
+  }
+  if (dst_layout) dst = dst_layout;
+  dnnl_primitive_attr_t attr;
+  TRY(make_attr(ins, p, dst_layout, &attr));
+  dnnl_status_t s;
+  if (p->is_conv && p->deconv) {
+    dnnl_deconvolution_desc_t d;
+    s = dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_deconvolution_direct, src,
+                                                     wei, NULL, dst, p->strides, p->dilates, p->pad_l, p->pad_r);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(out, &d, attr, engine, NULL);
+  } else if (p->is_conv) {
+    dnnl_convolution_desc_t d;
+    s = dnnl_dilated_convolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_convolution_direct, src, wei,
+                                                   NULL, dst, p->strides, p->dilates, p->pad_l, p->pad_r);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(out, &d, attr, engine, NULL);
+  } else {
+    dnnl_matmul_desc_t d;
+    s = dnnl_matmul_desc_init(&d, src, wei, NULL, dst);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(out, &d, attr, engine, NULL);
+  }
+  dnnl_primitive_attr_destroy(attr);
+  if (s != dnnl_success) *out = NULL;
+  return NULL;
+}
+
+static const char *impl_name(const_dnnl_primitive_desc_t pd) {
+  const char *impl = NULL;
+  if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl) return "";
+  return impl;
+}
+
+static bool is_ref(const_dnnl_primitive_desc_t pd) { return strncmp(impl_name(pd), "ref", 3) == 0; }
+static bool is_gemm(const_dnnl_primitive_desc_t pd) { return strstr(impl_name(pd), "gemm") != NULL; }
+
+/* oneDNN 2.6's convolution kernels take a whole-result binary operand (a residual) only
+ * with dst and that operand both channel-blocked by 16 (nChw16c); the residual is then
+ * reordered on each execute. NULL *out with no error when that does not work either. */
+static kiln_status try_pd_residual(const hlo_instr *ins, const plan *p, dnnl_primitive_desc_t *out) {
+  *out = NULL;
+  bool any_full = false;
+  for (int i = 0; i < p->n_post; i++) any_full = any_full || full_tensor(p, &p->post[i]);
+  if (!any_full) return NULL;
+  dnnl_memory_desc_t layout;
+  DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&layout, p->dst_md.ndims, p->dst_md.dims, dnnl_f32,
+                                             p->dst_md.ndims == 4 ? dnnl_aBcd16b : dnnl_aBcde16b));
+  return try_pd(ins, p, true, false, &layout, out);
+}
+
+/* The primitive descriptor to run. A reference implementation is a scalar loop nest,
+ * slower than the backend's own generated code: declined. A convolution on kiln's own
+ * layout that only oneDNN's im2col+gemm path takes (e.g. NCHW) runs about twice as fast
+ * on oneDNN's preferred layouts, worth the activation reorders (and, with a residual
+ * epilogue, its reorder too); a layout no kernel reads at all (e.g. feature-major) goes
+ * through reorders as well. */
+static kiln_status make_pd(const hlo_instr *ins, const plan *p, dnnl_primitive_desc_t *out) {
+  *out = NULL;
+  TRY(get_engine(ins));
+  dnnl_primitive_desc_t pd = NULL, alt = NULL;
+  TRY(try_pd(ins, p, false, false, NULL, &pd));
+  if (pd && is_ref(pd)) {
+    dnnl_primitive_desc_destroy(pd);
+    pd = NULL;
+  }
+  if (p->is_conv && (!pd || is_gemm(pd))) {
+    kiln_status st = try_pd(ins, p, true, true, NULL, &alt);
+    if (!st && (!alt || is_ref(alt) || is_gemm(alt))) {
+      dnnl_primitive_desc_t blocked = NULL;
+      st = try_pd_residual(ins, p, &blocked);
+      if (blocked && !is_ref(blocked) && !is_gemm(blocked)) {
+        if (alt) dnnl_primitive_desc_destroy(alt);
+        alt = blocked;
+      } else if (blocked) {
+        dnnl_primitive_desc_destroy(blocked);
+      }
+    }
+    if (st) {
+      if (pd) dnnl_primitive_desc_destroy(pd);
+      return st;
+    }
+    /* On kiln's layout gemm beats gemm plus reorders; with no kernel there, take it. */
+    if (alt && (is_ref(alt) || (pd && is_gemm(alt)))) {
+      dnnl_primitive_desc_destroy(alt);
+      alt = NULL;
+    }
+    if (alt) {
+      if (pd) dnnl_primitive_desc_destroy(pd);
+      pd = alt;
+    }
+  }
+  /* A matmul whose strides no kernel takes (e.g. a batch dim innermost) runs on copies
+   * of its operands in oneDNN's layouts: a copy is cheap next to the product. */
+  if (!p->is_conv && !pd) {
+    TRY(try_pd(ins, p, true, false, NULL, &pd));
+    if (!pd || is_ref(pd)) {
+      if (pd) dnnl_primitive_desc_destroy(pd);
+      TRY(try_pd(ins, p, true, true, NULL, &pd));
+    }
+    if (pd && is_ref(pd)) {
+      dnnl_primitive_desc_destroy(pd);
+      pd = NULL;
+    }
+  }
+  if (!pd) return unsupported(ins, "oneDNN has no optimized implementation for this configuration");
+  *out = pd;
+  return NULL;
+}
+
+bool cpu_dnnl_supports(const hlo_instr *ins) {
+  if (!is_core(ins) && ins->op != HLO_OP_FUSION) return false; /* asked of every instruction */
+  plan *p = malloc(sizeof *p);
+  if (!p) return false;
+  dnnl_primitive_desc_t pd = NULL;
+  kiln_status s = build_plan(ins, p);
+  if (!s) s = make_pd(ins, p, &pd);
+  free(p);
+  if (pd) dnnl_primitive_desc_destroy(pd);
+  if (s) {
+    kiln_status_free(s);
+    return false;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------------ primitives */
+
+/* A primitive argument backed by a kiln buffer. user_mem describes the row-major buffer
+ * (its handle is set on each execute; for a captured constant it owns a copy). When the
+ * primitive wants another layout, mem is an owned buffer in that layout and reorder
+ * converts: before the primitive for inputs, after it for the result. A constant input
+ * is converted once at create time and needs no reorder afterwards. */
+typedef struct bound_arg {
+  int outer;    /* operand index; -1: captured constant or the result */
+  size_t bytes; /* of the kiln buffer */
+  dnnl_memory_t user_mem, mem;
+  dnnl_primitive_t reorder;
+  dnnl_memory_t reorder_scratch;
+} bound_arg;
+
+struct cpu_dnnl_prim {
+  char *name;
+  dnnl_stream_t stream;
+  dnnl_primitive_t prim;
+  dnnl_memory_t scratch_mem;
+  bound_arg src, wei, dst;
+  /* Deconvolution with runtime weights: each execute mirrors them into wei_mirror. */
+  float *wei_mirror;
+  /* Where the result buffer overlaps an input, the result is staged here first. */
+  void *dst_stage;
+  hlo_shape wei_shape;
+  bool wei_flip[HLO_MAX_RANK];
+  int n_post;
+  bound_arg post[MAX_POST_OPS]; /* binary post-ops' second operands (user_mem only) */
+  int n_owned;
+  void *owned[8 + MAX_POST_OPS]; /* buffers freed with the prim */
+};
+
+static dnnl_memory_t arg_mem(const bound_arg *a) { return a->mem ? a->mem : a->user_mem; }
+
+static kiln_status prim_alloc(cpu_dnnl_prim *pr, const hlo_instr *ins, size_t bytes, void **out) {
+  *out = NULL;
+  if (pr->n_owned >= (int)(sizeof pr->owned / sizeof pr->owned[0]))
+    return status_error(KILN_INTERNAL, "cpu_dnnl: %s: too many owned buffers", ins->name);
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void *b = aligned_alloc(64, rounded ? rounded : 64);
+  if (!b)
+    return status_error(KILN_RESOURCE_EXHAUSTED, "cpu_dnnl: %s: out of memory for a %zu-byte buffer", ins->name, bytes);
+  pr->owned[pr->n_owned++] = b;
+  *out = b;
+  return NULL;
+}
+
+/* Scratchpad of PD (user-managed so concurrent prims never share one); NULL if none. */
+static kiln_status make_scratch(cpu_dnnl_prim *pr, const hlo_instr *ins, const_dnnl_primitive_desc_t pd,
+                                dnnl_memory_t *out) {
+  *out = NULL;
+  const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  if (!md || dnnl_memory_desc_get_size(md) == 0) return NULL;
+  void *buf;
+  TRY(prim_alloc(pr, ins, dnnl_memory_desc_get_size(md), &buf));
+  DNNL_TRY(ins, dnnl_memory_create(out, md, engine, buf));
+  return NULL;
+}
+
+static kiln_status make_reorder(const hlo_instr *ins, cpu_dnnl_prim *pr, const dnnl_memory_desc_t *from,
+                                const dnnl_memory_desc_t *to, dnnl_primitive_t *out, dnnl_memory_t *scratch) {
+  dnnl_primitive_attr_t attr;
+  dnnl_primitive_desc_t rpd;
+  TRY(make_attr(ins, NULL, NULL, &attr));
+  dnnl_status_t s = dnnl_reorder_primitive_desc_create(&rpd, from, engine, to, engine, attr);
+  dnnl_primitive_attr_destroy(attr);
+  if (s != dnnl_success)
+    return status_error(KILN_INTERNAL, "cpu_dnnl: %s: no layout reorder: %s", ins->name, dnnl_status2str(s));
+  kiln_status st = make_scratch(pr, ins, rpd, scratch);
+  if (!st) {
+    s = dnnl_primitive_create(out, rpd);
+    if (s != dnnl_success)
+      st = status_error(KILN_INTERNAL, "cpu_dnnl: %s: creating a layout reorder failed: %s", ins->name,
+                        dnnl_status2str(s));
+  }
+  dnnl_primitive_desc_destroy(rpd);
+  return st;
+}
+
+/* Queues a reorder of A's buffers on STREAM (inputs: user -> mem; the result: back). */
+static dnnl_status_t queue_reorder(const bound_arg *a, dnnl_stream_t stream, bool to_user) {
+  dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, to_user ? a->mem : a->user_mem},
+                             {DNNL_ARG_TO, to_user ? a->user_mem : a->mem},
+                             {DNNL_ARG_SCRATCHPAD, a->reorder_scratch}};
+  return dnnl_primitive_execute(a->reorder, stream, a->reorder_scratch ? 3 : 2, args);
+}
+
+/* Sets up argument A, whose kiln buffer has layout USER and which the primitive reads
+ * (or, with IS_RESULT, writes) in layout WANT. */
+static kiln_status bind_setup(cpu_dnnl_prim *pr, const hlo_instr *ins, bound_arg *a, const operand_ref *ref,
+                              const dnnl_memory_desc_t *user, const dnnl_memory_desc_t *want, bool is_result) {
+  bool same = dnnl_memory_desc_equal(user, want);
+  a->outer = is_result ? -1 : ref->outer;
+  a->bytes = dnnl_memory_desc_get_size(user);
+  void *buf = DNNL_MEMORY_NONE;
+  if (!is_result && ref->constant) {
+    size_t bytes = (size_t)ref->constant->n * sizeof(float);
+    if (same) { /* an owned copy, so the module may be freed */
+      TRY(prim_alloc(pr, ins, bytes, &buf));
+      memcpy(buf, ref->constant->data, bytes);
+      DNNL_TRY(ins, dnnl_memory_create(&a->user_mem, user, engine, buf));
+      return NULL;
+    }
+    /* Converted once; the literal is read in place for that. */
+    TRY(prim_alloc(pr, ins, dnnl_memory_desc_get_size(want), &buf));
+    DNNL_TRY(ins, dnnl_memory_create(&a->mem, want, engine, buf));
+    DNNL_TRY(ins, dnnl_memory_create(&a->user_mem, user, engine, (void *)ref->constant->data));
+    TRY(make_reorder(ins, pr, user, want, &a->reorder, &a->reorder_scratch));
+    dnnl_status_t s = queue_reorder(a, pr->stream, false);
+    if (s == dnnl_success) s = dnnl_stream_wait(pr->stream);
+    if (s != dnnl_success)
+      return status_error(KILN_INTERNAL, "cpu_dnnl: %s: reordering a constant failed: %s", ins->name,
+                          dnnl_status2str(s));
+    dnnl_primitive_destroy(a->reorder);
+    a->reorder = NULL;
+    dnnl_memory_destroy(a->user_mem);
+    a->user_mem = NULL;
+    return NULL;
+  }
+  DNNL_TRY(ins, dnnl_memory_create(&a->user_mem, user, engine, DNNL_MEMORY_NONE));
+  if (same) return NULL;
+  TRY(prim_alloc(pr, ins, dnnl_memory_desc_get_size(want), &buf));
+  DNNL_TRY(ins, dnnl_memory_create(&a->mem, want, engine, buf));
+  return is_result ? make_reorder(ins, pr, want, user, &a->reorder, &a->reorder_scratch)
+                   : make_reorder(ins, pr, user, want, &a->reorder, &a->reorder_scratch);
+}
+
+/* Copies row-major SRC of SHAPE to DST with the dims marked in FLIP mirrored. */
+static void mirror_copy(const float *src, float *dst, const hlo_shape *shape, const bool *flip) {
+  int64_t strides[HLO_MAX_RANK], idx[HLO_MAX_RANK] = {0}, n = shape_elements(shape);
+  shape_strides(shape, strides);
+  for (int64_t i = 0; i < n; i++) {
+    int64_t off = 0;
+    for (int d = 0; d < shape->rank; d++) off += (flip[d] ? shape->dims[d] - 1 - idx[d] : idx[d]) * strides[d];
+    dst[off] = src[i];
+    for (int d = shape->rank - 1; d >= 0; d--) {
+      if (++idx[d] < shape->dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+/* Weights: as bind_setup, mirrored first for a deconvolution. A constant is mirrored
+ * once here; runtime weights on every execute. */
+static kiln_status weights_setup(cpu_dnnl_prim *pr, const hlo_instr *ins, const plan *p,
+                                 const dnnl_memory_desc_t *want) {
+  if (!p->deconv) return bind_setup(pr, ins, &pr->wei, &p->wei, &p->wei_md, want, false);
+  void *buf;
+  TRY(prim_alloc(pr, ins, (size_t)shape_elements(&p->wei_shape) * sizeof(float), &buf));
+  if (!p->wei.constant) {
+    pr->wei_mirror = buf;
+    pr->wei_shape = p->wei_shape;
+    memcpy(pr->wei_flip, p->wei_flip, sizeof pr->wei_flip);
+    return bind_setup(pr, ins, &pr->wei, &p->wei, &p->wei_md, want, false);
+  }
+  mirror_copy(p->wei.constant->data, buf, &p->wei_shape, p->wei_flip);
+  hlo_literal mirrored = *p->wei.constant;
+  mirrored.data = buf;
+  operand_ref ref = {-1, &mirrored};
+  return bind_setup(pr, ins, &pr->wei, &ref, &p->wei_md, want, false);
+}
+
+/* Binds the epilogue's second operands in the layouts the primitive reads them in. */
+static kiln_status posts_setup(cpu_dnnl_prim *pr, const hlo_instr *ins, const plan *p,
+                               const_dnnl_primitive_desc_t pd) {
+  pr->n_post = p->n_post;
+  for (int i = 0; i < p->n_post; i++) {
+    const post_op *po = &p->post[i];
+    pr->post[i].outer = -1;
+    if (!po->binary) continue;
+    const dnnl_memory_desc_t *want =
+        dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1);
+    if (!want) return status_error(KILN_INTERNAL, "cpu_dnnl: %s: no descriptor for epilogue operand %d", ins->name, i);
+    TRY(bind_setup(pr, ins, &pr->post[i], &po->src1, &po->src1_md, want, false));
+  }
+  return NULL;
+}
+
+/* Every argument is bound in the layout the primitive descriptor asks for; where that is
+ * not the kiln buffer's, bind_setup adds the conversion. */
+static kiln_status prim_init(cpu_dnnl_prim *pr, const hlo_instr *ins, const plan *p) {
+  dnnl_primitive_desc_t pd;
+  TRY(make_pd(ins, p, &pd));
+  kiln_status st = NULL;
+  dnnl_status_t s = dnnl_stream_create(&pr->stream, engine, dnnl_stream_default_flags);
+  if (s == dnnl_success) s = dnnl_primitive_create(&pr->prim, pd);
+  if (s != dnnl_success)
+    st = status_error(KILN_INTERNAL, "cpu_dnnl: %s: creating the primitive failed: %s", ins->name,
+                      dnnl_status2str(s));
+  if (!st) st = make_scratch(pr, ins, pd, &pr->scratch_mem);
+  if (!st)
+    st = bind_setup(pr, ins, &pr->src, &p->src, &p->src_md, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
+                    false);
+  if (!st) st = weights_setup(pr, ins, p, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
+  if (!st)
+    st = bind_setup(pr, ins, &pr->dst, NULL, &p->dst_md, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0),
+                    true);
+  if (!st) st = posts_setup(pr, ins, p, pd);
+  dnnl_primitive_desc_destroy(pd);
+  return st;
+}
+
+kiln_status cpu_dnnl_create(const hlo_instr *ins, cpu_dnnl_prim **out) {
+  *out = NULL;
+  plan *p = malloc(sizeof *p);
+  cpu_dnnl_prim *pr = calloc(1, sizeof *pr);
+  char *name = strdup(ins->name ? ins->name : "?");
+  if (!p || !pr || !name) {
+    free(p);
+    free(pr);
+    free(name);
+    return status_error(KILN_RESOURCE_EXHAUSTED, "cpu_dnnl: %s: out of memory", ins->name);
+  }
+  pr->name = name;
+  kiln_status st = build_plan(ins, p);
+  if (!st) st = prim_init(pr, ins, p);
+  free(p);
+  if (st) {
+    cpu_dnnl_destroy(pr);
+    return st;
+  }
+  *out = pr;
+  return NULL;
+}
+
+#define EXEC_TRY(pr, call)                                                                               \
+  do {                                                                                                   \
+    dnnl_status_t dnnl_s_ = (call);                                                                      \
+    if (dnnl_s_ != dnnl_success)                                                                         \
+      return status_error(KILN_INTERNAL, "cpu_dnnl: %s: %s failed: %s", (pr)->name, #call,               \
+                          dnnl_status2str(dnnl_s_));                                                     \
+  } while (0)
+
+/* Points a runtime argument at its operand's buffer (or, with MIRROR, at a mirrored copy
+ * of it in that staging buffer) and converts it if needed. */
+static kiln_status bind_input(cpu_dnnl_prim *pr, const bound_arg *a, void *const *operands, float *mirror) {
+  if (a->outer < 0) return NULL;
+  if (!operands || !operands[a->outer])
+    return status_error(KILN_INVALID_ARGUMENT, "cpu_dnnl: %s: no buffer for operand %d", pr->name, a->outer);
+  void *buf = operands[a->outer];
+  if (mirror) {
+    mirror_copy(buf, mirror, &pr->wei_shape, pr->wei_flip);
+    buf = mirror;
+  }
+  EXEC_TRY(pr, dnnl_memory_set_data_handle(a->user_mem, buf));
+  if (a->reorder) EXEC_TRY(pr, queue_reorder(a, pr->stream, false));
+  return NULL;
+}
+
+static bool overlaps(const bound_arg *a, void *const *operands, const void *out, size_t out_bytes) {
+  if (a->outer < 0 || !operands || !operands[a->outer]) return false;
+  uintptr_t x = (uintptr_t)operands[a->outer], y = (uintptr_t)out;
+  return x < y + out_bytes && y < x + a->bytes;
+}
+
+/* The result goes to OUT, or to the staging buffer when OUT overlaps an input: oneDNN
+ * reads inputs while it writes the result. */
+static kiln_status result_target(cpu_dnnl_prim *pr, void *const *operands, void *out, void **target) {
+  bool clash = overlaps(&pr->src, operands, out, pr->dst.bytes) || overlaps(&pr->wei, operands, out, pr->dst.bytes);
+  for (int i = 0; i < pr->n_post; i++) clash = clash || overlaps(&pr->post[i], operands, out, pr->dst.bytes);
+  *target = out;
+  if (!clash) return NULL;
+  if (!pr->dst_stage) {
+    pr->dst_stage = aligned_alloc(64, (pr->dst.bytes + 63) / 64 * 64);
+    if (!pr->dst_stage)
+      return status_error(KILN_RESOURCE_EXHAUSTED, "cpu_dnnl: %s: out of memory for a %zu-byte buffer", pr->name,
+                          pr->dst.bytes);
+  }
+  *target = pr->dst_stage;
+  return NULL;
+}
+
+kiln_status cpu_dnnl_execute(cpu_dnnl_prim *pr, void *const *operands, void *out) {
+  if (!out) return status_error(KILN_INVALID_ARGUMENT, "cpu_dnnl: %s: no result buffer", pr->name);
+  void *target;
+  TRY(result_target(pr, operands, out, &target));
+  TRY(bind_input(pr, &pr->src, operands, NULL));
+  TRY(bind_input(pr, &pr->wei, operands, pr->wei_mirror));
+  EXEC_TRY(pr, dnnl_memory_set_data_handle(pr->dst.user_mem, target));
+  dnnl_exec_arg_t args[4 + MAX_POST_OPS];
+  int n = 0;
+  args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, arg_mem(&pr->src)};
+  args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, arg_mem(&pr->wei)};
+  args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, arg_mem(&pr->dst)};
+  if (pr->scratch_mem) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, pr->scratch_mem};
+  for (int i = 0; i < pr->n_post; i++) {
+    if (!arg_mem(&pr->post[i])) continue;
+    TRY(bind_input(pr, &pr->post[i], operands, NULL));
+    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(i) | DNNL_ARG_SRC_1, arg_mem(&pr->post[i])};
+  }
+  EXEC_TRY(pr, dnnl_primitive_execute(pr->prim, pr->stream, n, args));
+  if (pr->dst.reorder) EXEC_TRY(pr, queue_reorder(&pr->dst, pr->stream, true));
+  EXEC_TRY(pr, dnnl_stream_wait(pr->stream));
+  if (target != out) memcpy(out, target, pr->dst.bytes);
+  return NULL;
+}
+
+static void bound_arg_free(bound_arg *a) {
+  if (a->reorder) dnnl_primitive_destroy(a->reorder);
+  if (a->reorder_scratch) dnnl_memory_destroy(a->reorder_scratch);
+  if (a->mem) dnnl_memory_destroy(a->mem);
+  if (a->user_mem) dnnl_memory_destroy(a->user_mem);
+}
+
+void cpu_dnnl_destroy(cpu_dnnl_prim *pr) {
+  if (!pr) return;
+  bound_arg_free(&pr->src);
+  bound_arg_free(&pr->wei);
+  bound_arg_free(&pr->dst);
+  for (int i = 0; i < pr->n_post; i++) bound_arg_free(&pr->post[i]);
+  if (pr->scratch_mem) dnnl_memory_destroy(pr->scratch_mem);
+  if (pr->prim) dnnl_primitive_destroy(pr->prim);
+  if (pr->stream) dnnl_stream_destroy(pr->stream);
+  for (int i = 0; i < pr->n_owned; i++) free(pr->owned[i]);
+  free(pr->dst_stage);
+  free(pr->name);
+  free(pr);
+}

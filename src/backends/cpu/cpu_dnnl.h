@@ -1,0 +1,49 @@
+/* oneDNN primitives for the cpu backend's dot and convolution instructions.
+ *
+ * The cpu backend hands each dot, convolution, or kOutput fusion of one of them with a
+ * chain of elementwise epilogues to this module when cpu_dnnl_supports says yes. A
+ * primitive is built once per instruction (cpu_dnnl_create) and executed on kiln's
+ * row-major buffers, which oneDNN reads and writes in place through strided memory
+ * descriptors: transposed dot operands and NHWC/any-order convolution layouts cost no
+ * copies (layouts oneDNN has no fast kernel for, such as NCHW, are reordered). Transposed
+ * convolutions (lhs dilation) run as oneDNN deconvolutions. Constant weights are
+ * reordered into oneDNN's preferred blocked layout once, at create time. Only f32 is
+ * taken, computed in oneDNN's strict (IEEE f32) math mode; results differ from the
+ * evaluator (which accumulates in double) by f32 accumulation rounding only. One
+ * semantic difference remains: maximum/minimum/clamp epilogues may not propagate NaN the
+ * way XLA does (oneDNN's clip and max can return the bound where XLA returns NaN). */
+#ifndef KILN_BACKENDS_CPU_CPU_DNNL_H
+#define KILN_BACKENDS_CPU_CPU_DNNL_H
+
+#include <stdbool.h>
+
+#include "base/status.h"
+#include "hlo/ir.h"
+
+/* Whether oneDNN takes this instruction: a dot, a convolution, or a `fusion` of kind
+ * kOutput whose fused computation is a dot/convolution followed by a chain of
+ * elementwise post-ops (add/subtract/multiply/maximum/minimum/clamp whose other operand
+ * is a fusion parameter, broadcast(parameter) or broadcast(constant)). Element type f32
+ * only. True means cpu_dnnl_create succeeds (barring memory exhaustion) with an
+ * optimized (non-reference) oneDNN implementation. */
+bool cpu_dnnl_supports(const hlo_instr *ins);
+
+typedef struct cpu_dnnl_prim cpu_dnnl_prim;
+
+/* Creates the primitive (the engine is shared process-wide; each primitive has its own
+ * stream and scratchpad so distinct primitives may run concurrently). A constant operand
+ * (ins->operands[i] is a constant instruction, or a constant inside the fused
+ * computation) is captured here: weights are reordered into oneDNN's preferred layout,
+ * other constants are copied. Unsupported instructions are UNIMPLEMENTED errors saying
+ * why; every error names the instruction. */
+kiln_status cpu_dnnl_create(const hlo_instr *ins, cpu_dnnl_prim **out);
+
+/* operands[i]: row-major buffer of ins->operands[i] (entries of constant operands are
+ * not read and may be NULL); out: row-major result buffer of ins's shape. out may
+ * overlap an operand (e.g. share the residual's buffer): the result is then staged and
+ * copied. Thread-safe for distinct prims; one prim must not run on two threads at once. */
+kiln_status cpu_dnnl_execute(cpu_dnnl_prim *p, void *const *operands, void *out);
+
+void cpu_dnnl_destroy(cpu_dnnl_prim *p);
+
+#endif

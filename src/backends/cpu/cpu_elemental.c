@@ -1,0 +1,1379 @@
+/* The elemental emitter (see cpu_elemental.h).
+ *
+ * emit(ins, index) returns the LLVM value of one element. Elementwise ops pass their
+ * index through; data movement maps it (broadcast, transpose, slice, reverse, reshape
+ * through the linear position, dynamic-slice and gather through clamped starts read
+ * from their index operands); pad, concatenate and dynamic-update-slice branch so that
+ * no operand is ever read outside its bounds; reduce (variadic too), reduce-window, dot
+ * and convolution loop over the contracted positions in the evaluator's order. Values already emitted for
+ * the same (instruction, index object) are reused, which keeps fused graphs with shared
+ * subexpressions linear in size; index objects are never reused across basic-block
+ * regions, so a cached value always dominates its reuse.
+ *
+ * Every rule transcribes the evaluator (src/eval/elementwise.c, convert.c): integer
+ * division by zero gives -1 (all ones), INT_MIN / -1 gives INT_MIN, shifts by the width
+ * or more give 0 or the sign fill, float -> int converts truncate and saturate with
+ * NaN -> 0, maximum/minimum propagate the left NaN, + - * / keep the first NaN
+ * operand's payload, pred arithmetic is boolean. */
+#include "backends/cpu/cpu_elemental.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+typedef struct cache_entry {
+  const hlo_instr *ins;
+  const cpu_index *ix;
+  LLVMValueRef value;
+} cache_entry;
+
+struct cpu_emitter {
+  LLVMContextRef c;
+  LLVMModuleRef m;
+  LLVMBuilderRef b;
+  LLVMValueRef fn, buffers;
+  LLVMValueRef *slot_pointers; /* buffers[k] as char*, loaded once before the loops */
+  int n_slots;
+  int n_outputs; /* buffers[0 .. n_outputs) are outputs, operands follow */
+  const hlo_instr *root;
+  const hlo_computation *fused; /* the fusion's computation, NULL for a plain instruction */
+  /* Scalar computation being inlined (a reducer body) and its argument values. */
+  const hlo_computation *bound_comp;
+  LLVMValueRef *bound_args;
+  cache_entry *cache;
+  int n_cache, cap_cache;
+  cpu_index **indexes; /* every index object made, freed with the emitter */
+  int n_indexes, cap_indexes;
+  LLVMTypeRef i1, i8, i16, i32, i64, f32, f64;
+};
+
+/* ------------------------------------------------------------- what we support -- */
+
+static bool type_ok(hlo_type t) { return hlo_type_is_array(t); }
+
+static bool supports_instr(const hlo_instr *ins, bool in_fusion, strbuf *why);
+
+static bool why_not(strbuf *why, const hlo_instr *ins, const char *reason) {
+  if (why) strbuf_printf(why, "%s (%s): %s", ins->name, hlo_opcode_name(ins->op), reason);
+  return false;
+}
+
+static bool supports_computation(const hlo_computation *c, strbuf *why) {
+  for (int i = 0; i < c->n_instrs; i++)
+    if (!supports_instr(c->instrs[i], true, why)) return false;
+  return true;
+}
+
+/* A reducer body: scalars only; with n_params > 2 (variadic) the root is a tuple of
+ * n_params / 2 scalars. */
+static bool supports_scalar_computation(const hlo_instr *user, const hlo_computation *c, int n_params, strbuf *why) {
+  if (!c || c->n_params != n_params) return why_not(why, user, "reducer computation has the wrong arity");
+  if (n_params > 2) {
+    if (c->root->op != HLO_OP_TUPLE || c->root->n_operands != n_params / 2)
+      return why_not(why, user, "variadic reducer must return a tuple of its accumulators");
+  } else if (!shape_is_array(&c->root->shape)) {
+    return why_not(why, user, "reducer returns a tuple");
+  }
+  for (int i = 0; i < c->n_instrs; i++) {
+    const hlo_instr *x = c->instrs[i];
+    if (x == c->root && n_params > 2) continue;
+    if (!shape_is_array(&x->shape) || x->shape.rank != 0)
+      return why_not(why, user, "reducer computation has non-scalar values");
+    if (!supports_instr(x, true, why)) return false;
+  }
+  return true;
+}
+
+static bool supports_instr(const hlo_instr *ins, bool in_fusion, strbuf *why) {
+  if (ins->op == HLO_OP_FUSION) {
+    if (in_fusion) return why_not(why, ins, "nested fusion");
+    if (ins->n_called != 1) return why_not(why, ins, "fusion without a computation");
+    if (!shape_is_array(&ins->shape)) return why_not(why, ins, "multi-output fusion");
+    return supports_computation(ins->called[0], why);
+  }
+  if (ins->op == HLO_OP_REDUCE && ins->n_operands > 2) {
+    int n = ins->n_operands / 2;
+    if (in_fusion) return why_not(why, ins, "variadic reduce inside a fusion");
+    if (ins->n_operands % 2 || n > CPU_MAX_KERNEL_OUTPUTS) return why_not(why, ins, "too many reduce operands");
+    if (!shape_is_tuple(&ins->shape) || ins->shape.n_elems != n) return why_not(why, ins, "result is not a tuple of n arrays");
+    for (int k = 0; k < n; k++)
+      if (!shape_is_array(&ins->shape.elems[k]) || !shape_same_dims(&ins->shape.elems[k], &ins->shape.elems[0]))
+        return why_not(why, ins, "results differ in dimensions");
+    for (int k = 0; k < ins->n_operands; k++)
+      if (!shape_is_array(&ins->operands[k]->shape)) return why_not(why, ins, "operand is not an array");
+    return supports_scalar_computation(ins, ins->called[0], ins->n_operands, why);
+  }
+  if (!shape_is_array(&ins->shape) || !type_ok(ins->shape.type))
+    return why_not(why, ins, "result is not an array");
+  for (int k = 0; k < ins->n_operands; k++)
+    if (!shape_is_array(&ins->operands[k]->shape)) return why_not(why, ins, "operand is not an array");
+  switch (ins->op) {
+    case HLO_OP_PARAMETER:
+    case HLO_OP_CONSTANT:
+    case HLO_OP_IOTA:
+    case HLO_OP_BROADCAST:
+    case HLO_OP_RESHAPE:
+    case HLO_OP_BITCAST:
+    case HLO_OP_TRANSPOSE:
+    case HLO_OP_SLICE:
+    case HLO_OP_CONCATENATE:
+    case HLO_OP_PAD:
+    case HLO_OP_REVERSE:
+    case HLO_OP_COPY:
+    case HLO_OP_CONVERT:
+    case HLO_OP_COMPARE:
+    case HLO_OP_SELECT:
+    case HLO_OP_CLAMP:
+      return true;
+    case HLO_OP_DYNAMIC_SLICE:
+    case HLO_OP_DYNAMIC_UPDATE_SLICE: {
+      int first = ins->op == HLO_OP_DYNAMIC_SLICE ? 1 : 2;
+      for (int k = first; k < ins->n_operands; k++)
+        if (ins->operands[k]->shape.rank != 0 || !hlo_type_is_int(ins->operands[k]->shape.type))
+          return why_not(why, ins, "start indices must be integer scalars");
+      if (ins->n_operands - first != ins->operands[0]->shape.rank)
+        return why_not(why, ins, "expected one start index per dimension");
+      return true;
+    }
+    case HLO_OP_GATHER:
+      if (!hlo_type_is_int(ins->operands[1]->shape.type)) return why_not(why, ins, "start indices must be integers");
+      if (ins->gather_slice_sizes.n != ins->operands[0]->shape.rank)
+        return why_not(why, ins, "slice_sizes does not match the operand rank");
+      return true;
+    case HLO_OP_BITCAST_CONVERT:
+      if (hlo_type_size(ins->shape.type) != hlo_type_size(ins->operands[0]->shape.type))
+        return why_not(why, ins, "bitcast-convert between types of different widths");
+      return true;
+    case HLO_OP_IS_FINITE:
+      return hlo_type_is_float(ins->operands[0]->shape.type) ? true : why_not(why, ins, "operand is not a float");
+    case HLO_OP_REDUCE:
+      if (ins->n_operands != 2) return why_not(why, ins, "variadic reduce");
+      return supports_scalar_computation(ins, ins->called[0], 2, why);
+    case HLO_OP_REDUCE_WINDOW:
+      if (ins->n_operands != 2) return why_not(why, ins, "variadic reduce-window");
+      if (ins->window.rank != ins->shape.rank) return why_not(why, ins, "window rank differs from the operand rank");
+      return supports_scalar_computation(ins, ins->called[0], 2, why);
+    case HLO_OP_CONVOLUTION:
+      if (ins->conv.n_spatial != ins->shape.rank - 2 || ins->window.rank != ins->conv.n_spatial)
+        return why_not(why, ins, "convolution dimension numbers do not match the rank");
+      if (ins->feature_group_count < 1 || ins->batch_group_count < 1)
+        return why_not(why, ins, "invalid group counts");
+      __attribute__((fallthrough)); /* same type rules as dot */
+    case HLO_OP_DOT:
+      if (ins->operands[0]->shape.type != ins->shape.type || ins->operands[1]->shape.type != ins->shape.type)
+        return why_not(why, ins, "mixed-type dot");
+      if (ins->shape.type == HLO_PRED) return why_not(why, ins, "pred dot");
+      return true;
+    default:
+      break;
+  }
+  if (hlo_opcode_is_elementwise(ins->op)) {
+    hlo_type t = ins->operands[0]->shape.type;
+    bool fl = hlo_type_is_float(t), pr = t == HLO_PRED;
+    switch (ins->op) {
+      case HLO_OP_ADD: case HLO_OP_SUBTRACT: case HLO_OP_MULTIPLY: case HLO_OP_DIVIDE:
+      case HLO_OP_REMAINDER: case HLO_OP_MAXIMUM: case HLO_OP_MINIMUM: case HLO_OP_POWER:
+      case HLO_OP_ABS: case HLO_OP_NEGATE: case HLO_OP_SIGN:
+        return true;
+      case HLO_OP_AND: case HLO_OP_OR: case HLO_OP_XOR: case HLO_OP_NOT:
+        return fl ? why_not(why, ins, "logic op on floats") : true;
+      case HLO_OP_SHIFT_LEFT: case HLO_OP_SHIFT_RIGHT_LOGICAL: case HLO_OP_SHIFT_RIGHT_ARITHMETIC:
+      case HLO_OP_POPCNT: case HLO_OP_CLZ:
+        return (fl || pr) ? why_not(why, ins, "integer-only op on this type") : true;
+      case HLO_OP_ATAN2: case HLO_OP_CBRT: case HLO_OP_CEIL: case HLO_OP_COSINE: case HLO_OP_ERF:
+      case HLO_OP_EXP: case HLO_OP_EXPM1: case HLO_OP_FLOOR: case HLO_OP_LOG: case HLO_OP_LOG1P:
+      case HLO_OP_LOGISTIC: case HLO_OP_ROUND_NEAREST_AFZ: case HLO_OP_ROUND_NEAREST_EVEN:
+      case HLO_OP_RSQRT: case HLO_OP_SINE: case HLO_OP_SQRT: case HLO_OP_TAN: case HLO_OP_TANH:
+        return fl ? true : why_not(why, ins, "float-only op on a non-float type");
+      default: break;
+    }
+  }
+  return why_not(why, ins, "not implemented by the cpu code generator");
+}
+
+bool cpu_elemental_supports(const hlo_instr *ins, strbuf *why) { return supports_instr(ins, false, why); }
+
+const hlo_instr *cpu_kernel_value_instr(const hlo_instr *root) {
+  return root->op == HLO_OP_FUSION ? root->called[0]->root : root;
+}
+
+/* Flat kernels: only same-size elementwise work, scalars and scalar broadcasts. */
+static bool flat_instr(const hlo_instr *ins, int64_t n) {
+  int64_t k = shape_elements(&ins->shape);
+  if (ins->shape.rank != 0 && k != n) return false;
+  switch (ins->op) {
+    case HLO_OP_PARAMETER:
+    case HLO_OP_CONSTANT:
+    case HLO_OP_RESHAPE:
+    case HLO_OP_BITCAST:
+      return true;
+    case HLO_OP_BROADCAST: return ins->operands[0]->shape.rank == 0;
+    case HLO_OP_DOT:
+    case HLO_OP_CONVOLUTION:
+    case HLO_OP_GATHER:
+    case HLO_OP_IOTA:
+    case HLO_OP_REDUCE:
+    case HLO_OP_REDUCE_WINDOW:
+    case HLO_OP_DYNAMIC_SLICE:
+    case HLO_OP_DYNAMIC_UPDATE_SLICE:
+      return false;
+    default: break;
+  }
+  if (!hlo_opcode_is_elementwise(ins->op)) return false;
+  for (int i = 0; i < ins->n_operands; i++) {
+    const hlo_shape *s = &ins->operands[i]->shape;
+    if (s->rank != 0 && shape_elements(s) != n) return false;
+  }
+  return true;
+}
+
+bool cpu_kernel_is_flat(const hlo_instr *root) {
+  int64_t n = shape_elements(&root->shape);
+  if (root->op != HLO_OP_FUSION) return flat_instr(root, n);
+  const hlo_computation *c = root->called[0];
+  for (int i = 0; i < c->n_instrs; i++)
+    if (!flat_instr(c->instrs[i], n)) return false;
+  return true;
+}
+
+/* ------------------------------------------------------------- basics ----------- */
+
+LLVMTypeRef cpu_llvm_type(LLVMContextRef c, hlo_type t) {
+  switch (hlo_type_size(t)) {
+    case 1: return LLVMInt8TypeInContext(c);
+    case 2: return LLVMInt16TypeInContext(c);
+    case 4: return t == HLO_F32 ? LLVMFloatTypeInContext(c) : LLVMInt32TypeInContext(c);
+    default: return t == HLO_F64 ? LLVMDoubleTypeInContext(c) : LLVMInt64TypeInContext(c);
+  }
+}
+
+cpu_emitter *cpu_emitter_new(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b, const hlo_instr *root) {
+  cpu_emitter *e = calloc(1, sizeof *e);
+  if (!e) abort();
+  e->m = m;
+  e->c = LLVMGetModuleContext(m);
+  e->b = b;
+  e->fn = fn;
+  e->buffers = LLVMGetParam(fn, 0);
+  e->root = root;
+  e->fused = root->op == HLO_OP_FUSION ? root->called[0] : NULL;
+  e->i1 = LLVMInt1TypeInContext(e->c);
+  e->i8 = LLVMInt8TypeInContext(e->c);
+  e->i16 = LLVMInt16TypeInContext(e->c);
+  e->i32 = LLVMInt32TypeInContext(e->c);
+  e->i64 = LLVMInt64TypeInContext(e->c);
+  e->f32 = LLVMFloatTypeInContext(e->c);
+  e->f64 = LLVMDoubleTypeInContext(e->c);
+  /* Loading the buffer table up front lets LLVM see loop-invariant base pointers; a
+   * load inside the loop could alias the output stores and would block vectorization. */
+  e->n_outputs = cpu_kernel_output_count(root);
+  e->n_slots = e->n_outputs + (e->fused ? e->fused->n_params : root->n_operands);
+  e->slot_pointers = calloc((size_t)e->n_slots, sizeof *e->slot_pointers);
+  if (!e->slot_pointers) abort();
+  LLVMTypeRef i8p = LLVMPointerType(e->i8, 0);
+  for (int k = e->n_outputs; k < e->n_slots; k++) {
+    LLVMValueRef idx = LLVMConstInt(e->i64, (unsigned long long)k, 0);
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(b, i8p, e->buffers, &idx, 1, "");
+    e->slot_pointers[k] = LLVMBuildLoad2(b, i8p, at, "buf");
+  }
+  return e;
+}
+
+void cpu_emitter_free(cpu_emitter *e) {
+  if (!e) return;
+  for (int i = 0; i < e->n_indexes; i++) free(e->indexes[i]);
+  free(e->indexes);
+  free(e->cache);
+  free(e->slot_pointers);
+  free(e);
+}
+
+void cpu_emitter_reset_cache(cpu_emitter *e) { e->n_cache = 0; }
+
+static cpu_index *new_index(cpu_emitter *e, int rank, bool flat) {
+  if (e->n_indexes == e->cap_indexes) {
+    e->cap_indexes = e->cap_indexes ? 2 * e->cap_indexes : 64;
+    e->indexes = realloc(e->indexes, (size_t)e->cap_indexes * sizeof *e->indexes);
+    if (!e->indexes) abort();
+  }
+  cpu_index *ix = calloc(1, sizeof *ix);
+  if (!ix) abort();
+  ix->rank = rank;
+  ix->flat = flat;
+  e->indexes[e->n_indexes++] = ix;
+  return ix;
+}
+
+static LLVMValueRef c64(cpu_emitter *e, int64_t v) { return LLVMConstInt(e->i64, (unsigned long long)v, 1); }
+static LLVMValueRef cint(LLVMTypeRef t, uint64_t v) { return LLVMConstInt(t, v, 0); }
+
+static LLVMValueRef call(cpu_emitter *e, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
+  LLVMTypeRef params[4];
+  for (int i = 0; i < n; i++) params[i] = LLVMTypeOf(args[i]);
+  LLVMTypeRef fty = LLVMFunctionType(ret, params, (unsigned)n, 0);
+  LLVMValueRef f = LLVMGetNamedFunction(e->m, name);
+  if (!f) f = LLVMAddFunction(e->m, name, fty);
+  return LLVMBuildCall2(e->b, fty, f, args, (unsigned)n, "");
+}
+static LLVMValueRef call1(cpu_emitter *e, const char *name, LLVMTypeRef ret, LLVMValueRef a) {
+  return call(e, name, ret, &a, 1);
+}
+static LLVMValueRef call2(cpu_emitter *e, const char *name, LLVMTypeRef ret, LLVMValueRef a, LLVMValueRef b) {
+  LLVMValueRef args[2] = {a, b};
+  return call(e, name, ret, args, 2);
+}
+
+static LLVMValueRef linearize(cpu_emitter *e, const hlo_shape *s, const cpu_index *ix) {
+  if (ix->rank == 0) return c64(e, 0);
+  if (ix->flat) return ix->v[0];
+  int64_t strides[HLO_MAX_RANK];
+  shape_strides(s, strides);
+  LLVMValueRef lin = NULL;
+  for (int d = 0; d < s->rank; d++) {
+    if (s->dims[d] == 1) continue;
+    LLVMValueRef term = strides[d] == 1 ? ix->v[d] : LLVMBuildMul(e->b, ix->v[d], c64(e, strides[d]), "");
+    lin = lin ? LLVMBuildAdd(e->b, lin, term, "") : term;
+  }
+  return lin ? lin : c64(e, 0);
+}
+
+static cpu_index *delinearize(cpu_emitter *e, const hlo_shape *s, LLVMValueRef lin) {
+  cpu_index *ix = new_index(e, s->rank, false);
+  int64_t strides[HLO_MAX_RANK];
+  shape_strides(s, strides);
+  for (int d = 0; d < s->rank; d++) {
+    LLVMValueRef q = strides[d] == 1 ? lin : LLVMBuildUDiv(e->b, lin, c64(e, strides[d]), "");
+    ix->v[d] = d == 0 ? q : LLVMBuildURem(e->b, q, c64(e, s->dims[d]), "");
+    if (s->dims[d] == 1) ix->v[d] = c64(e, 0);
+  }
+  return ix;
+}
+
+static LLVMValueRef buffer_pointer(cpu_emitter *e, int slot, hlo_type t) {
+  return LLVMBuildBitCast(e->b, e->slot_pointers[slot], LLVMPointerType(cpu_llvm_type(e->c, t), 0), "");
+}
+
+static LLVMValueRef load_at(cpu_emitter *e, LLVMValueRef base, hlo_type t, LLVMValueRef lin) {
+  LLVMTypeRef et = cpu_llvm_type(e->c, t);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, et, base, &lin, 1, "");
+  return LLVMBuildLoad2(e->b, et, p, "");
+}
+
+static LLVMValueRef load_buffer(cpu_emitter *e, int slot, const hlo_shape *s, const cpu_index *ix) {
+  return load_at(e, buffer_pointer(e, slot, s->type), s->type, linearize(e, s, ix));
+}
+
+/* ------------------------------------------------------------- floats ----------- */
+
+static bool is_half(hlo_type t) { return t == HLO_F16 || t == HLO_BF16; }
+
+/* f16/bf16 bits -> float (exact). */
+static LLVMValueRef widen_half(cpu_emitter *e, hlo_type t, LLVMValueRef bits) {
+  LLVMValueRef w = LLVMBuildZExt(e->b, bits, e->i32, "");
+  if (t == HLO_F16) return call1(e, "kiln_cpu_f16_to_f32", e->f32, w);
+  return LLVMBuildBitCast(e->b, LLVMBuildShl(e->b, w, cint(e->i32, 16), ""), e->f32, "");
+}
+
+/* float -> f16/bf16 bits, round to nearest even (bf16 inline, as half.h does it). */
+static LLVMValueRef narrow_half(cpu_emitter *e, hlo_type t, LLVMValueRef f) {
+  if (t == HLO_F16) return LLVMBuildTrunc(e->b, call1(e, "kiln_cpu_f32_to_f16", e->i32, f), e->i16, "");
+  LLVMValueRef u = LLVMBuildBitCast(e->b, f, e->i32, "");
+  LLVMValueRef hi = LLVMBuildLShr(e->b, u, cint(e->i32, 16), "");
+  LLVMValueRef nan = LLVMBuildICmp(e->b, LLVMIntUGT, LLVMBuildAnd(e->b, u, cint(e->i32, 0x7fffffffu), ""),
+                                   cint(e->i32, 0x7f800000u), "");
+  LLVMValueRef qnan = LLVMBuildOr(e->b, hi, cint(e->i32, 0x40), "");
+  LLVMValueRef lsb = LLVMBuildAnd(e->b, hi, cint(e->i32, 1), "");
+  LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
+  rounded = LLVMBuildLShr(e->b, rounded, cint(e->i32, 16), "");
+  return LLVMBuildTrunc(e->b, LLVMBuildSelect(e->b, nan, qnan, rounded, ""), e->i16, "");
+}
+
+static LLVMValueRef is_nan(cpu_emitter *e, LLVMValueRef x) { return LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, ""); }
+
+static LLVMValueRef quiet(cpu_emitter *e, LLVMValueRef x) {
+  bool f32 = LLVMTypeOf(x) == e->f32;
+  LLVMTypeRef it = f32 ? e->i32 : e->i64;
+  LLVMValueRef bit = f32 ? cint(e->i32, 0x00400000u) : cint(e->i64, 0x0008000000000000ull);
+  return LLVMBuildBitCast(e->b, LLVMBuildOr(e->b, LLVMBuildBitCast(e->b, x, it, ""), bit, ""), LLVMTypeOf(x), "");
+}
+
+/* eval_nan_pick: a NaN result carries the first NaN operand, quieted. For + - * / a
+ * NaN operand always makes the result NaN, so "first NaN operand, else r" is the same
+ * function without testing r, which keeps the test off an accumulator's critical path
+ * (fadd then select, instead of fadd, compare, select). */
+static LLVMValueRef nan_pick(cpu_emitter *e, LLVMValueRef r, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(e->b, is_nan(e, a), quiet(e, a), LLVMBuildSelect(e->b, is_nan(e, b), quiet(e, b), r, ""), "");
+}
+
+static LLVMValueRef fconst(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
+
+static LLVMValueRef intrinsic1(cpu_emitter *e, const char *base, LLVMValueRef x) {
+  char name[64];
+  snprintf(name, sizeof name, "llvm.%s.%s", base, LLVMTypeOf(x) == e->f32 ? "f32" : "f64");
+  return call1(e, name, LLVMTypeOf(x), x);
+}
+
+static LLVMValueRef libm1(cpu_emitter *e, const char *base, LLVMValueRef x) {
+  char name[32];
+  bool f32 = LLVMTypeOf(x) == e->f32;
+  snprintf(name, sizeof name, "%s%s", base, f32 ? "f" : "");
+  return call1(e, name, LLVMTypeOf(x), x);
+}
+
+static LLVMValueRef libm2(cpu_emitter *e, const char *base, LLVMValueRef a, LLVMValueRef b) {
+  char name[32];
+  bool f32 = LLVMTypeOf(a) == e->f32;
+  snprintf(name, sizeof name, "%s%s", base, f32 ? "f" : "");
+  return call2(e, name, LLVMTypeOf(a), a, b);
+}
+
+static LLVMValueRef float_max(cpu_emitter *e, LLVMValueRef a, LLVMValueRef b, bool is_max) {
+  LLVMValueRef lt = is_max ? LLVMBuildFCmp(e->b, LLVMRealOLT, a, b, "") : LLVMBuildFCmp(e->b, LLVMRealOLT, b, a, "");
+  LLVMValueRef r = LLVMBuildSelect(e->b, lt, b, a, "");
+  r = LLVMBuildSelect(e->b, is_nan(e, b), b, r, "");
+  return LLVMBuildSelect(e->b, is_nan(e, a), a, r, "");
+}
+
+/* exp on f32 as straight-line arithmetic that the loop vectorizer can widen (a libm
+ * call per element cannot be vectorized): Cody-Waite range reduction x = n ln2 + r with
+ * a two-part ln2, a degree-6 polynomial for e^r on |r| <= ln2/2 (Cephes' expf
+ * coefficients, about 1 ulp), and 2^n applied as two exponent-field scalings so
+ * results down into the subnormal range come out right. Inputs past the overflow /
+ * underflow thresholds give inf / 0 exactly as libm does, NaN stays NaN (quieted).
+ * Against the evaluator (glibc expf, correctly rounded in practice) results differ by
+ * at most a couple of ulps, inside conformance's tolerance. */
+static LLVMValueRef exp_f32(cpu_emitter *e, LLVMValueRef x) {
+  LLVMTypeRef f = e->f32;
+  LLVMValueRef hi = fconst(f, 88.72283935546875), lo = fconst(f, -103.97208404541015625);
+  LLVMValueRef xc = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOGT, x, hi, ""), hi, x, "");
+  xc = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
+  /* NaN would make the float -> int conversion below poison; its result is replaced
+   * at the end anyway. */
+  xc = LLVMBuildSelect(e->b, is_nan(e, x), fconst(f, 0), xc, "");
+  LLVMValueRef n = intrinsic1(e, "floor", LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, xc, fconst(f, 1.44269504088896341), ""),
+                                                       fconst(f, 0.5), ""));
+  LLVMValueRef r = LLVMBuildFSub(e->b, xc, LLVMBuildFMul(e->b, n, fconst(f, 0.693359375), ""), "");
+  r = LLVMBuildFSub(e->b, r, LLVMBuildFMul(e->b, n, fconst(f, -2.12194440e-4), ""), "");
+  static const double c[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+                             5.0000001201e-1};
+  LLVMValueRef p = fconst(f, c[0]);
+  for (int i = 1; i < 6; i++) p = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, p, r, ""), fconst(f, c[i]), "");
+  LLVMValueRef y = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, p, LLVMBuildFMul(e->b, r, r, ""), ""), r, "");
+  y = LLVMBuildFAdd(e->b, y, fconst(f, 1), "");
+  /* 2^n = 2^(n/2) * 2^(n - n/2): each half stays a normal float for n in [-150, 128]. */
+  LLVMValueRef ni = LLVMBuildFPToSI(e->b, n, e->i32, "");
+  LLVMValueRef n1 = LLVMBuildAShr(e->b, ni, cint(e->i32, 1), "");
+  LLVMValueRef n2 = LLVMBuildSub(e->b, ni, n1, "");
+  LLVMValueRef s1 = LLVMBuildBitCast(e->b, LLVMBuildShl(e->b, LLVMBuildAdd(e->b, n1, cint(e->i32, 127), ""), cint(e->i32, 23), ""), f, "");
+  LLVMValueRef s2 = LLVMBuildBitCast(e->b, LLVMBuildShl(e->b, LLVMBuildAdd(e->b, n2, cint(e->i32, 127), ""), cint(e->i32, 23), ""), f, "");
+  y = LLVMBuildFMul(e->b, LLVMBuildFMul(e->b, y, s1, ""), s2, "");
+  y = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOGT, x, hi, ""), fconst(f, 1.0 / 0.0), y, "");
+  y = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, x, lo, ""), fconst(f, 0), y, "");
+  return LLVMBuildSelect(e->b, is_nan(e, x), LLVMBuildFAdd(e->b, x, x, ""), y, "");
+}
+
+/* tanh on f32, vectorizable like exp_f32 (Cephes' tanhf scheme, a few ulps): an odd
+ * polynomial for |x| < 0.625, 1 - 2 / (e^2|x| + 1) with the sign of x above, +-1 past
+ * 44 where that is exact in f32. Both branches are computed and selected, which keeps
+ * the loop body branch-free. NaN stays NaN; tanh(-0) is -0. Within 2 ulps of glibc's
+ * tanhf over [-50, 50] (checked when it was written). */
+static LLVMValueRef tanh_f32(cpu_emitter *e, LLVMValueRef x) {
+  LLVMTypeRef f = e->f32;
+  LLVMValueRef ax = intrinsic1(e, "fabs", x);
+  LLVMValueRef z = LLVMBuildFMul(e->b, x, x, "");
+  static const double c[] = {-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+                             -3.33332819422e-1};
+  LLVMValueRef p = fconst(f, c[0]);
+  for (int i = 1; i < 5; i++) p = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, p, z, ""), fconst(f, c[i]), "");
+  LLVMValueRef small = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, LLVMBuildFMul(e->b, p, z, ""), x, ""), x, "");
+  LLVMValueRef capped = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOGT, ax, fconst(f, 44), ""), fconst(f, 44), ax, "");
+  LLVMValueRef ex = exp_f32(e, LLVMBuildFAdd(e->b, capped, capped, ""));
+  LLVMValueRef big = LLVMBuildFSub(e->b, fconst(f, 1), LLVMBuildFDiv(e->b, fconst(f, 2), LLVMBuildFAdd(e->b, ex, fconst(f, 1), ""), ""), "");
+  LLVMValueRef r = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, ax, fconst(f, 0.625), ""), small, big, "");
+  r = call2(e, "llvm.copysign.f32", f, intrinsic1(e, "fabs", r), x); /* odd: the sign is x's, -0 included */
+  return LLVMBuildSelect(e->b, is_nan(e, x), LLVMBuildFAdd(e->b, x, x, ""), r, "");
+}
+
+static LLVMValueRef exp_any(cpu_emitter *e, LLVMValueRef x) {
+  return LLVMTypeOf(x) == e->f32 ? exp_f32(e, x) : libm1(e, "exp", x);
+}
+
+/* Float unary/binary math in float or double (the caller widens halves). */
+static LLVMValueRef float_op(cpu_emitter *e, hlo_opcode op, LLVMValueRef a, LLVMValueRef b) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  switch (op) {
+    case HLO_OP_COPY: return a;
+    case HLO_OP_ABS: return intrinsic1(e, "fabs", a);
+    case HLO_OP_CBRT: return libm1(e, "cbrt", a);
+    case HLO_OP_CEIL: return intrinsic1(e, "ceil", a);
+    case HLO_OP_COSINE: return libm1(e, "cos", a);
+    case HLO_OP_ERF: return libm1(e, "erf", a);
+    case HLO_OP_EXP: return exp_any(e, a);
+    case HLO_OP_EXPM1: return libm1(e, "expm1", a);
+    case HLO_OP_FLOOR: return intrinsic1(e, "floor", a);
+    case HLO_OP_LOG: return libm1(e, "log", a);
+    case HLO_OP_LOG1P: return libm1(e, "log1p", a);
+    case HLO_OP_LOGISTIC: {
+      LLVMValueRef ex = exp_any(e, LLVMBuildFNeg(e->b, a, ""));
+      return LLVMBuildFDiv(e->b, fconst(t, 1), LLVMBuildFAdd(e->b, fconst(t, 1), ex, ""), "");
+    }
+    case HLO_OP_NEGATE: return LLVMBuildFNeg(e->b, a, "");
+    case HLO_OP_ROUND_NEAREST_AFZ: return intrinsic1(e, "round", a);
+    case HLO_OP_ROUND_NEAREST_EVEN: return intrinsic1(e, "nearbyint", a);
+    case HLO_OP_RSQRT: return LLVMBuildFDiv(e->b, fconst(t, 1), intrinsic1(e, "sqrt", a), "");
+    case HLO_OP_SIGN: {
+      LLVMValueRef nz = LLVMBuildUIToFP(e->b, LLVMBuildFCmp(e->b, LLVMRealUNE, a, fconst(t, 0), ""), t, "");
+      char name[32];
+      snprintf(name, sizeof name, "llvm.copysign.%s", t == e->f32 ? "f32" : "f64");
+      LLVMValueRef s = call2(e, name, t, nz, a);
+      return LLVMBuildSelect(e->b, is_nan(e, a), a, s, "");
+    }
+    case HLO_OP_SINE: return libm1(e, "sin", a);
+    case HLO_OP_SQRT: return intrinsic1(e, "sqrt", a);
+    case HLO_OP_TAN: return libm1(e, "tan", a);
+    case HLO_OP_TANH: return LLVMTypeOf(a) == e->f32 ? tanh_f32(e, a) : libm1(e, "tanh", a);
+    case HLO_OP_ADD: return nan_pick(e, LLVMBuildFAdd(e->b, a, b, ""), a, b);
+    case HLO_OP_SUBTRACT: return nan_pick(e, LLVMBuildFSub(e->b, a, b, ""), a, b);
+    case HLO_OP_MULTIPLY: return nan_pick(e, LLVMBuildFMul(e->b, a, b, ""), a, b);
+    case HLO_OP_DIVIDE: return nan_pick(e, LLVMBuildFDiv(e->b, a, b, ""), a, b);
+    case HLO_OP_MAXIMUM: return float_max(e, a, b, true);
+    case HLO_OP_MINIMUM: return float_max(e, a, b, false);
+    case HLO_OP_POWER: return libm2(e, "pow", a, b);
+    case HLO_OP_REMAINDER: return libm2(e, "fmod", a, b);
+    case HLO_OP_ATAN2: return libm2(e, "atan2", a, b);
+    default: return NULL;
+  }
+}
+
+/* ------------------------------------------------------------- integers --------- */
+
+static LLVMValueRef int_op(cpu_emitter *e, hlo_type ty, hlo_opcode op, LLVMValueRef a, LLVMValueRef b) {
+  LLVMTypeRef t = LLVMTypeOf(a);
+  bool sg = hlo_type_is_signed_int(ty);
+  unsigned bits = (unsigned)hlo_type_size(ty) * 8;
+  LLVMValueRef zero = cint(t, 0), ones = LLVMConstAllOnes(t);
+  switch (op) {
+    case HLO_OP_COPY: return a;
+    case HLO_OP_ABS:
+      if (!sg) return a;
+      return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, zero, ""), LLVMBuildSub(e->b, zero, a, ""), a, "");
+    case HLO_OP_NEGATE: return LLVMBuildSub(e->b, zero, a, "");
+    case HLO_OP_NOT: return LLVMBuildNot(e->b, a, "");
+    case HLO_OP_SIGN: {
+      LLVMValueRef nz = LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntNE, a, zero, ""), t, "");
+      if (!sg) return nz;
+      return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, a, zero, ""), ones, nz, "");
+    }
+    case HLO_OP_POPCNT: {
+      char name[32];
+      snprintf(name, sizeof name, "llvm.ctpop.i%u", bits);
+      return call1(e, name, t, a);
+    }
+    case HLO_OP_CLZ: {
+      char name[32];
+      snprintf(name, sizeof name, "llvm.ctlz.i%u", bits);
+      return call2(e, name, t, a, LLVMConstInt(e->i1, 0, 0));
+    }
+    case HLO_OP_ADD: return LLVMBuildAdd(e->b, a, b, "");
+    case HLO_OP_SUBTRACT: return LLVMBuildSub(e->b, a, b, "");
+    case HLO_OP_MULTIPLY: return LLVMBuildMul(e->b, a, b, "");
+    case HLO_OP_DIVIDE:
+    case HLO_OP_REMAINDER: {
+      bool div = op == HLO_OP_DIVIDE;
+      LLVMValueRef bz = LLVMBuildICmp(e->b, LLVMIntEQ, b, zero, "");
+      LLVMValueRef ovf = LLVMConstInt(e->i1, 0, 0);
+      if (sg) {
+        LLVMValueRef min = LLVMConstShl(cint(t, 1), cint(t, bits - 1));
+        ovf = LLVMBuildAnd(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, a, min, ""),
+                           LLVMBuildICmp(e->b, LLVMIntEQ, b, ones, ""), "");
+      }
+      LLVMValueRef safe = LLVMBuildSelect(e->b, LLVMBuildOr(e->b, bz, ovf, ""), cint(t, 1), b, "");
+      LLVMValueRef q = div ? (sg ? LLVMBuildSDiv(e->b, a, safe, "") : LLVMBuildUDiv(e->b, a, safe, ""))
+                           : (sg ? LLVMBuildSRem(e->b, a, safe, "") : LLVMBuildURem(e->b, a, safe, ""));
+      q = LLVMBuildSelect(e->b, ovf, div ? a : zero, q, "");
+      return LLVMBuildSelect(e->b, bz, div ? ones : a, q, "");
+    }
+    case HLO_OP_POWER: {
+      LLVMValueRef p = call2(e, "kiln_cpu_ipow", e->i64, bits == 64 ? a : LLVMBuildZExt(e->b, a, e->i64, ""),
+                             bits == 64 ? b : LLVMBuildZExt(e->b, b, e->i64, ""));
+      if (bits < 64) p = LLVMBuildTrunc(e->b, p, t, "");
+      LLVMValueRef one = LLVMBuildOr(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, a, cint(t, 1), ""),
+                                     LLVMBuildICmp(e->b, LLVMIntEQ, b, zero, ""), "");
+      if (sg) p = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, b, zero, ""), zero, p, "");
+      return LLVMBuildSelect(e->b, one, cint(t, 1), p, "");
+    }
+    case HLO_OP_MAXIMUM:
+      return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, sg ? LLVMIntSLT : LLVMIntULT, a, b, ""), b, a, "");
+    case HLO_OP_MINIMUM:
+      return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, sg ? LLVMIntSLT : LLVMIntULT, b, a, ""), b, a, "");
+    case HLO_OP_AND: return LLVMBuildAnd(e->b, a, b, "");
+    case HLO_OP_OR: return LLVMBuildOr(e->b, a, b, "");
+    case HLO_OP_XOR: return LLVMBuildXor(e->b, a, b, "");
+    case HLO_OP_SHIFT_LEFT:
+    case HLO_OP_SHIFT_RIGHT_LOGICAL:
+    case HLO_OP_SHIFT_RIGHT_ARITHMETIC: {
+      LLVMValueRef big = LLVMBuildICmp(e->b, LLVMIntUGE, b, cint(t, bits), "");
+      LLVMValueRef amount = LLVMBuildSelect(e->b, big, cint(t, bits - 1), b, "");
+      if (op == HLO_OP_SHIFT_RIGHT_ARITHMETIC) return LLVMBuildAShr(e->b, a, amount, "");
+      LLVMValueRef r = op == HLO_OP_SHIFT_LEFT ? LLVMBuildShl(e->b, a, amount, "") : LLVMBuildLShr(e->b, a, amount, "");
+      return LLVMBuildSelect(e->b, big, zero, r, "");
+    }
+    default: return NULL;
+  }
+}
+
+/* pred as C++ bool: arithmetic promotes to int and converts back with != 0. */
+static LLVMValueRef pred_op(cpu_emitter *e, hlo_opcode op, LLVMValueRef a, LLVMValueRef b) {
+  LLVMValueRef zero = cint(e->i8, 0), one = cint(e->i8, 1);
+  LLVMValueRef pa = LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntNE, a, zero, ""), e->i8, "");
+  LLVMValueRef pb = b ? LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntNE, b, zero, ""), e->i8, "") : NULL;
+  switch (op) {
+    case HLO_OP_COPY: case HLO_OP_ABS: case HLO_OP_NEGATE: case HLO_OP_SIGN: return pa;
+    case HLO_OP_NOT: return LLVMBuildXor(e->b, pa, one, "");
+    case HLO_OP_AND: case HLO_OP_MINIMUM: case HLO_OP_MULTIPLY: return LLVMBuildAnd(e->b, pa, pb, "");
+    case HLO_OP_OR: case HLO_OP_MAXIMUM: case HLO_OP_ADD: return LLVMBuildOr(e->b, pa, pb, "");
+    case HLO_OP_XOR: case HLO_OP_SUBTRACT: return LLVMBuildXor(e->b, pa, pb, "");
+    case HLO_OP_DIVIDE: return LLVMBuildSelect(e->b, LLVMBuildTrunc(e->b, pb, e->i1, ""), pa, one, "");
+    case HLO_OP_REMAINDER: return LLVMBuildSelect(e->b, LLVMBuildTrunc(e->b, pb, e->i1, ""), zero, pa, "");
+    case HLO_OP_POWER: return LLVMBuildOr(e->b, pa, LLVMBuildXor(e->b, pb, one, ""), "");
+    default: return NULL;
+  }
+}
+
+/* ------------------------------------------------------------- convert ---------- */
+
+typedef enum carrier { CARRY_U64, CARRY_S64, CARRY_F64 } carrier;
+
+/* Widens to the evaluator's carrier: uint64 (pred, unsigned), int64 (signed), double. */
+static LLVMValueRef to_carrier(cpu_emitter *e, hlo_type from, LLVMValueRef v, carrier *c) {
+  if (hlo_type_is_float(from)) {
+    *c = CARRY_F64;
+    if (is_half(from)) v = widen_half(e, from, v);
+    return from == HLO_F64 ? v : LLVMBuildFPExt(e->b, v, e->f64, "");
+  }
+  if (hlo_type_is_signed_int(from)) {
+    *c = CARRY_S64;
+    return from == HLO_S64 ? v : LLVMBuildSExt(e->b, v, e->i64, "");
+  }
+  *c = CARRY_U64;
+  if (from == HLO_PRED) v = LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntNE, v, cint(e->i8, 0), ""), e->i8, "");
+  return from == HLO_U64 ? v : LLVMBuildZExt(e->b, v, e->i64, "");
+}
+
+static LLVMValueRef from_carrier(cpu_emitter *e, hlo_type to, carrier c, LLVMValueRef v) {
+  LLVMTypeRef t = cpu_llvm_type(e->c, to);
+  if (to == HLO_PRED) {
+    LLVMValueRef nz = c == CARRY_F64 ? LLVMBuildFCmp(e->b, LLVMRealUNE, v, fconst(e->f64, 0), "")
+                                     : LLVMBuildICmp(e->b, LLVMIntNE, v, cint(e->i64, 0), "");
+    return LLVMBuildZExt(e->b, nz, e->i8, "");
+  }
+  if (hlo_type_is_int(to)) {
+    if (c != CARRY_F64) return to == HLO_S64 || to == HLO_U64 ? v : LLVMBuildTrunc(e->b, v, t, "");
+    char name[48];
+    unsigned bits = (unsigned)hlo_type_size(to) * 8;
+    snprintf(name, sizeof name, "llvm.%s.sat.i%u.f64", hlo_type_is_signed_int(to) ? "fptosi" : "fptoui", bits);
+    return call1(e, name, t, v);
+  }
+  if (is_half(to)) {
+    const char *fn;
+    bool f16 = to == HLO_F16;
+    if (c == CARRY_F64) fn = f16 ? "kiln_cpu_f64_to_f16" : "kiln_cpu_f64_to_bf16";
+    else if (c == CARRY_S64) fn = f16 ? "kiln_cpu_s64_to_f16" : "kiln_cpu_s64_to_bf16";
+    else fn = f16 ? "kiln_cpu_u64_to_f16" : "kiln_cpu_u64_to_bf16";
+    return LLVMBuildTrunc(e->b, call1(e, fn, e->i32, v), e->i16, "");
+  }
+  if (c == CARRY_F64) return to == HLO_F64 ? v : LLVMBuildFPTrunc(e->b, v, t, "");
+  return c == CARRY_S64 ? LLVMBuildSIToFP(e->b, v, t, "") : LLVMBuildUIToFP(e->b, v, t, "");
+}
+
+static LLVMValueRef convert_value(cpu_emitter *e, hlo_type from, hlo_type to, LLVMValueRef v) {
+  if (from == to) return v;
+  /* Direct paths that give the same bits as the carrier route, in fewer instructions. */
+  if (from == HLO_F32 && to == HLO_F64) return LLVMBuildFPExt(e->b, v, e->f64, "");
+  if (from == HLO_F64 && to == HLO_F32) return LLVMBuildFPTrunc(e->b, v, e->f32, "");
+  if (from == HLO_F32 && to == HLO_F16) return narrow_half(e, to, v);
+  if (is_half(from) && to == HLO_F32) return widen_half(e, from, v);
+  carrier c;
+  LLVMValueRef w = to_carrier(e, from, v, &c);
+  return from_carrier(e, to, c, w);
+}
+
+/* ------------------------------------------------------------- compare ---------- */
+
+static LLVMValueRef total_key(cpu_emitter *e, LLVMValueRef bits) {
+  LLVMTypeRef t = LLVMTypeOf(bits);
+  unsigned w = LLVMGetIntTypeWidth(t);
+  LLVMValueRef sign = LLVMConstShl(cint(t, 1), cint(t, w - 1));
+  LLVMValueRef neg = LLVMBuildICmp(e->b, LLVMIntNE, LLVMBuildAnd(e->b, bits, sign, ""), cint(t, 0), "");
+  return LLVMBuildSelect(e->b, neg, LLVMBuildNot(e->b, bits, ""), LLVMBuildOr(e->b, bits, sign, ""), "");
+}
+
+static LLVMValueRef compare_values(cpu_emitter *e, const hlo_instr *ins, hlo_type t, LLVMValueRef a, LLVMValueRef b) {
+  static const LLVMRealPredicate fp[] = {LLVMRealOEQ, LLVMRealUNE, LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE};
+  static const LLVMIntPredicate sp[] = {LLVMIntEQ, LLVMIntNE, LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE};
+  static const LLVMIntPredicate up[] = {LLVMIntEQ, LLVMIntNE, LLVMIntULT, LLVMIntULE, LLVMIntUGT, LLVMIntUGE};
+  int d = (int)ins->direction;
+  LLVMValueRef r;
+  if (hlo_type_is_float(t) && ins->compare_type == HLO_CMP_TOTALORDER) {
+    if (!is_half(t)) {
+      LLVMTypeRef it = t == HLO_F32 ? e->i32 : e->i64;
+      a = LLVMBuildBitCast(e->b, a, it, "");
+      b = LLVMBuildBitCast(e->b, b, it, "");
+    }
+    r = LLVMBuildICmp(e->b, up[d], total_key(e, a), total_key(e, b), "");
+  } else if (hlo_type_is_float(t)) {
+    if (is_half(t)) {
+      a = widen_half(e, t, a);
+      b = widen_half(e, t, b);
+    }
+    r = LLVMBuildFCmp(e->b, fp[d], a, b, "");
+  } else if (t == HLO_PRED) {
+    a = LLVMBuildICmp(e->b, LLVMIntNE, a, cint(e->i8, 0), "");
+    b = LLVMBuildICmp(e->b, LLVMIntNE, b, cint(e->i8, 0), "");
+    r = LLVMBuildICmp(e->b, up[d], a, b, "");
+  } else {
+    r = LLVMBuildICmp(e->b, hlo_type_is_signed_int(t) ? sp[d] : up[d], a, b, "");
+  }
+  return LLVMBuildZExt(e->b, r, e->i8, "");
+}
+
+static LLVMValueRef clamp_values(cpu_emitter *e, hlo_type t, LLVMValueRef lo, LLVMValueRef x, LLVMValueRef hi) {
+  if (hlo_type_is_float(t)) {
+    /* Compare in float, pick by storage bits (halves then never round-trip). */
+    LLVMValueRef fl = is_half(t) ? widen_half(e, t, lo) : lo;
+    LLVMValueRef fx = is_half(t) ? widen_half(e, t, x) : x;
+    LLVMValueRef fh = is_half(t) ? widen_half(e, t, hi) : hi;
+    LLVMValueRef xlt = LLVMBuildFCmp(e->b, LLVMRealOLT, fx, fl, "");
+    LLVMValueRef m = LLVMBuildSelect(e->b, xlt, lo, x, "");
+    LLVMValueRef fm = LLVMBuildSelect(e->b, xlt, fl, fx, "");
+    LLVMValueRef r = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, fm, fh, ""), m, hi, "");
+    r = LLVMBuildSelect(e->b, is_nan(e, fh), hi, r, "");
+    r = LLVMBuildSelect(e->b, is_nan(e, fx), x, r, "");
+    return LLVMBuildSelect(e->b, is_nan(e, fl), lo, r, "");
+  }
+  bool sg = hlo_type_is_signed_int(t);
+  if (t == HLO_PRED) {
+    lo = LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntNE, lo, cint(e->i8, 0), ""), e->i8, "");
+    x = LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntNE, x, cint(e->i8, 0), ""), e->i8, "");
+    hi = LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntNE, hi, cint(e->i8, 0), ""), e->i8, "");
+  }
+  LLVMIntPredicate lt = sg ? LLVMIntSLT : LLVMIntULT;
+  LLVMValueRef m = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, lt, x, lo, ""), lo, x, "");
+  return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, lt, m, hi, ""), m, hi, "");
+}
+
+/* ------------------------------------------------------------- emission --------- */
+
+static LLVMValueRef emit(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix);
+
+static cpu_index *scalar_index(cpu_emitter *e) { return new_index(e, 0, false); }
+
+/* Operand k of ins at ix: a buffer load when ins is the (unfused) kernel root. */
+static LLVMValueRef operand_at(cpu_emitter *e, const hlo_instr *ins, int k, const cpu_index *ix) {
+  if (ins == e->root && !e->fused) return load_buffer(e, e->n_outputs + k, &ins->operands[k]->shape, ix);
+  return emit(e, ins->operands[k], ix);
+}
+
+/* Elementwise operands: rank-0 operands broadcast (select/clamp's scalar forms). */
+static LLVMValueRef ew_operand(cpu_emitter *e, const hlo_instr *ins, int k, const cpu_index *ix) {
+  if (ins->operands[k]->shape.rank == 0 && ix->rank != 0) return operand_at(e, ins, k, scalar_index(e));
+  return operand_at(e, ins, k, ix);
+}
+
+static LLVMValueRef scalar_constant(cpu_emitter *e, const hlo_literal *l, int64_t i) {
+  hlo_type t = l->shape.type;
+  LLVMTypeRef lt = cpu_llvm_type(e->c, t);
+  size_t sz = hlo_type_size(t);
+  uint64_t bits = 0;
+  memcpy(&bits, (const char *)l->data + (size_t)i * sz, sz); /* little-endian host */
+  /* Floats from their bits, so NaN payloads survive. */
+  if (t == HLO_F32) return LLVMConstBitCast(cint(e->i32, bits), lt);
+  if (t == HLO_F64) return LLVMConstBitCast(cint(e->i64, bits), lt);
+  return cint(lt, bits);
+}
+
+static LLVMValueRef emit_constant(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  const hlo_literal *l = ins->literal;
+  if (l->n == 1) return scalar_constant(e, l, 0);
+  /* The literal outlives the kernel: the executable owns the module that owns it. */
+  LLVMTypeRef et = cpu_llvm_type(e->c, l->shape.type);
+  LLVMValueRef base = LLVMConstIntToPtr(cint(e->i64, (uint64_t)(uintptr_t)l->data), LLVMPointerType(et, 0));
+  return load_at(e, base, l->shape.type, linearize(e, &ins->shape, ix));
+}
+
+/* Begins `if (cond) { ... } else { ... }` producing one value; returns the blocks. */
+typedef struct branch {
+  LLVMBasicBlockRef then_bb, else_bb, merge_bb;
+} branch;
+
+static void branch_begin(cpu_emitter *e, branch *br, LLVMValueRef cond) {
+  br->then_bb = LLVMAppendBasicBlockInContext(e->c, e->fn, "then");
+  br->else_bb = LLVMAppendBasicBlockInContext(e->c, e->fn, "else");
+  br->merge_bb = LLVMAppendBasicBlockInContext(e->c, e->fn, "merge");
+  LLVMBuildCondBr(e->b, cond, br->then_bb, br->else_bb);
+  LLVMPositionBuilderAtEnd(e->b, br->then_bb);
+}
+
+static LLVMValueRef phi2(cpu_emitter *e, LLVMValueRef a, LLVMBasicBlockRef ab, LLVMValueRef b, LLVMBasicBlockRef bb) {
+  LLVMValueRef p = LLVMBuildPhi(e->b, LLVMTypeOf(a), "");
+  LLVMValueRef vals[2] = {a, b};
+  LLVMBasicBlockRef blocks[2] = {ab, bb};
+  LLVMAddIncoming(p, vals, blocks, 2);
+  return p;
+}
+
+static LLVMValueRef emit_pad(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  const hlo_shape *os = &ins->operands[0]->shape;
+  cpu_index *oix = new_index(e, os->rank, false);
+  LLVMValueRef ok = LLVMConstInt(e->i1, 1, 0);
+  bool no_config = ins->pad_lo.n == 0; /* as the evaluator: no padding attribute pads nothing */
+  for (int d = 0; d < os->rank; d++) {
+    int64_t lo = no_config ? 0 : ins->pad_lo.v[d], step = no_config ? 1 : ins->pad_interior.v[d] + 1;
+    LLVMValueRef p = LLVMBuildSub(e->b, ix->v[d], c64(e, lo), "");
+    LLVMValueRef in = LLVMBuildAnd(e->b, LLVMBuildICmp(e->b, LLVMIntSGE, p, c64(e, 0), ""),
+                                   LLVMBuildICmp(e->b, LLVMIntSLE, p, c64(e, (os->dims[d] - 1) * step), ""), "");
+    if (step > 1) {
+      in = LLVMBuildAnd(e->b, in, LLVMBuildICmp(e->b, LLVMIntEQ, LLVMBuildSRem(e->b, p, c64(e, step), ""), c64(e, 0), ""), "");
+      p = LLVMBuildSDiv(e->b, p, c64(e, step), "");
+    }
+    ok = LLVMBuildAnd(e->b, ok, in, "");
+    oix->v[d] = p;
+  }
+  if (shape_elements(os) == 0) return operand_at(e, ins, 1, scalar_index(e));
+  branch br;
+  branch_begin(e, &br, ok);
+  LLVMValueRef a = operand_at(e, ins, 0, oix);
+  LLVMBasicBlockRef a_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, br.merge_bb);
+  LLVMPositionBuilderAtEnd(e->b, br.else_bb);
+  LLVMValueRef b = operand_at(e, ins, 1, scalar_index(e));
+  LLVMBasicBlockRef b_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, br.merge_bb);
+  LLVMPositionBuilderAtEnd(e->b, br.merge_bb);
+  return phi2(e, a, a_end, b, b_end);
+}
+
+static LLVMValueRef emit_concatenate(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  int dim = (int)ins->dimensions.v[0];
+  LLVMBasicBlockRef merge = LLVMAppendBasicBlockInContext(e->c, e->fn, "concat.merge");
+  LLVMValueRef *vals = calloc((size_t)ins->n_operands, sizeof *vals);
+  LLVMBasicBlockRef *blocks = calloc((size_t)ins->n_operands, sizeof *blocks);
+  if (!vals || !blocks) abort();
+  int n = 0;
+  int64_t offset = 0;
+  for (int k = 0; k < ins->n_operands; k++) {
+    int64_t size = ins->operands[k]->shape.dims[dim];
+    if (size == 0) continue;
+    bool last = offset + size == ins->shape.dims[dim];
+    LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(e->c, e->fn, "concat.take");
+    LLVMBasicBlockRef next = last ? NULL : LLVMAppendBasicBlockInContext(e->c, e->fn, "concat.next");
+    if (last)
+      LLVMBuildBr(e->b, take);
+    else
+      LLVMBuildCondBr(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, ix->v[dim], c64(e, offset + size), ""), take, next);
+    LLVMPositionBuilderAtEnd(e->b, take);
+    cpu_index *oix = new_index(e, ix->rank, false);
+    memcpy(oix->v, ix->v, sizeof oix->v);
+    oix->v[dim] = LLVMBuildSub(e->b, ix->v[dim], c64(e, offset), "");
+    vals[n] = operand_at(e, ins, k, oix);
+    blocks[n++] = LLVMGetInsertBlock(e->b);
+    LLVMBuildBr(e->b, merge);
+    if (next) LLVMPositionBuilderAtEnd(e->b, next);
+    offset += size;
+    if (last) break;
+  }
+  LLVMPositionBuilderAtEnd(e->b, merge);
+  LLVMValueRef p = LLVMBuildPhi(e->b, LLVMTypeOf(vals[0]), "");
+  LLVMAddIncoming(p, vals, blocks, (unsigned)n);
+  free(vals);
+  free(blocks);
+  return p;
+}
+
+/* Clamped start index k (operand `first + k`) of a dynamic-(update-)slice. */
+static LLVMValueRef dynamic_start(cpu_emitter *e, const hlo_instr *ins, int first, int d, int64_t limit) {
+  const hlo_instr *s = ins->operands[first + d];
+  LLVMValueRef v = operand_at(e, ins, first + d, scalar_index(e));
+  hlo_type t = s->shape.type;
+  if (t != HLO_S64 && t != HLO_U64)
+    v = hlo_type_is_signed_int(t) ? LLVMBuildSExt(e->b, v, e->i64, "") : LLVMBuildZExt(e->b, v, e->i64, "");
+  else if (t == HLO_U64) /* saturate above INT64_MAX so the signed clamp below works */
+    v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, c64(e, 0), ""), c64(e, INT64_MAX), v, "");
+  v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, v, c64(e, limit), ""), c64(e, limit), v, "");
+  return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, c64(e, 0), ""), c64(e, 0), v, "");
+}
+
+static bool ints_contain(const hlo_ints *v, int64_t x) {
+  for (int i = 0; i < v->n; i++)
+    if (v->v[i] == x) return true;
+  return false;
+}
+
+/* An integer index element as int64, unsigned values past INT64_MAX saturated (as the
+ * evaluator reads gather indices). */
+static LLVMValueRef index_as_i64(cpu_emitter *e, hlo_type t, LLVMValueRef v) {
+  if (t == HLO_S64) return v;
+  if (t == HLO_U64)
+    return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, v, c64(e, 0), ""), c64(e, INT64_MAX), v, "");
+  return hlo_type_is_signed_int(t) ? LLVMBuildSExt(e->b, v, e->i64, "") : LLVMBuildZExt(e->b, v, e->i64, "");
+}
+
+/* gather per output element: the output's batch dims select a position in the start
+ * indices (all indices dims but index_vector_dim, in order), whose index vector gives
+ * the slice start, clamped so the slice fits; the offset dims index inside the slice
+ * (operand dims neither collapsed nor batching, in order). */
+static LLVMValueRef emit_gather(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  const hlo_gather_dnums *dn = &ins->gather;
+  const hlo_shape *os = &ins->operands[0]->shape, *is = &ins->operands[1]->shape;
+  int ivd = (int)dn->index_vector_dim;
+  cpu_index *pos = new_index(e, is->rank, false); /* the batch position in the indices */
+  for (int d = 0, id = 0; d < ins->shape.rank; d++) {
+    if (ints_contain(&dn->offset_dims, d)) continue;
+    if (id == ivd) id++;
+    pos->v[id++] = ix->v[d];
+  }
+  LLVMValueRef start[HLO_MAX_RANK];
+  for (int d = 0; d < os->rank; d++) start[d] = c64(e, 0);
+  for (int k = 0; k < dn->start_index_map.n; k++) {
+    cpu_index *at = new_index(e, is->rank, false);
+    memcpy(at->v, pos->v, sizeof at->v);
+    if (ivd < is->rank) at->v[ivd] = c64(e, k);
+    start[dn->start_index_map.v[k]] = index_as_i64(e, is->type, operand_at(e, ins, 1, at));
+  }
+  for (int i = 0; i < dn->operand_batching_dims.n; i++)
+    start[dn->operand_batching_dims.v[i]] = pos->v[dn->start_indices_batching_dims.v[i]];
+  cpu_index *oix = new_index(e, os->rank, false);
+  for (int d = 0, w = 0; d < os->rank; d++) {
+    int64_t hi = os->dims[d] - ins->gather_slice_sizes.v[d];
+    LLVMValueRef s0 = start[d];
+    s0 = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSGT, s0, c64(e, hi), ""), c64(e, hi), s0, "");
+    s0 = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntSLT, s0, c64(e, 0), ""), c64(e, 0), s0, "");
+    if (ints_contain(&dn->collapsed_slice_dims, d) || ints_contain(&dn->operand_batching_dims, d)) {
+      oix->v[d] = s0;
+    } else {
+      oix->v[d] = LLVMBuildAdd(e->b, s0, ix->v[dn->offset_dims.v[w++]], "");
+    }
+  }
+  return operand_at(e, ins, 0, oix);
+}
+
+static LLVMValueRef emit_dynamic_update_slice(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  const hlo_shape *us = &ins->operands[1]->shape;
+  cpu_index *uix = new_index(e, us->rank, false);
+  LLVMValueRef in = LLVMConstInt(e->i1, 1, 0);
+  for (int d = 0; d < us->rank; d++) {
+    LLVMValueRef s = dynamic_start(e, ins, 2, d, ins->shape.dims[d] - us->dims[d]);
+    LLVMValueRef p = LLVMBuildSub(e->b, ix->v[d], s, "");
+    in = LLVMBuildAnd(e->b, in, LLVMBuildICmp(e->b, LLVMIntSGE, p, c64(e, 0), ""), "");
+    in = LLVMBuildAnd(e->b, in, LLVMBuildICmp(e->b, LLVMIntSLT, p, c64(e, us->dims[d]), ""), "");
+    uix->v[d] = p;
+  }
+  cpu_index *oix = new_index(e, ix->rank, false);
+  memcpy(oix->v, ix->v, sizeof oix->v);
+  if (shape_elements(us) == 0) return operand_at(e, ins, 0, oix);
+  branch br;
+  branch_begin(e, &br, in);
+  LLVMValueRef a = operand_at(e, ins, 1, uix);
+  LLVMBasicBlockRef a_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, br.merge_bb);
+  LLVMPositionBuilderAtEnd(e->b, br.else_bb);
+  LLVMValueRef b = operand_at(e, ins, 0, oix);
+  LLVMBasicBlockRef b_end = LLVMGetInsertBlock(e->b);
+  LLVMBuildBr(e->b, br.merge_bb);
+  LLVMPositionBuilderAtEnd(e->b, br.merge_bb);
+  return phi2(e, a, a_end, b, b_end);
+}
+
+/* Inlines a scalar computation (a reducer body) on argument values; a tuple root
+ * yields one value per element (they share one index, so common work is emitted once). */
+static void emit_scalar_call(cpu_emitter *e, const hlo_computation *c, LLVMValueRef *args, LLVMValueRef *results) {
+  const hlo_computation *saved_comp = e->bound_comp;
+  LLVMValueRef *saved_args = e->bound_args;
+  e->bound_comp = c;
+  e->bound_args = args;
+  cpu_index *sx = scalar_index(e);
+  if (c->root->op == HLO_OP_TUPLE)
+    for (int k = 0; k < c->root->n_operands; k++) results[k] = emit(e, c->root->operands[k], sx);
+  else
+    results[0] = emit(e, c->root, sx);
+  e->bound_comp = saved_comp;
+  e->bound_args = saved_args;
+}
+
+void cpu_loop_begin(LLVMBuilderRef b, LLVMValueRef fn, cpu_loop *l, LLVMValueRef lo, LLVMValueRef hi, const char *name) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(lo));
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  l->counter = cpu_entry_alloca(fn, i64, name);
+  LLVMBuildStore(b, lo, l->counter);
+  l->header = LLVMAppendBasicBlockInContext(c, fn, "loop.header");
+  l->body = LLVMAppendBasicBlockInContext(c, fn, "loop.body");
+  l->exit = LLVMAppendBasicBlockInContext(c, fn, "loop.exit");
+  LLVMBuildBr(b, l->header);
+  LLVMPositionBuilderAtEnd(b, l->header);
+  LLVMValueRef i = LLVMBuildLoad2(b, i64, l->counter, name);
+  LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, hi, ""), l->body, l->exit);
+  LLVMPositionBuilderAtEnd(b, l->body);
+  l->index = i;
+}
+
+LLVMValueRef cpu_loop_end(LLVMBuilderRef b, cpu_loop *l) {
+  LLVMTypeRef i64 = LLVMTypeOf(l->index);
+  LLVMBuildStore(b, LLVMBuildAdd(b, l->index, LLVMConstInt(i64, 1, 0), ""), l->counter);
+  LLVMValueRef latch = LLVMBuildBr(b, l->header);
+  LLVMPositionBuilderAtEnd(b, l->exit);
+  return latch;
+}
+
+LLVMValueRef cpu_entry_alloca(LLVMValueRef fn, LLVMTypeRef t, const char *name) {
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(fn);
+  LLVMBuilderRef eb = LLVMCreateBuilderInContext(LLVMGetTypeContext(t));
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first)
+    LLVMPositionBuilderBefore(eb, first);
+  else
+    LLVMPositionBuilderAtEnd(eb, entry);
+  LLVMValueRef a = LLVMBuildAlloca(eb, t, name);
+  LLVMDisposeBuilder(eb);
+  return a;
+}
+
+/* reduce with n = operands / 2 accumulators, folded in row-major order of the reduced
+ * dimensions as the evaluator does; writes the n results. */
+static void emit_reduce_values(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix, LLVMValueRef *results) {
+  int n = ins->n_operands / 2;
+  const hlo_shape *is = &ins->operands[0]->shape;
+  LLVMValueRef acc[CPU_MAX_KERNEL_OUTPUTS];
+  LLVMTypeRef et[CPU_MAX_KERNEL_OUTPUTS];
+  for (int k = 0; k < n; k++) {
+    et[k] = cpu_llvm_type(e->c, ins->operands[k]->shape.type);
+    acc[k] = cpu_entry_alloca(e->fn, et[k], "acc");
+    LLVMBuildStore(e->b, operand_at(e, ins, n + k, scalar_index(e)), acc[k]);
+  }
+  bool reduced[HLO_MAX_RANK] = {false};
+  for (int i = 0; i < ins->dimensions.n; i++) reduced[ins->dimensions.v[i]] = true;
+  if (shape_elements(is) > 0) {
+    cpu_index *iix = new_index(e, is->rank, false);
+    cpu_loop loops[HLO_MAX_RANK];
+    int n_loops = 0, kept = 0;
+    for (int d = 0; d < is->rank; d++) {
+      if (!reduced[d]) {
+        iix->v[d] = ix->v[kept++];
+        continue;
+      }
+      cpu_loop_begin(e->b, e->fn, &loops[n_loops], c64(e, 0), c64(e, is->dims[d]), "r");
+      iix->v[d] = loops[n_loops++].index;
+    }
+    LLVMValueRef args[2 * CPU_MAX_KERNEL_OUTPUTS], next[CPU_MAX_KERNEL_OUTPUTS];
+    for (int k = 0; k < n; k++) {
+      args[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
+      args[n + k] = operand_at(e, ins, k, iix);
+    }
+    emit_scalar_call(e, ins->called[0], args, next);
+    for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], acc[k]);
+    for (int i = n_loops - 1; i >= 0; i--) cpu_loop_end(e->b, &loops[i]);
+  }
+  for (int k = 0; k < n; k++) results[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
+}
+
+static LLVMValueRef emit_reduce(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  LLVMValueRef v;
+  emit_reduce_values(e, ins, ix, &v);
+  return v;
+}
+
+/* Window positions in window order; a position is an input element when it lands on a
+ * base-dilated point inside the input (as the evaluator's window plan). */
+static LLVMValueRef emit_reduce_window(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  const hlo_shape *is = &ins->operands[0]->shape;
+  LLVMTypeRef et = cpu_llvm_type(e->c, ins->shape.type);
+  LLVMValueRef acc = cpu_entry_alloca(e->fn, et, "acc");
+  LLVMBuildStore(e->b, operand_at(e, ins, 1, scalar_index(e)), acc);
+  if (shape_elements(is) == 0) return LLVMBuildLoad2(e->b, et, acc, "");
+  int rank = is->rank;
+  cpu_loop loops[HLO_MAX_RANK];
+  cpu_index *iix = new_index(e, rank, false);
+  LLVMValueRef ok = LLVMConstInt(e->i1, 1, 0);
+  for (int d = 0; d < rank; d++) {
+    const hlo_window_dim *w = &ins->window.dims[d];
+    cpu_loop_begin(e->b, e->fn, &loops[d], c64(e, 0), c64(e, w->size), "w");
+  }
+  for (int d = 0; d < rank; d++) {
+    const hlo_window_dim *w = &ins->window.dims[d];
+    LLVMValueRef p = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, ix->v[d], c64(e, w->stride), ""),
+                                  LLVMBuildMul(e->b, loops[d].index, c64(e, w->rhs_dilate), ""), "");
+    p = LLVMBuildSub(e->b, p, c64(e, w->pad_lo), "");
+    LLVMValueRef in = LLVMBuildAnd(e->b, LLVMBuildICmp(e->b, LLVMIntSGE, p, c64(e, 0), ""),
+                                   LLVMBuildICmp(e->b, LLVMIntSLE, p, c64(e, (is->dims[d] - 1) * w->lhs_dilate), ""), "");
+    if (w->lhs_dilate > 1) {
+      in = LLVMBuildAnd(e->b, in,
+                        LLVMBuildICmp(e->b, LLVMIntEQ, LLVMBuildSRem(e->b, p, c64(e, w->lhs_dilate), ""), c64(e, 0), ""), "");
+      p = LLVMBuildSDiv(e->b, p, c64(e, w->lhs_dilate), "");
+    }
+    ok = LLVMBuildAnd(e->b, ok, in, "");
+    iix->v[d] = p;
+  }
+  LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(e->c, e->fn, "win.take");
+  LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(e->c, e->fn, "win.skip");
+  LLVMBuildCondBr(e->b, ok, take, skip);
+  LLVMPositionBuilderAtEnd(e->b, take);
+  LLVMValueRef args[2], next;
+  args[0] = LLVMBuildLoad2(e->b, et, acc, "");
+  args[1] = operand_at(e, ins, 0, iix);
+  emit_scalar_call(e, ins->called[0], args, &next);
+  LLVMBuildStore(e->b, next, acc);
+  LLVMBuildBr(e->b, skip);
+  LLVMPositionBuilderAtEnd(e->b, skip);
+  for (int d = rank - 1; d >= 0; d--) cpu_loop_end(e->b, &loops[d]);
+  return LLVMBuildLoad2(e->b, et, acc, "");
+}
+
+/* dot as the evaluator computes it: floats accumulate in double and round once,
+ * integers accumulate with wrapping in 64 bits. Contracting positions are visited in
+ * row-major order of the lhs contracting dimensions. */
+static LLVMValueRef emit_dot(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  const hlo_shape *ls = &ins->operands[0]->shape, *rs = &ins->operands[1]->shape;
+  const hlo_dot_dnums *dn = &ins->dot;
+  hlo_type t = ins->shape.type;
+  bool fl = hlo_type_is_float(t);
+  LLVMTypeRef at = fl ? e->f64 : e->i64;
+  LLVMValueRef acc = cpu_entry_alloca(e->fn, at, "dotacc");
+  LLVMBuildStore(e->b, fl ? fconst(e->f64, 0) : c64(e, 0), acc);
+  cpu_index *lix = new_index(e, ls->rank, false), *rix = new_index(e, rs->rank, false);
+  bool lset[HLO_MAX_RANK] = {false}, rset[HLO_MAX_RANK] = {false};
+  int o = 0;
+  for (int i = 0; i < dn->lhs_batch.n; i++, o++) {
+    lix->v[dn->lhs_batch.v[i]] = ix->v[o];
+    rix->v[dn->rhs_batch.v[i]] = ix->v[o];
+    lset[dn->lhs_batch.v[i]] = rset[dn->rhs_batch.v[i]] = true;
+  }
+  for (int i = 0; i < dn->lhs_contracting.n; i++) lset[dn->lhs_contracting.v[i]] = true;
+  for (int i = 0; i < dn->rhs_contracting.n; i++) rset[dn->rhs_contracting.v[i]] = true;
+  for (int d = 0; d < ls->rank; d++)
+    if (!lset[d]) lix->v[d] = ix->v[o++];
+  for (int d = 0; d < rs->rank; d++)
+    if (!rset[d]) rix->v[d] = ix->v[o++];
+  cpu_loop loops[HLO_MAX_RANK];
+  for (int i = 0; i < dn->lhs_contracting.n; i++) {
+    cpu_loop_begin(e->b, e->fn, &loops[i], c64(e, 0), c64(e, ls->dims[dn->lhs_contracting.v[i]]), "k");
+    lix->v[dn->lhs_contracting.v[i]] = loops[i].index;
+    rix->v[dn->rhs_contracting.v[i]] = loops[i].index;
+  }
+  LLVMValueRef a = operand_at(e, ins, 0, lix), b = operand_at(e, ins, 1, rix);
+  carrier c;
+  a = to_carrier(e, t, a, &c);
+  b = to_carrier(e, t, b, &c);
+  LLVMValueRef cur = LLVMBuildLoad2(e->b, at, acc, "");
+  LLVMValueRef next = fl ? LLVMBuildFAdd(e->b, cur, LLVMBuildFMul(e->b, a, b, ""), "")
+                         : LLVMBuildAdd(e->b, cur, LLVMBuildMul(e->b, a, b, ""), "");
+  LLVMBuildStore(e->b, next, acc);
+  for (int i = dn->lhs_contracting.n - 1; i >= 0; i--) cpu_loop_end(e->b, &loops[i]);
+  LLVMValueRef sum = LLVMBuildLoad2(e->b, at, acc, "");
+  if (fl) return from_carrier(e, t, CARRY_F64, sum);
+  return t == HLO_S64 || t == HLO_U64 ? sum : LLVMBuildTrunc(e->b, sum, cpu_llvm_type(e->c, t), "");
+}
+
+/* convolution as the evaluator computes it (same accumulators as dot): for each kernel
+ * spatial position (row-major) and input feature of the output feature's group, the
+ * input position o*stride + tap*rhs_dilate - pad_lo must land on a base-dilated input
+ * element; window reversal flips the tap. */
+static LLVMValueRef emit_convolution(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  const hlo_shape *xs = &ins->operands[0]->shape, *ws = &ins->operands[1]->shape;
+  const hlo_conv_dnums *cd = &ins->conv;
+  hlo_type t = ins->shape.type;
+  bool fl = hlo_type_is_float(t);
+  int ns = cd->n_spatial;
+  int64_t c_out = ws->dims[cd->kernel_output_feature], cg = ws->dims[cd->kernel_input_feature];
+  int64_t per_fgroup = c_out / ins->feature_group_count, per_bgroup = c_out / ins->batch_group_count;
+  int64_t n_out = ins->shape.dims[cd->output_batch];
+  LLVMTypeRef at = fl ? e->f64 : e->i64;
+  LLVMValueRef acc = cpu_entry_alloca(e->fn, at, "convacc");
+  LLVMBuildStore(e->b, fl ? fconst(e->f64, 0) : c64(e, 0), acc);
+  if (shape_elements(xs) == 0 || shape_elements(ws) == 0) return from_carrier(e, t, fl ? CARRY_F64 : CARRY_S64, c64(e, 0));
+  LLVMValueRef o = ix->v[cd->output_feature];
+  LLVMValueRef fgroup = LLVMBuildUDiv(e->b, o, c64(e, per_fgroup), "");
+  LLVMValueRef bgroup = LLVMBuildUDiv(e->b, o, c64(e, per_bgroup), "");
+  cpu_index *xix = new_index(e, xs->rank, false), *wix = new_index(e, ws->rank, false);
+  xix->v[cd->input_batch] =
+      LLVMBuildAdd(e->b, LLVMBuildMul(e->b, bgroup, c64(e, n_out), ""), ix->v[cd->output_batch], "");
+  wix->v[cd->kernel_output_feature] = o;
+  cpu_loop loops[HLO_MAX_RANK + 1];
+  for (int s = 0; s < ns; s++) {
+    cpu_loop_begin(e->b, e->fn, &loops[s], c64(e, 0), c64(e, ws->dims[cd->kernel_spatial[s]]), "q");
+    wix->v[cd->kernel_spatial[s]] = loops[s].index;
+  }
+  cpu_loop_begin(e->b, e->fn, &loops[ns], c64(e, 0), c64(e, cg), "f");
+  LLVMValueRef k = loops[ns].index;
+  wix->v[cd->kernel_input_feature] = k;
+  xix->v[cd->input_feature] = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, fgroup, c64(e, cg), ""), k, "");
+  LLVMValueRef ok = LLVMConstInt(e->i1, 1, 0);
+  for (int s = 0; s < ns; s++) {
+    const hlo_window_dim *w = &ins->window.dims[s];
+    int64_t ksize = ws->dims[cd->kernel_spatial[s]], in = xs->dims[cd->input_spatial[s]];
+    LLVMValueRef tap = w->reversal ? LLVMBuildSub(e->b, c64(e, ksize - 1), loops[s].index, "") : loops[s].index;
+    LLVMValueRef p = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, ix->v[cd->output_spatial[s]], c64(e, w->stride), ""),
+                                  LLVMBuildMul(e->b, tap, c64(e, w->rhs_dilate), ""), "");
+    p = LLVMBuildSub(e->b, p, c64(e, w->pad_lo), "");
+    LLVMValueRef in_ok = LLVMBuildAnd(e->b, LLVMBuildICmp(e->b, LLVMIntSGE, p, c64(e, 0), ""),
+                                      LLVMBuildICmp(e->b, LLVMIntSLE, p, c64(e, (in - 1) * w->lhs_dilate), ""), "");
+    if (w->lhs_dilate > 1) {
+      in_ok = LLVMBuildAnd(e->b, in_ok,
+                           LLVMBuildICmp(e->b, LLVMIntEQ, LLVMBuildSRem(e->b, p, c64(e, w->lhs_dilate), ""), c64(e, 0), ""), "");
+      p = LLVMBuildSDiv(e->b, p, c64(e, w->lhs_dilate), "");
+    }
+    ok = LLVMBuildAnd(e->b, ok, in_ok, "");
+    xix->v[cd->input_spatial[s]] = p;
+  }
+  LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(e->c, e->fn, "conv.take");
+  LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(e->c, e->fn, "conv.skip");
+  LLVMBuildCondBr(e->b, ok, take, skip);
+  LLVMPositionBuilderAtEnd(e->b, take);
+  carrier c;
+  LLVMValueRef a = to_carrier(e, t, operand_at(e, ins, 0, xix), &c);
+  LLVMValueRef b = to_carrier(e, t, operand_at(e, ins, 1, wix), &c);
+  LLVMValueRef cur = LLVMBuildLoad2(e->b, at, acc, "");
+  LLVMBuildStore(e->b, fl ? LLVMBuildFAdd(e->b, cur, LLVMBuildFMul(e->b, a, b, ""), "")
+                          : LLVMBuildAdd(e->b, cur, LLVMBuildMul(e->b, a, b, ""), ""),
+                 acc);
+  LLVMBuildBr(e->b, skip);
+  LLVMPositionBuilderAtEnd(e->b, skip);
+  for (int s = ns; s >= 0; s--) cpu_loop_end(e->b, &loops[s]);
+  LLVMValueRef sum = LLVMBuildLoad2(e->b, at, acc, "");
+  if (fl) return from_carrier(e, t, CARRY_F64, sum);
+  return t == HLO_S64 || t == HLO_U64 ? sum : LLVMBuildTrunc(e->b, sum, cpu_llvm_type(e->c, t), "");
+}
+
+static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  hlo_type t = ins->operands[0]->shape.type;
+  switch (ins->op) {
+    case HLO_OP_CONVERT: return convert_value(e, t, ins->shape.type, ew_operand(e, ins, 0, ix));
+    case HLO_OP_BITCAST_CONVERT: {
+      LLVMValueRef v = ew_operand(e, ins, 0, ix);
+      return LLVMBuildBitCast(e->b, v, cpu_llvm_type(e->c, ins->shape.type), "");
+    }
+    case HLO_OP_COMPARE:
+      return compare_values(e, ins, t, ew_operand(e, ins, 0, ix), ew_operand(e, ins, 1, ix));
+    case HLO_OP_SELECT: {
+      LLVMValueRef p = ew_operand(e, ins, 0, ix);
+      LLVMValueRef a = ew_operand(e, ins, 1, ix), b = ew_operand(e, ins, 2, ix);
+      return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntNE, p, cint(e->i8, 0), ""), a, b, "");
+    }
+    case HLO_OP_CLAMP:
+      return clamp_values(e, ins->shape.type, ew_operand(e, ins, 0, ix), ew_operand(e, ins, 1, ix),
+                          ew_operand(e, ins, 2, ix));
+    case HLO_OP_IS_FINITE: {
+      LLVMValueRef v = ew_operand(e, ins, 0, ix);
+      if (is_half(t)) v = widen_half(e, t, v);
+      LLVMValueRef inf = fconst(LLVMTypeOf(v), 1.0 / 0.0);
+      return LLVMBuildZExt(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, intrinsic1(e, "fabs", v), inf, ""), e->i8, "");
+    }
+    default: break;
+  }
+  LLVMValueRef a = ew_operand(e, ins, 0, ix);
+  LLVMValueRef b = ins->n_operands > 1 ? ew_operand(e, ins, 1, ix) : NULL;
+  if (t == HLO_PRED) return pred_op(e, ins->op, a, b);
+  if (hlo_type_is_int(t)) return int_op(e, t, ins->op, a, b);
+  if (is_half(t)) {
+    LLVMValueRef r = float_op(e, ins->op, widen_half(e, t, a), b ? widen_half(e, t, b) : NULL);
+    return r ? narrow_half(e, t, r) : NULL;
+  }
+  return float_op(e, ins->op, a, b);
+}
+
+static LLVMValueRef emit_uncached(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  switch (ins->op) {
+    case HLO_OP_PARAMETER:
+      if (e->bound_comp && ins->parent == e->bound_comp) return e->bound_args[ins->parameter_number];
+      return load_buffer(e, e->n_outputs + (int)ins->parameter_number, &ins->shape, ix);
+    case HLO_OP_CONSTANT: return emit_constant(e, ins, ix);
+    case HLO_OP_IOTA: {
+      LLVMValueRef v = ix->v[ins->iota_dimension];
+      hlo_type t = ins->shape.type;
+      if (t == HLO_S64 || t == HLO_U64) return v;
+      return from_carrier(e, t, CARRY_S64, v);
+    }
+    case HLO_OP_BROADCAST: {
+      const hlo_shape *os = &ins->operands[0]->shape;
+      cpu_index *oix = new_index(e, os->rank, false);
+      for (int k = 0; k < os->rank; k++) oix->v[k] = ix->v[ins->dimensions.v[k]];
+      return operand_at(e, ins, 0, oix);
+    }
+    case HLO_OP_RESHAPE:
+    case HLO_OP_BITCAST: {
+      const hlo_shape *os = &ins->operands[0]->shape;
+      if (ix->flat) return operand_at(e, ins, 0, ix);
+      return operand_at(e, ins, 0, delinearize(e, os, linearize(e, &ins->shape, ix)));
+    }
+    case HLO_OP_TRANSPOSE: {
+      cpu_index *oix = new_index(e, ix->rank, false);
+      for (int k = 0; k < ix->rank; k++) oix->v[ins->dimensions.v[k]] = ix->v[k];
+      return operand_at(e, ins, 0, oix);
+    }
+    case HLO_OP_SLICE: {
+      cpu_index *oix = new_index(e, ix->rank, false);
+      for (int d = 0; d < ix->rank; d++) {
+        LLVMValueRef v = ix->v[d];
+        int64_t stride = ins->slice_stride.n ? ins->slice_stride.v[d] : 1; /* absent strides are 1 */
+        int64_t start = ins->slice_start.n ? ins->slice_start.v[d] : 0;
+        if (stride != 1) v = LLVMBuildMul(e->b, v, c64(e, stride), "");
+        if (start != 0) v = LLVMBuildAdd(e->b, v, c64(e, start), "");
+        oix->v[d] = v;
+      }
+      return operand_at(e, ins, 0, oix);
+    }
+    case HLO_OP_REVERSE: {
+      cpu_index *oix = new_index(e, ix->rank, false);
+      memcpy(oix->v, ix->v, sizeof oix->v);
+      for (int i = 0; i < ins->dimensions.n; i++) {
+        int d = (int)ins->dimensions.v[i];
+        oix->v[d] = LLVMBuildSub(e->b, c64(e, ins->shape.dims[d] - 1), ix->v[d], "");
+      }
+      return operand_at(e, ins, 0, oix);
+    }
+    case HLO_OP_DYNAMIC_SLICE: {
+      const hlo_shape *os = &ins->operands[0]->shape;
+      cpu_index *oix = new_index(e, ix->rank, false);
+      for (int d = 0; d < ix->rank; d++)
+        oix->v[d] = LLVMBuildAdd(e->b, ix->v[d], dynamic_start(e, ins, 1, d, os->dims[d] - ins->shape.dims[d]), "");
+      return operand_at(e, ins, 0, oix);
+    }
+    case HLO_OP_DYNAMIC_UPDATE_SLICE: return emit_dynamic_update_slice(e, ins, ix);
+    case HLO_OP_GATHER: return emit_gather(e, ins, ix);
+    case HLO_OP_PAD: return emit_pad(e, ins, ix);
+    case HLO_OP_CONCATENATE: return emit_concatenate(e, ins, ix);
+    case HLO_OP_REDUCE: return emit_reduce(e, ins, ix);
+    case HLO_OP_REDUCE_WINDOW: return emit_reduce_window(e, ins, ix);
+    case HLO_OP_DOT: return emit_dot(e, ins, ix);
+    case HLO_OP_CONVOLUTION: return emit_convolution(e, ins, ix);
+    default: return emit_elementwise(e, ins, ix);
+  }
+}
+
+static LLVMValueRef emit(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  for (int i = e->n_cache - 1; i >= 0; i--)
+    if (e->cache[i].ins == ins && e->cache[i].ix == ix) return e->cache[i].value;
+  LLVMValueRef v = emit_uncached(e, ins, ix);
+  if (e->n_cache == e->cap_cache) {
+    e->cap_cache = e->cap_cache ? 2 * e->cap_cache : 64;
+    e->cache = realloc(e->cache, (size_t)e->cap_cache * sizeof *e->cache);
+    if (!e->cache) abort();
+  }
+  e->cache[e->n_cache++] = (cache_entry){ins, ix, v};
+  return v;
+}
+
+void cpu_emit_root(cpu_emitter *e, const cpu_index *ix, LLVMValueRef *values) {
+  if (e->n_outputs > 1) {
+    emit_reduce_values(e, e->root, ix, values);
+    return;
+  }
+  values[0] = emit(e, e->fused ? e->fused->root : e->root, ix);
+}
+
+int cpu_kernel_output_count(const hlo_instr *root) {
+  return root->op == HLO_OP_REDUCE && shape_is_tuple(&root->shape) ? root->shape.n_elems : 1;
+}
+
+const hlo_shape *cpu_kernel_output_shape(const hlo_instr *root, int k) {
+  return shape_is_tuple(&root->shape) ? &root->shape.elems[k] : &root->shape;
+}

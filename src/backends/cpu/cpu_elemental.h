@@ -1,0 +1,73 @@
+/* The elemental emitter of the cpu backend, after XLA's ElementalIrEmitter: given an
+ * instruction and an output multi-index (LLVM values), it emits the LLVM IR that
+ * computes that one element, recursing through operands, fused computations and
+ * reducer bodies. Kernels (cpu_codegen.c) wrap it in loops.
+ *
+ * Values are kept in their storage type (pred as i8 0/1, f16/bf16 as their 16-bit
+ * patterns): every f16/bf16 operation widens to float and rounds back once, exactly as
+ * the evaluator does, so the two agree bit for bit on everything but transcendentals:
+ * those call the same libm functions (and so usually agree too), except f32 exp and
+ * tanh, which are emitted inline so that they vectorize (within 1 and 2 ulps of libm). */
+#ifndef KILN_BACKENDS_CPU_CPU_ELEMENTAL_H
+#define KILN_BACKENDS_CPU_CPU_ELEMENTAL_H
+
+#include <stdbool.h>
+
+#include <llvm-c/Core.h>
+
+#include "base/strbuf.h"
+#include "hlo/ir.h"
+
+/* A multi-index; `flat` indexes describe every array of the kernel by its row-major
+ * linear position (kernels made only of same-size elementwise work use them). */
+typedef struct cpu_index {
+  int rank;
+  bool flat;
+  LLVMValueRef v[HLO_MAX_RANK];
+} cpu_index;
+
+typedef struct cpu_emitter cpu_emitter;
+
+/* Whether the emitter can produce `ins` (a top-level instruction or a fusion); when
+ * not, appends the reason naming the offending instruction to `why` (may be NULL). */
+bool cpu_elemental_supports(const hlo_instr *ins, strbuf *why);
+
+/* Most results one kernel writes (a variadic reduce writes one per accumulator). */
+#define CPU_MAX_KERNEL_OUTPUTS 8
+
+/* An emitter writing into fn (whose first argument is the char** buffer table) with
+ * builder b, for kernel instruction `root`: its outputs live in buffers[0 .. n) (n =
+ * cpu_kernel_output_count) and its operand k (or fused parameter k) in buffers[n + k]. */
+cpu_emitter *cpu_emitter_new(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b, const hlo_instr *root);
+void cpu_emitter_free(cpu_emitter *e);
+
+/* The values of the kernel's results at `ix` (the fused root for a fusion; one per
+ * accumulator of a variadic reduce). */
+void cpu_emit_root(cpu_emitter *e, const cpu_index *ix, LLVMValueRef *values);
+/* How many arrays the kernel writes, and the shape of each. */
+int cpu_kernel_output_count(const hlo_instr *root);
+const hlo_shape *cpu_kernel_output_shape(const hlo_instr *root, int k);
+/* Forgets values computed for earlier indices (call when a new loop body starts). */
+void cpu_emitter_reset_cache(cpu_emitter *e);
+
+/* The instruction whose value the kernel stores (the fused root of a fusion). */
+const hlo_instr *cpu_kernel_value_instr(const hlo_instr *root);
+/* Whether every array in the kernel can be addressed by one linear index. */
+bool cpu_kernel_is_flat(const hlo_instr *root);
+
+/* LLVM storage type of an element type in context c. */
+LLVMTypeRef cpu_llvm_type(LLVMContextRef c, hlo_type t);
+
+/* Loop helpers (alloca-based counters; mem2reg turns them into phis). */
+typedef struct cpu_loop {
+  LLVMValueRef counter; /* alloca i64 */
+  LLVMValueRef index;   /* current value, valid inside the body */
+  LLVMBasicBlockRef header, body, exit;
+} cpu_loop;
+void cpu_loop_begin(LLVMBuilderRef b, LLVMValueRef fn, cpu_loop *l, LLVMValueRef lo, LLVMValueRef hi, const char *name);
+/* Closes the loop; returns its back-edge branch (where loop metadata goes). */
+LLVMValueRef cpu_loop_end(LLVMBuilderRef b, cpu_loop *l);
+/* An alloca in the function's entry block. */
+LLVMValueRef cpu_entry_alloca(LLVMValueRef fn, LLVMTypeRef t, const char *name);
+
+#endif

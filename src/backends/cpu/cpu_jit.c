@@ -1,0 +1,217 @@
+/* LLJIT setup for the cpu backend (see cpu_jit.h). The native target, the shared LLJIT
+ * and a target machine for the optimiser are made once per process. ORC is thread-safe
+ * for adding modules and looking symbols up; the optimiser's target machine is not
+ * documented as shareable, so optimisation runs under a lock. */
+#include "backends/cpu/cpu_jit.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "backends/cpu/cpu_runtime.h"
+
+struct cpu_jit {
+  LLVMOrcResourceTrackerRef tracker;
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static char *host_triple, *host_cpu, *host_features;
+static const char *init_error;
+static char *init_error_owned;
+static LLVMOrcLLJITRef shared_jit;
+static LLVMTargetMachineRef optimiser_tm;
+static pthread_mutex_t optimiser_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static kiln_status new_target_machine(LLVMTargetMachineRef *out);
+static kiln_status create_shared_jit(void);
+
+static void init_native(void) {
+  if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
+    init_error = "LLVM has no code generator for this host";
+    return;
+  }
+  host_triple = LLVMGetDefaultTargetTriple();
+  host_cpu = LLVMGetHostCPUName();
+  host_features = LLVMGetHostCPUFeatures();
+  kiln_status st = new_target_machine(&optimiser_tm);
+  if (!st) st = create_shared_jit();
+  if (st) {
+    init_error_owned = strdup(kiln_status_message(st));
+    init_error = init_error_owned ? init_error_owned : "cannot set up the LLVM JIT";
+    kiln_status_free(st);
+  }
+}
+
+void cpu_jit_shutdown(void) {
+  if (shared_jit) {
+    LLVMErrorRef err = LLVMOrcDisposeLLJIT(shared_jit);
+    if (err) LLVMConsumeError(err);
+    shared_jit = NULL;
+  }
+  if (optimiser_tm) LLVMDisposeTargetMachine(optimiser_tm);
+  optimiser_tm = NULL;
+  LLVMDisposeMessage(host_triple);
+  LLVMDisposeMessage(host_cpu);
+  LLVMDisposeMessage(host_features);
+  free(init_error_owned);
+  host_triple = host_cpu = host_features = init_error_owned = NULL;
+  init_error = "the JIT has been shut down"; /* a compile after this fails cleanly */
+}
+
+static kiln_status ensure_init(void) {
+  pthread_once(&init_once, init_native);
+  if (init_error) return status_error(KILN_UNIMPLEMENTED, "cpu: %s", init_error);
+  return NULL;
+}
+
+static kiln_status llvm_error(LLVMErrorRef err, const char *what) {
+  char *msg = LLVMGetErrorMessage(err);
+  kiln_status st = status_error(KILN_INTERNAL, "cpu: %s: %s", what, msg);
+  LLVMDisposeErrorMessage(msg);
+  return st;
+}
+
+static kiln_status new_target_machine(LLVMTargetMachineRef *out) {
+  LLVMTargetRef target;
+  char *err = NULL;
+  if (LLVMGetTargetFromTriple(host_triple, &target, &err)) {
+    kiln_status st = status_error(KILN_INTERNAL, "cpu: no LLVM target for %s: %s", host_triple, err);
+    LLVMDisposeMessage(err);
+    return st;
+  }
+  *out = LLVMCreateTargetMachine(target, host_triple, host_cpu, host_features, LLVMCodeGenLevelAggressive,
+                                 LLVMRelocDefault, LLVMCodeModelJITDefault);
+  if (!*out) return status_error(KILN_INTERNAL, "cpu: cannot create an LLVM target machine for %s", host_cpu);
+  return NULL;
+}
+
+kiln_status cpu_jit_new_module(const char *name, cpu_jit_module *out) {
+  memset(out, 0, sizeof *out);
+  TRY(ensure_init());
+  LLVMOrcThreadSafeContextRef tsc = LLVMOrcCreateNewThreadSafeContext();
+  out->tsc = tsc;
+  out->ctx = LLVMOrcThreadSafeContextGetContext(tsc);
+  out->module = LLVMModuleCreateWithNameInContext(name, out->ctx);
+  LLVMSetTarget(out->module, host_triple);
+  LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(optimiser_tm);
+  char *layout_text = LLVMCopyStringRepOfTargetData(layout);
+  LLVMSetDataLayout(out->module, layout_text);
+  LLVMDisposeMessage(layout_text);
+  LLVMDisposeTargetData(layout);
+  return NULL;
+}
+
+void cpu_jit_module_discard(cpu_jit_module *m) {
+  if (m->module) LLVMDisposeModule(m->module);
+  if (m->tsc) LLVMOrcDisposeThreadSafeContext(m->tsc);
+  memset(m, 0, sizeof *m);
+}
+
+static kiln_status optimise(LLVMModuleRef module) {
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+  pthread_mutex_lock(&optimiser_lock);
+  LLVMErrorRef err = LLVMRunPasses(module, "default<O3>", optimiser_tm, opts);
+  pthread_mutex_unlock(&optimiser_lock);
+  LLVMDisposePassBuilderOptions(opts);
+  if (err) return llvm_error(err, "optimising kernels");
+  return NULL;
+}
+
+/* The runtime helpers and libm entry points generated code calls, by address: the
+ * kiln binary need not export them for the JIT to find them. */
+static kiln_status define_runtime_symbols(LLVMOrcLLJITRef lljit) {
+  int n = cpu_runtime_symbol_count();
+  LLVMJITCSymbolMapPair *pairs = calloc((size_t)n, sizeof *pairs);
+  if (!pairs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < n; i++) {
+    const cpu_runtime_symbol *s = cpu_runtime_symbol_at(i);
+    pairs[i].Name = LLVMOrcLLJITMangleAndIntern(lljit, s->name);
+    pairs[i].Sym.Address = (LLVMOrcExecutorAddress)(uintptr_t)s->address;
+    pairs[i].Sym.Flags.GenericFlags = LLVMJITSymbolGenericFlagsExported | LLVMJITSymbolGenericFlagsCallable;
+    pairs[i].Sym.Flags.TargetFlags = 0;
+  }
+  LLVMOrcMaterializationUnitRef mu = LLVMOrcAbsoluteSymbols(pairs, (size_t)n);
+  free(pairs);
+  LLVMErrorRef err = LLVMOrcJITDylibDefine(LLVMOrcLLJITGetMainJITDylib(lljit), mu);
+  if (err) return llvm_error(err, "defining runtime symbols");
+  return NULL;
+}
+
+static kiln_status create_shared_jit(void) {
+  LLVMOrcJITTargetMachineBuilderRef jtmb;
+  LLVMErrorRef err = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
+  if (err) return llvm_error(err, "detecting the host");
+  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb);
+  err = LLVMOrcCreateLLJIT(&shared_jit, builder);
+  if (err) {
+    shared_jit = NULL;
+    return llvm_error(err, "creating the JIT");
+  }
+  TRY(define_runtime_symbols(shared_jit));
+  LLVMOrcDefinitionGeneratorRef gen;
+  err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(&gen, LLVMOrcLLJITGetGlobalPrefix(shared_jit), NULL, NULL);
+  if (err) return llvm_error(err, "opening the process for symbol lookup");
+  LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(shared_jit), gen);
+  return NULL;
+}
+
+kiln_status cpu_jit_create(cpu_jit_module *m, cpu_jit **out) {
+  *out = NULL;
+  char *verify_msg = NULL;
+  kiln_status st = NULL;
+  if (LLVMVerifyModule(m->module, LLVMReturnStatusAction, &verify_msg))
+    st = status_error(KILN_INTERNAL, "cpu: generated LLVM IR is invalid: %s", verify_msg);
+  LLVMDisposeMessage(verify_msg);
+  if (!st) st = optimise(m->module);
+  if (st) {
+    cpu_jit_module_discard(m);
+    return st;
+  }
+  if (getenv("KILN_CPU_DUMP_IR")) LLVMDumpModule(m->module);
+  cpu_jit *j = calloc(1, sizeof *j);
+  if (!j) {
+    cpu_jit_module_discard(m);
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  LLVMOrcJITDylibRef dylib = LLVMOrcLLJITGetMainJITDylib(shared_jit);
+  j->tracker = LLVMOrcJITDylibCreateResourceTracker(dylib);
+  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->module, m->tsc);
+  LLVMOrcDisposeThreadSafeContext(m->tsc); /* the module keeps the context alive */
+  memset(m, 0, sizeof *m);
+  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModuleWithRT(shared_jit, j->tracker, tsm);
+  if (err) {
+    LLVMOrcDisposeThreadSafeModule(tsm);
+    cpu_jit_destroy(j);
+    return llvm_error(err, "adding the kernels to the JIT");
+  }
+  *out = j;
+  return NULL;
+}
+
+kiln_status cpu_jit_lookup(cpu_jit *j, const char *name, void **out) {
+  (void)j;
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef err = LLVMOrcLLJITLookup(shared_jit, &addr, name);
+  if (err) return llvm_error(err, "compiling kernels");
+  *out = (void *)(uintptr_t)addr;
+  return NULL;
+}
+
+void cpu_jit_destroy(cpu_jit *j) {
+  if (!j) return;
+  LLVMErrorRef err = LLVMOrcResourceTrackerRemove(j->tracker);
+  if (err) LLVMConsumeError(err);
+  LLVMOrcReleaseResourceTracker(j->tracker);
+  free(j);
+}

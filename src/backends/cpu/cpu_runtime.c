@@ -1,0 +1,60 @@
+/* Run-time helpers of generated kernels and the JIT's symbol table (see cpu_runtime.h).
+ * The integer -> half conversions reuse the evaluator's argument: a 64-bit integer is
+ * first rounded to odd in double precision, after which one rounding to the 11- or
+ * 8-bit significand is correct. */
+#include "backends/cpu/cpu_runtime.h"
+
+#include <math.h>
+#include <stdbool.h>
+
+#include "base/half.h"
+
+float kiln_cpu_f16_to_f32(uint32_t h) { return f16_to_f32((uint16_t)h); }
+uint32_t kiln_cpu_f32_to_f16(float f) { return f32_to_f16(f); }
+uint32_t kiln_cpu_f64_to_f16(double d) { return f64_to_f16(d); }
+uint32_t kiln_cpu_f64_to_bf16(double d) { return f64_to_bf16(d); }
+
+static double round_to_odd_double(uint64_t m) {
+  if (m < (1ull << 53)) return (double)m;
+  int len = 64 - __builtin_clzll(m);
+  int shift = len - 53;
+  uint64_t kept = m >> shift;
+  if (m & ((1ull << shift) - 1)) kept |= 1;
+  return ldexp((double)kept, shift);
+}
+
+static double signed_to_odd_double(int64_t v) {
+  bool negative = v < 0;
+  double d = round_to_odd_double(negative ? 0 - (uint64_t)v : (uint64_t)v);
+  return negative ? -d : d;
+}
+
+uint32_t kiln_cpu_s64_to_f16(int64_t v) { return f64_to_f16(signed_to_odd_double(v)); }
+uint32_t kiln_cpu_u64_to_f16(uint64_t v) { return f64_to_f16(round_to_odd_double(v)); }
+uint32_t kiln_cpu_s64_to_bf16(int64_t v) { return f64_to_bf16(signed_to_odd_double(v)); }
+uint32_t kiln_cpu_u64_to_bf16(uint64_t v) { return f64_to_bf16(round_to_odd_double(v)); }
+
+uint64_t kiln_cpu_ipow(uint64_t base, uint64_t exp) {
+  uint64_t r = 1;
+  while (exp) {
+    if (exp & 1) r *= base;
+    base *= base;
+    exp >>= 1;
+  }
+  return r;
+}
+
+#define SYM(f) {#f, (void *)(f)}
+static const cpu_runtime_symbol symbols[] = {
+    SYM(kiln_cpu_f16_to_f32), SYM(kiln_cpu_f32_to_f16), SYM(kiln_cpu_f64_to_f16), SYM(kiln_cpu_f64_to_bf16),
+    SYM(kiln_cpu_s64_to_f16), SYM(kiln_cpu_u64_to_f16), SYM(kiln_cpu_s64_to_bf16), SYM(kiln_cpu_u64_to_bf16),
+    SYM(kiln_cpu_ipow),
+    SYM(expf), SYM(exp), SYM(expm1f), SYM(expm1), SYM(logf), SYM(log), SYM(log1pf), SYM(log1p),
+    SYM(sinf), SYM(sin), SYM(cosf), SYM(cos), SYM(tanf), SYM(tan), SYM(tanhf), SYM(tanh),
+    SYM(cbrtf), SYM(cbrt), SYM(erff), SYM(erf), SYM(powf), SYM(pow), SYM(fmodf), SYM(fmod),
+    SYM(atan2f), SYM(atan2),
+};
+#undef SYM
+
+int cpu_runtime_symbol_count(void) { return (int)(sizeof symbols / sizeof symbols[0]); }
+const cpu_runtime_symbol *cpu_runtime_symbol_at(int i) { return &symbols[i]; }

@@ -1,0 +1,586 @@
+/* Unit tests for the `cpu` backend (src/backends/cpu): HLO modules compiled through the
+ * backend vtable (pipeline, fusion, buffer assignment, LLVM kernels, oneDNN) and run
+ * against the reference evaluator on the same inputs.
+ *
+ * Exact operations (integer and pred math, + - * / on floats, f16/bf16 rounding,
+ * converts, select, compare, data movement, reductions in row-major order) must match
+ * the evaluator bit for bit: the backend transcribes the evaluator's rules, so any
+ * difference is a bug. Transcendentals are compared with a relative tolerance of 1e-6
+ * (about 8 f32 ulps): most call the same libm functions as the evaluator and agree
+ * exactly, but f32 exp, logistic (built on exp) and tanh are the backend's own
+ * vectorizable polynomials, within 1 ulp (exp, over [-110, 95]) and 2 ulps (tanh, over
+ * [-50, 50]) of glibc (checked when they were written), as XLA:CPU's own vectorized
+ * versions are; a wrong formula (errors of order 1) still fails. Dots that oneDNN does not take run as naive loops accumulating
+ * like the evaluator (double for floats, wrapping 64-bit for integers): integers are
+ * exact; f64 sums may be associated differently, so they get 1e-12 relative. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/backend.h"
+#include "backends/cpu/cpu_backend.h"
+#include "check.h"
+#include "eval/eval.h"
+#include "hlo/parser.h"
+#include "hlo/verifier.h"
+
+static hlo_module *parse(const char *text) {
+  hlo_module *m = NULL;
+  kiln_status s = hlo_parse(text, strlen(text), "test", &m);
+  if (s) {
+    CHECK_OK(s);
+    return NULL;
+  }
+  s = hlo_verify_module(m);
+  if (s) {
+    CHECK_OK(s);
+    hlo_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* Special float values mixed into random inputs: zeros of both signs, infinities, NaNs
+ * with payloads, huge and tiny values, ties for rounding. */
+static const double specials[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, -NAN, 1e30, -1e30, 1e-30, 2.5, -2.5,
+                                  0.5, 65504.0, 65520.0, 3e38, -3e38, 127.5, -128.5, 255.5, 4294967296.0};
+
+static void fill(hlo_literal *l, uint64_t seed, bool with_specials) {
+  literal_fill_pseudo_random(l, seed);
+  if (!with_specials) return;
+  hlo_type t = l->shape.type;
+  int64_t ns = (int64_t)(sizeof specials / sizeof specials[0]);
+  for (int64_t i = 0; i < l->n; i += 3) {
+    if (hlo_type_is_float(t)) {
+      literal_set_f64(l, i, specials[(i / 3 + (int64_t)seed) % ns]);
+    } else if (hlo_type_is_int(t)) {
+      static const int64_t ints[] = {0, -1, 1, INT64_MIN, INT32_MIN, -128, 127, 255, 31, 32, 64, 7, -7};
+      literal_set_s64(l, i, ints[(i / 3 + (int64_t)seed) % 13]);
+    }
+  }
+}
+
+typedef struct run_result {
+  hlo_literal *cpu, *ref;
+} run_result;
+
+static void run_result_free(run_result *r) {
+  literal_free(r->cpu);
+  literal_free(r->ref);
+  r->cpu = r->ref = NULL;
+}
+
+/* Explicit argument values (integers, row-major) replacing the random ones; NULL: none. */
+static const int64_t *const *explicit_values;
+
+/* Compiles on cpu (must succeed), runs on fresh inputs and on the evaluator. */
+static bool run_both(const char *text, uint64_t seed, bool with_specials, run_result *r) {
+  memset(r, 0, sizeof *r);
+  hlo_module *m = parse(text);
+  if (!m) return false;
+  const backend *cpu = backend_find("cpu");
+  CHECK(cpu != NULL);
+  if (!cpu) {
+    hlo_module_free(m);
+    return false;
+  }
+  int n = m->entry->n_params;
+  hlo_literal *args[8] = {0};
+  for (int p = 0; p < n; p++) {
+    CHECK_OK(literal_create(&m->entry->params[p]->shape, &args[p]));
+    fill(args[p], seed + (uint64_t)p, with_specials);
+    if (explicit_values)
+      for (int64_t i = 0; i < args[p]->n; i++) literal_set_s64(args[p], i, explicit_values[p][i]);
+  }
+  backend_executable *e = NULL;
+  kiln_status s = cpu->compile(cpu, m, &e);
+  bool ok = s == NULL;
+  CHECK_OK(s);
+  if (ok) {
+    s = cpu->execute(e, args, n, &r->cpu);
+    ok = s == NULL;
+    CHECK_OK(s);
+    cpu->destroy(e);
+  }
+  if (ok) {
+    s = eval_module(m, args, n, &r->ref);
+    ok = s == NULL;
+    CHECK_OK(s);
+  }
+  for (int p = 0; p < n; p++) literal_free(args[p]);
+  hlo_module_free(m);
+  if (!ok) run_result_free(r);
+  return ok;
+}
+
+/* Reports the first differing element to make failures readable. */
+static bool same_bits(const hlo_literal *a, const hlo_literal *b, const char *what) {
+  if (literal_equal(a, b)) return true;
+  if (a->tuple == NULL && b->tuple == NULL && a->n == b->n) {
+    for (int64_t i = 0; i < a->n; i++)
+      if (literal_get_u64(a, i) != literal_get_u64(b, i) || literal_get_f64(a, i) != literal_get_f64(b, i)) {
+        if (isnan(literal_get_f64(a, i)) && isnan(literal_get_f64(b, i)) &&
+            literal_get_u64(a, i) == literal_get_u64(b, i))
+          continue;
+        fprintf(stderr, "  %s: element %lld: cpu %.17g (bits %llx), evaluator %.17g (bits %llx)\n", what,
+                (long long)i, literal_get_f64(a, i), (unsigned long long)literal_get_u64(a, i),
+                literal_get_f64(b, i), (unsigned long long)literal_get_u64(b, i));
+        break;
+      }
+  }
+  return false;
+}
+
+static void check_exact(const char *text, uint64_t seed, bool with_specials) {
+  run_result r;
+  if (!run_both(text, seed, with_specials, &r)) return;
+  bool same = same_bits(r.cpu, r.ref, text);
+  if (!same) fprintf(stderr, "module:\n%s\n", text);
+  CHECK(same);
+  run_result_free(&r);
+}
+
+static void check_close(const char *text, uint64_t seed, double rel) {
+  run_result r;
+  if (!run_both(text, seed, false, &r)) return;
+  CHECK(r.cpu->n == r.ref->n);
+  int bad = 0;
+  for (int64_t i = 0; i < r.cpu->n && i < r.ref->n; i++) {
+    double a = literal_get_f64(r.cpu, i), b = literal_get_f64(r.ref, i);
+    if (isnan(a) && isnan(b)) continue;
+    if (a == b) continue;
+    if (!(fabs(a - b) <= rel * fabs(b) + 1e-30)) {
+      if (bad++ < 3) fprintf(stderr, "  element %lld: cpu %.9g evaluator %.9g\n", (long long)i, a, b);
+    }
+  }
+  CHECK(bad == 0);
+  run_result_free(&r);
+}
+
+/* An elementwise module over one type: a chain through every binary op family, plus
+ * the bitwise ops for integer types. Each line is "name = T[dims] expression". */
+static void elementwise_for_type(const char *t, const char *dims, bool logic) {
+  bool is_unsigned = t[0] == 'u';
+  static const char *common[][2] = {
+      {"add", "add(a, b)"},         {"sub", "subtract(a, b)"},  {"mul", "multiply(add, sub)"},
+      {"div", "divide(mul, b)"},    {"rem", "remainder(a, b)"}, {"mx", "maximum(div, rem)"},
+      {"mn", "minimum(mx, a)"},     {"neg", "negate(mn)"},      {"ab", "abs(neg)"},
+      {"sg", "sign(sub)"},          {"s", "select(c, ab, sg)"},
+  };
+  static const char *bits[][2] = {
+      {"x1", "xor(a, s)"}, {"x2", "shift-left(x1, b)"}, {"x3", "shift-right-arithmetic(x2, b)"},
+      {"x4", "shift-right-logical(x3, a)"}, {"x5", "and(x4, b)"}, {"x6", "or(x5, a)"}, {"x", "not(x6)"},
+  };
+  char text[8192];
+  int n = snprintf(text, sizeof text, "HloModule ew\n\nENTRY main {\n  a = %s[%s] parameter(0)\n  b = %s[%s] parameter(1)\n",
+                   t, dims, t, dims);
+  for (int i = 0; i < (int)(sizeof common / sizeof common[0]); i++) {
+    if (strcmp(common[i][0], "s") == 0)
+      n += snprintf(text + n, sizeof text - (size_t)n, "  c = pred[%s] compare(ab, sg), direction=LT\n", dims);
+    const char *expr = common[i][1];
+    if (is_unsigned && strcmp(common[i][0], "ab") == 0) expr = "maximum(neg, a)"; /* abs/sign need a sign */
+    if (is_unsigned && strcmp(common[i][0], "sg") == 0) expr = "minimum(sub, b)";
+    n += snprintf(text + n, sizeof text - (size_t)n, "  %s = %s[%s] %s\n", common[i][0], t, dims, expr);
+  }
+  if (logic)
+    for (int i = 0; i < (int)(sizeof bits / sizeof bits[0]); i++)
+      n += snprintf(text + n, sizeof text - (size_t)n, "  %s = %s[%s] %s\n", bits[i][0], t, dims, bits[i][1]);
+  snprintf(text + n, sizeof text - (size_t)n, "  ROOT r = %s[%s] add(s, %s)\n}\n", t, dims, logic ? "x" : "a");
+  check_exact(text, 11, true);
+  check_exact(text, 12, false);
+}
+
+static void test_elementwise_exact(void) {
+  const char *dims[] = {"1", "7", "1023", "3,5,4"};
+  for (int d = 0; d < 4; d++) {
+    elementwise_for_type("f32", dims[d], false);
+    elementwise_for_type("f64", dims[d], false);
+    elementwise_for_type("f16", dims[d], false);
+    elementwise_for_type("bf16", dims[d], false);
+    elementwise_for_type("s32", dims[d], true);
+    elementwise_for_type("s8", dims[d], true);
+    elementwise_for_type("u8", dims[d], true);
+    elementwise_for_type("u32", dims[d], true);
+    elementwise_for_type("s64", dims[d], true);
+  }
+}
+
+/* Parameters, not constants: the pipeline would fold constants with the evaluator. */
+static void test_integer_edge_cases(void) {
+  /* Division by zero, INT_MIN / -1, shifts by the width or more, popcnt/clz, power. */
+  static const int64_t sa[] = {INT32_MIN, 7, -7, 5, 0, 1, INT32_MIN, -1};
+  static const int64_t sb[] = {-1, 0, 2, 32, 40, -3, 0, -1};
+  const int64_t *s32_values[] = {sa, sb};
+  explicit_values = s32_values;
+  check_exact("HloModule i\n\nENTRY main {\n  a = s32[8] parameter(0)\n  b = s32[8] parameter(1)\n"
+              "  d = s32[8] divide(a, b)\n  r = s32[8] remainder(a, b)\n"
+              "  l = s32[8] shift-left(a, b)\n  sr = s32[8] shift-right-arithmetic(a, b)\n"
+              "  sl = s32[8] shift-right-logical(a, b)\n  p = s32[8] power(a, b)\n"
+              "  pc = s32[8] popcnt(a)\n  cz = s32[8] count-leading-zeros(b)\n"
+              "  ROOT t = (s32[8], s32[8], s32[8], s32[8], s32[8], s32[8], s32[8], s32[8]) tuple(d, r, l, sr, sl, p, pc, cz)\n}\n",
+              1, false);
+  static const int64_t ua[] = {255, 7, 0, 128, 3, 2, 1, 0};
+  static const int64_t ub[] = {0, 2, 9, 8, 200, 7, 255, 0};
+  const int64_t *u8_values[] = {ua, ub};
+  explicit_values = u8_values;
+  check_exact("HloModule u\n\nENTRY main {\n  a = u8[8] parameter(0)\n  b = u8[8] parameter(1)\n"
+              "  d = u8[8] divide(a, b)\n  r = u8[8] remainder(a, b)\n  l = u8[8] shift-left(a, b)\n"
+              "  sr = u8[8] shift-right-arithmetic(a, b)\n  p = u8[8] power(a, b)\n"
+              "  ROOT t = (u8[8], u8[8], u8[8], u8[8], u8[8]) tuple(d, r, l, sr, p)\n}\n",
+              1, false);
+  static const int64_t pa[] = {0, 1, 0, 1}, pb[] = {0, 0, 1, 1};
+  const int64_t *pred_values[] = {pa, pb};
+  explicit_values = pred_values;
+  check_exact("HloModule p\n\nENTRY main {\n  a = pred[4] parameter(0)\n  b = pred[4] parameter(1)\n"
+              "  x = pred[4] and(a, b)\n  y = pred[4] xor(a, b)\n  z = pred[4] or(a, b)\n"
+              "  w = pred[4] minimum(a, b)\n  n = pred[4] not(a)\n  m = pred[4] maximum(a, b)\n"
+              "  ROOT t = (pred[4], pred[4], pred[4], pred[4], pred[4], pred[4]) tuple(x, y, z, w, n, m)\n}\n",
+              1, false);
+  explicit_values = NULL;
+}
+
+static void test_convert_exact(void) {
+  static const char *types[] = {"pred", "s8", "s32", "s64", "u8", "u32", "u64", "f16", "bf16", "f32", "f64"};
+  int nt = (int)(sizeof types / sizeof types[0]);
+  for (int i = 0; i < nt; i++)
+    for (int j = 0; j < nt; j++) {
+      char text[512];
+      snprintf(text, sizeof text,
+               "HloModule c\n\nENTRY main {\n  a = %s[37] parameter(0)\n  ROOT c = %s[37] convert(a)\n}\n", types[i],
+               types[j]);
+      check_exact(text, 5 + (uint64_t)i, true);
+    }
+  /* 64-bit integers that need one correct rounding into halves and f32 (values just
+   * above 2^53, near the extremes, and halfway cases of f16). Large floats, infinities
+   * and NaN into integers are in the specials `fill` mixes in above. */
+  static const int64_t big[] = {9007199254740993, -9223372036854775807, 2049, 2051, 65520, -65519, 16777217, 0};
+  const int64_t *big_values[] = {big};
+  explicit_values = big_values;
+  check_exact("HloModule c\n\nENTRY main {\n  a = s64[8] parameter(0)\n"
+              "  h = f16[8] convert(a)\n  b = bf16[8] convert(a)\n  f = f32[8] convert(a)\n"
+              "  ROOT t = (f16[8], bf16[8], f32[8]) tuple(h, b, f)\n}\n",
+              1, false);
+  explicit_values = NULL;
+}
+
+static void test_compare_select_clamp(void) {
+  static const char *types[] = {"pred", "s8", "u32", "s64", "f16", "bf16", "f32", "f64"};
+  static const char *dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
+  for (int i = 0; i < 8; i++) {
+    for (int d = 0; d < 6; d++) {
+      char text[768];
+      snprintf(text, sizeof text,
+               "HloModule c\n\nENTRY main {\n  a = %s[2,9] parameter(0)\n  b = %s[2,9] parameter(1)\n"
+               "  c = pred[2,9] compare(a, b), direction=%s\n  s = %s[2,9] select(c, a, b)\n"
+               "  ROOT t = (pred[2,9], %s[2,9]) tuple(c, s)\n}\n",
+               types[i], types[i], dirs[d], types[i], types[i]);
+      check_exact(text, 3, true);
+    }
+    char text[512];
+    snprintf(text, sizeof text,
+             "HloModule cl\n\nENTRY main {\n  lo = %s[] parameter(0)\n  x = %s[33] parameter(1)\n  hi = %s[33] parameter(2)\n"
+             "  ROOT c = %s[33] clamp(lo, x, hi)\n}\n",
+             types[i], types[i], types[i], types[i]);
+    check_exact(text, 4, true);
+  }
+  check_exact("HloModule tot\n\nENTRY main {\n  a = f32[40] parameter(0)\n  b = f32[40] parameter(1)\n"
+              "  ROOT c = pred[40] compare(a, b), direction=LT, type=TOTALORDER\n}\n",
+              9, true);
+}
+
+static void test_data_movement(void) {
+  check_exact("HloModule dm\n\nENTRY main {\n  a = f32[4,6] parameter(0)\n"
+              "  t = f32[6,4] transpose(a), dimensions={1,0}\n"
+              "  s = f32[3,2] slice(t), slice={[1:6:2], [0:4:2]}\n"
+              "  rv = f32[4,6] reverse(a), dimensions={0,1}\n"
+              "  r = f32[2,3] slice(rv), slice={[0:2], [1:4]}\n"
+              "  sl = f32[2,3] slice(a), slice={[1:3], [2:5]}\n"
+              "  c = f32[4,3] concatenate(r, sl), dimensions={0}\n"
+              "  z = f32[] constant(-1)\n"
+              "  p = f32[7,4] pad(c, z), padding=1_-1_1x0_1\n"
+              "  b = f32[3,7,4] broadcast(p), dimensions={1,2}\n"
+              "  re = f32[12,7] reshape(b)\n"
+              "  i = f32[12,7] iota(), iota_dimension=1\n"
+              "  m = f32[12,7] multiply(re, i)\n"
+              "  ROOT out = (f32[3,2], f32[12,7]) tuple(s, m)\n}\n",
+              21, true);
+  /* Out-of-range dynamic starts clamp as in XLA. */
+  check_exact("HloModule ds\n\nENTRY main {\n  a = s32[5,7] parameter(0)\n  u = s32[2,3] parameter(1)\n"
+              "  i = s32[] constant(4)\n  j = s32[] constant(-3)\n  k = u32[] constant(4000000000)\n"
+              "  k2 = u32[] constant(1)\n"
+              "  d = s32[2,3] dynamic-slice(a, i, j), dynamic_slice_sizes={2,3}\n"
+              "  e = s32[2,3] dynamic-slice(a, k2, k), dynamic_slice_sizes={2,3}\n"
+              "  f = s32[5,7] dynamic-update-slice(a, u, k, k2)\n"
+              "  g = s32[5,7] dynamic-update-slice(a, u, j, j)\n"
+              "  ROOT out = (s32[2,3], s32[2,3], s32[5,7], s32[5,7]) tuple(d, e, f, g)\n}\n",
+              2, false);
+}
+
+static void test_concatenate_many(void) {
+  /* 70 operands (more than one might guess a phi needs) put back in reverse order. */
+  static char text[16384];
+  int n = snprintf(text, sizeof text, "HloModule cc\n\nENTRY main {\n  a = s32[70,3] parameter(0)\n");
+  for (int i = 0; i < 70; i++)
+    n += snprintf(text + n, sizeof text - (size_t)n, "  s%d = s32[1,3] slice(a), slice={[%d:%d], [0:3]}\n", i, i, i + 1);
+  n += snprintf(text + n, sizeof text - (size_t)n, "  ROOT c = s32[70,3] concatenate(");
+  for (int i = 69; i >= 0; i--) n += snprintf(text + n, sizeof text - (size_t)n, "s%d%s", i, i ? ", " : "");
+  snprintf(text + n, sizeof text - (size_t)n, "), dimensions={0}\n}\n");
+  check_exact(text, 141, false);
+}
+
+static void test_gather(void) {
+  /* Embedding lookup, GatherNd-style point gathers and windowed gathers; the specials
+   * mixed into the indices (negative, huge) exercise the clamping. */
+  check_exact("HloModule g\n\nENTRY main {\n  a = f32[10,4] parameter(0)\n  i = s32[6] parameter(1)\n"
+              "  ROOT g = f32[6,4] gather(a, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, "
+              "index_vector_dim=1, slice_sizes={1,4}\n}\n",
+              121, true);
+  check_exact("HloModule g\n\nENTRY main {\n  a = bf16[4,5,6] parameter(0)\n  i = s64[3,2] parameter(1)\n"
+              "  ROOT g = bf16[3,6] gather(a, i), offset_dims={1}, collapsed_slice_dims={0,1}, start_index_map={0,1}, "
+              "index_vector_dim=1, slice_sizes={1,1,6}\n}\n",
+              122, true);
+  check_exact("HloModule g\n\nENTRY main {\n  a = s32[8,9] parameter(0)\n  i = u8[1,2] parameter(1)\n"
+              "  ROOT g = s32[2,3,4] gather(a, i), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={1}, "
+              "index_vector_dim=0, slice_sizes={3,4}\n}\n",
+              123, true);
+}
+
+static const char *reducers =
+    "add_f32 {\n  ax = f32[] parameter(0)\n  ay = f32[] parameter(1)\n  ROOT as = f32[] add(ax, ay)\n}\n\n"
+    "max_f32 {\n  mx = f32[] parameter(0)\n  my = f32[] parameter(1)\n  ROOT ms = f32[] maximum(mx, my)\n}\n\n"
+    "add_s32 {\n  ix = s32[] parameter(0)\n  iy = s32[] parameter(1)\n  ROOT is = s32[] add(ix, iy)\n}\n\n"
+    "mix_bf16 {\n  bx = bf16[] parameter(0)\n  by = bf16[] parameter(1)\n  bm = bf16[] multiply(by, by)\n"
+    "  ROOT bs = bf16[] add(bx, bm)\n}\n\n";
+
+static void test_reduce(void) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "HloModule red\n\n%sENTRY main {\n  a = f32[6,5,7] parameter(0)\n  z = f32[] constant(0)\n"
+           "  ninf = f32[] constant(-inf)\n"
+           "  r0 = f32[5] reduce(a, z), dimensions={0,2}, to_apply=add_f32\n"
+           "  r1 = f32[6,7] reduce(a, ninf), dimensions={1}, to_apply=max_f32\n"
+           "  e = f32[6,5,7] multiply(a, a)\n"
+           "  r2 = f32[] reduce(e, z), dimensions={0,1,2}, to_apply=add_f32\n"
+           "  ROOT t = (f32[5], f32[6,7], f32[]) tuple(r0, r1, r2)\n}\n",
+           reducers);
+  check_exact(text, 31, false);
+  check_exact(text, 32, true);
+  snprintf(text, sizeof text,
+           "HloModule red\n\n%sENTRY main {\n  a = s32[9,1023] parameter(0)\n  z = s32[] constant(0)\n"
+           "  ROOT r = s32[9] reduce(a, z), dimensions={1}, to_apply=add_s32\n}\n",
+           reducers);
+  check_exact(text, 33, true);
+  snprintf(text, sizeof text,
+           "HloModule red\n\n%sENTRY main {\n  a = bf16[4,33] parameter(0)\n  z = bf16[] constant(0.5)\n"
+           "  ROOT r = bf16[33] reduce(a, z), dimensions={0}, to_apply=mix_bf16\n}\n",
+           reducers);
+  check_exact(text, 34, false);
+}
+
+static void test_variadic_reduce(void) {
+  /* ArgMax as TF/JAX lower it: a (value, index) reduce with a tie-breaking comparator.
+   * Results as a GTE, as the root tuple itself, and inside the root tuple. */
+  static const char *argmax =
+      "argmax {\n  av = f32[] parameter(0)\n  ai = s32[] parameter(1)\n  bv = f32[] parameter(2)\n"
+      "  bi = s32[] parameter(3)\n  gt = pred[] compare(av, bv), direction=GT\n"
+      "  eq = pred[] compare(av, bv), direction=EQ\n  lt = pred[] compare(ai, bi), direction=LT\n"
+      "  tie = pred[] and(eq, lt)\n  keep = pred[] or(gt, tie)\n  nan = pred[] compare(av, av), direction=NE\n"
+      "  k2 = pred[] or(keep, nan)\n  v = f32[] select(k2, av, bv)\n  i = s32[] select(k2, ai, bi)\n"
+      "  ROOT t = (f32[], s32[]) tuple(v, i)\n}\n\n";
+  static const char *roots[] = {
+      "  ROOT idx = s32[6] get-tuple-element(r), index=1\n",
+      "  ROOT r2 = (f32[6], s32[6]) reduce(a, io, ninf, z), dimensions={1}, to_apply=argmax\n",
+      "  v0 = f32[6] get-tuple-element(r), index=0\n  i0 = s32[6] get-tuple-element(r), index=1\n"
+      "  ROOT out = (s32[6], f32[6]) tuple(i0, v0)\n",
+  };
+  for (int i = 0; i < 3; i++) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "HloModule am\n\n%sENTRY main {\n  a = f32[6,37] parameter(0)\n  io = s32[6,37] iota(), iota_dimension=1\n"
+             "  ninf = f32[] constant(-inf)\n  z = s32[] constant(0)\n"
+             "  r = (f32[6], s32[6]) reduce(a, io, ninf, z), dimensions={1}, to_apply=argmax\n%s}\n",
+             argmax, roots[i]);
+    check_exact(text, 131 + (uint64_t)i, true);
+  }
+}
+
+static void test_reduce_window(void) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "HloModule rw\n\n%sENTRY main {\n  a = f32[2,9,11,3] parameter(0)\n  ninf = f32[] constant(-inf)\n"
+           "  z = f32[] constant(0)\n"
+           "  mp = f32[2,5,6,3] reduce-window(a, ninf), window={size=1x3x3x1 stride=1x2x2x1 pad=0_0x1_1x1_1x0_0}, "
+           "to_apply=max_f32\n"
+           "  ap = f32[2,4,4,3] reduce-window(a, z), window={size=1x2x3x1 stride=1x2x2x1 pad=0_0x0_0x0_0x0_0 "
+           "rhs_dilate=1x1x2x1}, to_apply=add_f32\n"
+           "  bd = f32[2,17,11,3] reduce-window(a, z), window={size=1x2x1x1 lhs_dilate=1x2x1x1 pad=0_0x1_0x0_0x0_0}, "
+           "to_apply=add_f32\n"
+           "  ROOT t = (f32[2,5,6,3], f32[2,4,4,3], f32[2,17,11,3]) tuple(mp, ap, bd)\n}\n",
+           reducers);
+  check_exact(text, 41, true);
+}
+
+static void test_fused_chain(void) {
+  /* Goes through the cpu pipeline's fusion: a kLoop fusion with broadcasts and a kInput
+   * reduce fusion; exact ops only, so bitwise. */
+  char text[4096];
+  snprintf(text, sizeof text,
+           "HloModule fz\n\n%sENTRY main {\n  a = f32[64,130] parameter(0)\n  b = f32[130] parameter(1)\n"
+           "  bb = f32[64,130] broadcast(b), dimensions={1}\n  c = f32[] constant(1.5)\n"
+           "  cb = f32[64,130] broadcast(c), dimensions={}\n"
+           "  x = f32[64,130] multiply(a, bb)\n  y = f32[64,130] subtract(x, cb)\n"
+           "  mm = f32[64,130] maximum(y, a)\n  d = f32[64,130] divide(mm, bb)\n"
+           "  h = f16[64,130] convert(d)\n  hf = f32[64,130] convert(h)\n"
+           "  z = f32[] constant(0)\n"
+           "  s = f32[64] reduce(hf, z), dimensions={1}, to_apply=add_f32\n"
+           "  ROOT t = (f32[64,130], f32[64]) tuple(hf, s)\n}\n",
+           reducers);
+  check_exact(text, 51, false);
+  check_exact(text, 52, true);
+}
+
+static void test_transcendentals(void) {
+  static const char *ops[] = {"exponential", "exponential-minus-one", "tanh", "sine", "cosine", "logistic",
+                              "cbrt", "tan", "erf"};
+  static const char *types[] = {"f32", "f64", "f16", "bf16"};
+  for (int t = 0; t < 4; t++)
+    for (int i = 0; i < (int)(sizeof ops / sizeof ops[0]); i++) {
+      char text[512];
+      snprintf(text, sizeof text,
+               "HloModule tr\n\nENTRY main {\n  a = %s[1031] parameter(0)\n  ROOT r = %s[1031] %s(a)\n}\n", types[t],
+               types[t], ops[i]);
+      check_close(text, 61 + (uint64_t)i, 1e-6);
+    }
+  /* log/sqrt/pow/atan2 on positive inputs (abs keeps the domain). */
+  check_close("HloModule tr\n\nENTRY main {\n  a = f32[257] parameter(0)\n  b = f32[257] parameter(1)\n"
+              "  x = f32[257] abs(a)\n  l = f32[257] log(x)\n  l1 = f32[257] log-plus-one(x)\n"
+              "  s = f32[257] sqrt(x)\n  rs = f32[257] rsqrt(x)\n  p = f32[257] power(x, b)\n"
+              "  at = f32[257] atan2(a, b)\n  u = f32[257] add(l, l1)\n  v = f32[257] add(s, rs)\n"
+              "  w = f32[257] add(p, at)\n  uv = f32[257] add(u, v)\n  ROOT r = f32[257] add(uv, w)\n}\n",
+              71, 1e-6);
+}
+
+static void test_dot_naive(void) {
+  check_exact("HloModule d\n\nENTRY main {\n  a = s32[3,5,7] parameter(0)\n  b = s32[3,7,4] parameter(1)\n"
+              "  ROOT d = s32[3,5,4] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+              "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n}\n",
+              81, false);
+  check_close("HloModule d\n\nENTRY main {\n  a = f64[6,33] parameter(0)\n  b = f64[9,33] parameter(1)\n"
+              "  ROOT d = f64[6,9] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n}\n",
+              82, 1e-12);
+}
+
+static void test_convolution_naive(void) {
+  /* Integer convolutions oneDNN does not take: grouped, strided, padded, dilated,
+   * reversed; integer accumulation wraps exactly like the evaluator's. */
+  check_exact("HloModule cv\n\nENTRY main {\n  x = s32[2,9,8,4] parameter(0)\n  w = s32[3,2,2,6] parameter(1)\n"
+              "  ROOT c = s32[2,5,8,6] convolution(x, w), window={size=3x2 stride=2x1 pad=1_1x1_1 rhs_dilate=1x2 "
+              "rhs_reversal=1x0}, dim_labels=b01f_01io->b01f, feature_group_count=2\n}\n",
+              101, false);
+  check_exact("HloModule cv\n\nENTRY main {\n  x = s8[4,3,7] parameter(0)\n  w = s8[6,3,2] parameter(1)\n"
+              "  ROOT c = s8[2,6,8] convolution(x, w), window={size=2 pad=1_1 lhs_dilate=1}, dim_labels=bf0_oi0->bf0, "
+              "batch_group_count=2\n}\n",
+              102, false);
+  check_close("HloModule cv\n\nENTRY main {\n  x = f64[1,6,6,2] parameter(0)\n  w = f64[2,2,2,3] parameter(1)\n"
+              "  ROOT c = f64[1,10,5,3] convolution(x, w), window={size=2x2 lhs_dilate=2x1}, dim_labels=b01f_01io->b01f\n}\n",
+              103, 1e-12);
+}
+
+static void test_big_and_odd_sizes(void) {
+  /* 1M elements: split across threads; the sizes around it exercise vector tails. */
+  static const char *sizes[] = {"1048576", "1", "7", "1023", "1025,3"};
+  for (int i = 0; i < 5; i++) {
+    char text[1024];
+    snprintf(text, sizeof text,
+             "HloModule big\n\nENTRY main {\n  a = f32[%s] parameter(0)\n  b = f32[%s] parameter(1)\n"
+             "  m = f32[%s] multiply(a, b)\n  s = f32[%s] add(m, a)\n  n = f32[%s] negate(s)\n"
+             "  ROOT x = f32[%s] maximum(n, b)\n}\n",
+             sizes[i], sizes[i], sizes[i], sizes[i], sizes[i], sizes[i]);
+    check_exact(text, 91 + (uint64_t)i, i > 0);
+  }
+}
+
+static void test_outputs_and_aliases(void) {
+  /* Outputs that are parameters, constants, reshapes (aliases) of parameters, repeated
+   * tuple elements and zero-element arrays are copied out, never handed out aliased. */
+  check_exact("HloModule o\n\nENTRY main {\n  a = f32[3,4] parameter(0)\n  c = s32[2] constant({7, -7})\n"
+              "  r = f32[12] reshape(a)\n  n = f32[3,4] negate(a)\n  e = f32[0,5] parameter(1)\n"
+              "  ee = f32[0,5] exponential(e)\n"
+              "  ROOT t = (f32[3,4], s32[2], f32[12], f32[3,4], f32[3,4], f32[0,5]) tuple(a, c, r, n, n, ee)\n}\n",
+              111, true);
+  check_exact("HloModule o\n\nENTRY main {\n  a = f32[3,4] parameter(0)\n  ROOT r = f32[4,3] reshape(a)\n}\n", 112,
+              true);
+  check_exact("HloModule o\n\nENTRY main {\n  ROOT a = f16[5] parameter(0)\n}\n", 113, true);
+}
+
+static void test_unsupported_names_instruction(void) {
+  const char *text =
+      "HloModule u\n\ncmp {\n  x = f32[] parameter(0)\n  y = f32[] parameter(1)\n"
+      "  ROOT c = pred[] compare(x, y), direction=LT\n}\n\n"
+      "ENTRY main {\n  a = f32[8] parameter(0)\n  e = f32[8] exponential(a)\n"
+      "  ROOT my_sort = f32[8] sort(e), dimensions={0}, to_apply=cmp\n}\n";
+  hlo_module *m = parse(text);
+  if (!m) return;
+  const backend *cpu = backend_find("cpu");
+  backend_executable *e = NULL;
+  kiln_status s = cpu->compile(cpu, m, &e);
+  CHECK(s && kiln_status_code(s) == KILN_UNIMPLEMENTED);
+  if (s) {
+    CHECK(strstr(kiln_status_message(s), "my_sort") != NULL);
+    CHECK(strstr(kiln_status_message(s), "sort") != NULL);
+    kiln_status_free(s);
+  }
+  CHECK(e == NULL);
+  CHECK(!cpu->supports(cpu, m->entry->root));
+  CHECK(cpu->supports(cpu, m->entry->root->operands[0]));
+  hlo_module_free(m);
+}
+
+static void test_cache_hit(void) {
+  const char *text = "HloModule cache_probe\n\nENTRY main {\n  a = f32[5] parameter(0)\n"
+                     "  ROOT r = f32[5] multiply(a, a)\n}\n";
+  hlo_module *m1 = parse(text), *m2 = parse(text);
+  if (!m1 || !m2) return;
+  const backend *cpu = backend_find("cpu");
+  backend_executable *e1 = NULL, *e2 = NULL;
+  CHECK_OK(cpu->compile(cpu, m1, &e1));
+  int after_first = cpu_backend_cache_size();
+  CHECK_OK(cpu->compile(cpu, m2, &e2));
+  CHECK(cpu_backend_cache_size() == after_first);
+  hlo_module_free(m1); /* the executable does not borrow the module */
+  hlo_literal *arg = NULL, *out = NULL;
+  CHECK_OK(literal_create(&m2->entry->params[0]->shape, &arg));
+  for (int i = 0; i < 5; i++) literal_set_f64(arg, i, i + 0.5);
+  if (e1) {
+    CHECK_OK(cpu->execute(e1, &arg, 1, &out));
+    if (out) CHECK(literal_get_f64(out, 4) == 4.5 * 4.5);
+    literal_free(out);
+    cpu->destroy(e1);
+  }
+  if (e2) cpu->destroy(e2);
+  literal_free(arg);
+  hlo_module_free(m2);
+}
+
+static void test_bad_arguments(void) {
+  hlo_module *m = parse("HloModule bad\n\nENTRY main {\n  a = f32[5] parameter(0)\n  ROOT r = f32[5] negate(a)\n}\n");
+  if (!m) return;
+  const backend *cpu = backend_find("cpu");
+  backend_executable *e = NULL;
+  CHECK_OK(cpu->compile(cpu, m, &e));
+  hlo_shape s = shape_make(HLO_F32, 1, (int64_t[]){6});
+  hlo_literal *arg = NULL, *out = NULL;
+  CHECK_OK(literal_create(&s, &arg));
+  if (e) {
+    CHECK_ERR(cpu->execute(e, &arg, 1, &out), "expected f32[5]");
+    CHECK_ERR(cpu->execute(e, &arg, 0, &out), "expected 1 arguments");
+    cpu->destroy(e);
+  }
+  literal_free(arg);
+  hlo_module_free(m);
+}
+
+TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact),
+          TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window),
+          TEST(test_fused_chain), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
+          TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_bad_arguments))

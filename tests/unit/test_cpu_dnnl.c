@@ -1,0 +1,959 @@
+/* Unit tests for the cpu backend's oneDNN primitives (src/backends/cpu/cpu_dnnl.c).
+ *
+ * Each case is an HLO module whose entry root is the instruction under test (a dot, a
+ * convolution, or a kOutput fusion). The root is compiled with cpu_dnnl_create, run on
+ * random inputs and compared with the evaluator running the same module, which
+ * accumulates in double and rounds once: an independent oracle. Each case runs twice
+ * with different inputs so rebinding buffers (and per-execute weight reorders) is
+ * covered. Constant operands get NULL buffers, which proves they were captured at
+ * create time.
+ *
+ * Tolerance: inputs are uniform in [-1, 1), so for an output element that sums K
+ * products, sum_k |a_k * b_k| <= K. oneDNN accumulates in f32 (any order, possibly
+ * blocked), whose worst-case error is about K * 2^-24 * sum|a_k b_k|, but realistic
+ * (random-sign) error grows like sqrt(K) * 2^-24 * sum|a_k b_k|; epilogue operands are
+ * also in [-1, 1) and add at most one f32 rounding each. So per element we require
+ * |dnnl - eval| <= 1e-5 * (1 + K), i.e. the brief's 1e-5 * (1 + sum|a_k b_k|) with the
+ * sum replaced by its bound K, plus a global relative NMSE <= 1e-6. An indexing
+ * mistake produces O(1) errors and fails both (test_compare_rejects shows that).
+ *
+ * The random sweeps (dim_labels / dimension-number permutations, windows, groups) may
+ * meet configurations oneDNN has no optimized kernel for; those are declined and
+ * skipped (DNNL_TEST_DEBUG=1 prints why), but a declined case must be declined by both
+ * cpu_dnnl_supports and cpu_dnnl_create, and most cases must run. */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_dnnl.h"
+#include "check.h"
+#include "eval/eval.h"
+#include "hlo/parser.h"
+#include "hlo/verifier.h"
+
+/* ------------------------------------------------------------------ helpers */
+
+static hlo_module *parse(const char *text) {
+  hlo_module *m = NULL;
+  kiln_status s = hlo_parse(text, strlen(text), "test", &m);
+  if (s) {
+    CHECK_OK(s);
+    return NULL;
+  }
+  s = hlo_verify_module(m);
+  if (s) {
+    CHECK_OK(s);
+    hlo_module_free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* Whether GOT matches REF within the tolerance explained above. */
+static bool close_enough(const float *got, const hlo_literal *ref, int64_t k, double *worst, double *nmse) {
+  const float *r = ref->data;
+  double tol = 1e-5 * (1.0 + (double)k), err2 = 0, ref2 = 0;
+  bool ok = true;
+  *worst = 0;
+  for (int64_t i = 0; i < ref->n; i++) {
+    double d = fabs((double)got[i] - (double)r[i]);
+    if (!(d <= tol)) ok = false; /* NaN fails too */
+    if (!(d <= *worst)) *worst = d;
+    err2 += d * d;
+    ref2 += (double)r[i] * r[i];
+  }
+  *nmse = ref2 > 0 ? err2 / ref2 : err2;
+  return ok && *nmse <= 1e-6;
+}
+
+/* Runs the entry root through oneDNN and the evaluator; K is the number of products
+ * summed per output element. */
+static bool run_case_opt(const char *what, const char *text, int64_t k, bool must_support) {
+  hlo_module *m = parse(text);
+  if (!m) return false;
+  const hlo_instr *root = m->entry->root;
+  cpu_dnnl_prim *prim = NULL;
+  kiln_status s = cpu_dnnl_create(root, &prim);
+  CHECK(cpu_dnnl_supports(root) == (s == NULL));
+  if (s) {
+    if (must_support || kiln_status_code(s) != KILN_UNIMPLEMENTED)
+      check_fail(__FILE__, __LINE__, what, kiln_status_message(s));
+    if (getenv("DNNL_TEST_DEBUG")) printf("%s: %s\n", what, kiln_status_message(s));
+    kiln_status_free(s);
+    hlo_module_free(m);
+    return false;
+  }
+  int n_args = m->entry->n_params;
+  hlo_literal *args[8] = {NULL};
+  void *operands[8] = {NULL};
+  hlo_literal *out = NULL;
+  CHECK(n_args <= 8 && root->n_operands <= 8);
+  CHECK_OK(literal_create(&root->shape, &out));
+  for (int round = 0; round < 2 && out; round++) {
+    for (int i = 0; i < n_args; i++) {
+      literal_free(args[i]);
+      args[i] = NULL;
+      CHECK_OK(literal_create(&m->entry->params[i]->shape, &args[i]));
+      literal_fill_pseudo_random(args[i], 1000u * (uint64_t)round + 17u * (uint64_t)i + 3u);
+    }
+    for (int i = 0; i < root->n_operands; i++) {
+      const hlo_instr *o = root->operands[i];
+      operands[i] = o->op == HLO_OP_PARAMETER ? args[o->parameter_number]->data : NULL;
+    }
+    float *got = out->data;
+    for (int64_t i = 0; i < out->n; i++) got[i] = NAN; /* every element must be written */
+    CHECK_OK(cpu_dnnl_execute(prim, operands, out->data));
+    hlo_literal *ref = NULL;
+    CHECK_OK(eval_module(m, args, n_args, &ref));
+    if (ref) {
+      double worst, nmse;
+      if (!close_enough(got, ref, k, &worst, &nmse)) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "round %d: max |err| %.3g (tolerance %.3g), NMSE %.3g", round, worst,
+                 1e-5 * (1.0 + (double)k), nmse);
+        check_fail(__FILE__, __LINE__, what, msg);
+      }
+    }
+    literal_free(ref);
+  }
+  for (int i = 0; i < n_args; i++) literal_free(args[i]);
+  literal_free(out);
+  cpu_dnnl_destroy(prim);
+  hlo_module_free(m);
+  return true;
+}
+
+static void run_case(const char *what, const char *text, int64_t k) { run_case_opt(what, text, k, true); }
+
+/* The root must be declined, and create must say why (UNIMPLEMENTED, naming it). */
+static void check_unsupported(const char *what, const char *text) {
+  hlo_module *m = parse(text);
+  if (!m) return;
+  const hlo_instr *root = m->entry->root;
+  if (cpu_dnnl_supports(root)) check_fail(__FILE__, __LINE__, what, "cpu_dnnl_supports said yes");
+  cpu_dnnl_prim *prim = NULL;
+  kiln_status s = cpu_dnnl_create(root, &prim);
+  CHECK(s != NULL && prim == NULL);
+  if (s) {
+    CHECK(kiln_status_code(s) == KILN_UNIMPLEMENTED);
+    CHECK(strstr(kiln_status_message(s), root->name) != NULL);
+    kiln_status_free(s);
+  }
+  cpu_dnnl_destroy(prim);
+  hlo_module_free(m);
+}
+
+/* ------------------------------------------------------------------ the comparison itself */
+
+static void test_compare_rejects(void) {
+  hlo_shape sh = shape_make(HLO_F32, 1, (int64_t[]){64});
+  hlo_literal *ref = NULL;
+  CHECK_OK(literal_create(&sh, &ref));
+  if (!ref) return;
+  literal_fill_pseudo_random(ref, 5);
+  float got[64];
+  memcpy(got, ref->data, sizeof got);
+  double worst, nmse;
+  CHECK(close_enough(got, ref, 100, &worst, &nmse));
+  got[17] += 0.01f; /* one element off by far more than f32 rounding of 100 products */
+  CHECK(!close_enough(got, ref, 100, &worst, &nmse));
+  got[17] = NAN;
+  CHECK(!close_enough(got, ref, 100, &worst, &nmse));
+  literal_free(ref);
+}
+
+/* ------------------------------------------------------------------ dot */
+
+static void test_matmul(void) {
+  run_case("matmul",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[64,96] parameter(0)\n  b = f32[96,80] parameter(1)\n"
+           "  ROOT d = f32[64,80] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+           96);
+}
+
+static void test_matmul_batched(void) {
+  run_case("batched",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[4,3,32,48] parameter(0)\n  b = f32[4,3,48,40] parameter(1)\n"
+           "  ROOT d = f32[4,3,32,40] dot(a, b), lhs_batch_dims={0,1}, rhs_batch_dims={0,1}, "
+           "lhs_contracting_dims={3}, rhs_contracting_dims={2}\n}\n",
+           48);
+  /* Batch dim in the middle of both operands: strided batch. */
+  run_case("batch in the middle",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[32,4,48] parameter(0)\n  b = f32[48,4,40] parameter(1)\n"
+           "  ROOT d = f32[4,32,40] dot(a, b), lhs_batch_dims={1}, rhs_batch_dims={1}, "
+           "lhs_contracting_dims={2}, rhs_contracting_dims={0}\n}\n",
+           48);
+}
+
+static void test_matmul_transposed(void) {
+  run_case("transposed both",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[96,64] parameter(0)\n  b = f32[80,96] parameter(1)\n"
+           "  ROOT d = f32[64,80] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={1}\n}\n",
+           96);
+  run_case("transposed rhs",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[64,96] parameter(0)\n  b = f32[80,96] parameter(1)\n"
+           "  ROOT d = f32[64,80] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={1}\n}\n",
+           96);
+}
+
+static void test_matrix_vector(void) {
+  run_case("matrix-vector",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[64,96] parameter(0)\n  b = f32[96] parameter(1)\n"
+           "  ROOT d = f32[64] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+           96);
+  run_case("vector-matrix",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[96] parameter(0)\n  b = f32[96,80] parameter(1)\n"
+           "  ROOT d = f32[80] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n}\n",
+           96);
+  run_case("inner product",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[96] parameter(0)\n  b = f32[96] parameter(1)\n"
+           "  ROOT d = f32[] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0}\n}\n",
+           96);
+}
+
+static void test_matmul_merged_dims(void) {
+  run_case("two contracting dims",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[16,8,12] parameter(0)\n  b = f32[8,12,20] parameter(1)\n"
+           "  ROOT d = f32[16,20] dot(a, b), lhs_contracting_dims={1,2}, "
+           "rhs_contracting_dims={0,1}\n}\n",
+           96);
+  run_case("contracting dims listed inner first",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[16,8,12] parameter(0)\n  b = f32[8,12,20] parameter(1)\n"
+           "  ROOT d = f32[16,20] dot(a, b), lhs_contracting_dims={2,1}, "
+           "rhs_contracting_dims={1,0}\n}\n",
+           96);
+  run_case("two free dims each",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[4,5,24] parameter(0)\n  b = f32[24,6,7] parameter(1)\n"
+           "  ROOT d = f32[4,5,6,7] dot(a, b), lhs_contracting_dims={2}, "
+           "rhs_contracting_dims={0}\n}\n",
+           24);
+}
+
+static void test_matmul_constant_weights(void) {
+  run_case("constant rhs",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[64,96] parameter(0)\n  b = f32[96,80] constant({...})\n"
+           "  ROOT d = f32[64,80] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+           96);
+  run_case("constant transposed rhs",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[64,96] parameter(0)\n  b = f32[80,96] constant({...})\n"
+           "  ROOT d = f32[64,80] dot(a, b), lhs_contracting_dims={1}, "
+           "rhs_contracting_dims={1}\n}\n",
+           96);
+  run_case("constant lhs",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[64,96] constant({...})\n  b = f32[96,80] parameter(0)\n"
+           "  ROOT d = f32[64,80] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+           96);
+}
+
+/* ------------------------------------------------------------------ convolution */
+
+static void test_conv_nchw(void) {
+  run_case("conv NCHW",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,8,17,19] parameter(0)\n  w = f32[16,8,3,3] parameter(1)\n"
+           "  ROOT c = f32[2,16,17,19] convolution(x, w), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=bf01_oi01->bf01\n}\n",
+           8 * 9);
+}
+
+static void test_conv_nhwc(void) {
+  run_case("conv NHWC",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,17,19,8] parameter(0)\n  w = f32[3,3,8,16] parameter(1)\n"
+           "  ROOT c = f32[2,17,19,16] convolution(x, w), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=b01f_01io->b01f\n}\n",
+           8 * 9);
+}
+
+static void test_conv_stride_pad(void) {
+  /* H: (17 + 0 + 1 - 3) / 2 + 1 = 8; W: (19 + 1 + 2 - 3) / 2 + 1 = 10. */
+  run_case("stride 2, asymmetric pad",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,17,19,8] parameter(0)\n  w = f32[3,3,8,16] parameter(1)\n"
+           "  ROOT c = f32[2,8,10,16] convolution(x, w), window={size=3x3 stride=2x2 "
+           "pad=0_1x1_2}, dim_labels=b01f_01io->b01f\n}\n",
+           8 * 9);
+}
+
+static void test_conv_dilation(void) {
+  run_case("rhs dilation",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,8,17,19] parameter(0)\n  w = f32[16,8,3,3] parameter(1)\n"
+           "  ROOT c = f32[2,16,17,19] convolution(x, w), window={size=3x3 pad=2_2x2_2 rhs_dilate=2x2}, "
+           "dim_labels=bf01_oi01->bf01\n}\n",
+           8 * 9);
+}
+
+static void test_conv_depthwise(void) {
+  run_case("depthwise, multiplier 2",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,12,12,8] parameter(0)\n  w = f32[3,3,1,16] parameter(1)\n"
+           "  ROOT c = f32[2,12,12,16] convolution(x, w), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=b01f_01io->b01f, feature_group_count=8\n}\n",
+           9);
+  run_case("depthwise NCHW",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,16,12,12] parameter(0)\n  w = f32[16,1,3,3] parameter(1)\n"
+           "  ROOT c = f32[2,16,12,12] convolution(x, w), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=bf01_oi01->bf01, feature_group_count=16\n}\n",
+           9);
+}
+
+static void test_conv_grouped(void) {
+  run_case("grouped",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,8,10,10] parameter(0)\n  w = f32[12,4,3,3] parameter(1)\n"
+           "  ROOT c = f32[2,12,8,8] convolution(x, w), window={size=3x3}, "
+           "dim_labels=bf01_oi01->bf01, feature_group_count=2\n}\n",
+           4 * 9);
+}
+
+static void test_conv_1d_3d(void) {
+  /* (30 + 2 + 1 - 5) / 2 + 1 = 15. */
+  run_case("1-D",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,30,6] parameter(0)\n  w = f32[5,6,10] parameter(1)\n"
+           "  ROOT c = f32[2,15,10] convolution(x, w), window={size=5 stride=2 pad=2_1}, "
+           "dim_labels=b0f_0io->b0f\n}\n",
+           5 * 6);
+  run_case("3-D",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[1,4,6,6,6] parameter(0)\n  w = f32[8,4,3,3,3] parameter(1)\n"
+           "  ROOT c = f32[1,8,4,4,4] convolution(x, w), window={size=3x3x3}, "
+           "dim_labels=bf012_oi012->bf012\n}\n",
+           4 * 27);
+}
+
+static void test_conv_constant_weights(void) {
+  run_case("conv constant weights",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,17,19,8] parameter(0)\n  w = f32[3,3,8,16] constant({...})\n"
+           "  ROOT c = f32[2,9,10,16] convolution(x, w), window={size=3x3 stride=2x2 "
+           "pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n}\n",
+           8 * 9);
+  run_case("depthwise constant weights",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,16,12,12] parameter(0)\n  w = f32[16,1,3,3] constant({...})\n"
+           "  ROOT c = f32[2,16,12,12] convolution(x, w), window={size=3x3 "
+           "pad=1_1x1_1}, dim_labels=bf01_oi01->bf01, feature_group_count=16\n}\n",
+           9);
+}
+
+/* Transposed convolutions (lhs dilation) and reversed windows run as oneDNN
+ * deconvolutions with the kernel mirrored. out = (in-1)*L + 1 + pad_lo + pad_hi - (k-1)*d. */
+static void test_conv_transposed(void) {
+  run_case("lhs dilation 2, full padding",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,5,6,4] parameter(0)\n  w = f32[3,3,4,6] parameter(1)\n"
+           "  ROOT c = f32[2,11,13,6] convolution(x, w), window={size=3x3 pad=2_2x2_2 "
+           "lhs_dilate=2x2}, dim_labels=b01f_01io->b01f\n}\n",
+           4 * 9);
+  run_case("lhs dilation 2, asymmetric padding, NCHW",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[1,4,5,5] parameter(0)\n  w = f32[6,4,3,3] parameter(1)\n"
+           "  ROOT c = f32[1,6,10,11] convolution(x, w), window={size=3x3 "
+           "pad=1_2x2_2 lhs_dilate=2x2}, dim_labels=bf01_oi01->bf01\n}\n",
+           4 * 9);
+  run_case("lhs dilation 3 x 1, rhs dilation 2",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[1,4,4,3] parameter(0)\n  w = f32[2,3,3,5] parameter(1)\n"
+           "  ROOT c = f32[1,11,4,5] convolution(x, w), window={size=2x3 "
+           "pad=1_1x2_2 lhs_dilate=3x1 rhs_dilate=1x2}, dim_labels=b01f_01io->b01f\n}\n",
+           3 * 6);
+  run_case("reversed window",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,8,8,4] parameter(0)\n  w = f32[3,3,4,6] parameter(1)\n"
+           "  ROOT c = f32[2,8,8,6] convolution(x, w), window={size=3x3 pad=1_1x1_1 rhs_reversal=1x0}, "
+           "dim_labels=b01f_01io->b01f\n}\n",
+           4 * 9);
+  run_case("lhs dilation with reversed window, grouped",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[1,4,5,5] parameter(0)\n  w = f32[6,2,3,3] parameter(1)\n"
+           "  ROOT c = f32[1,6,11,11] convolution(x, w), window={size=3x3 "
+           "pad=2_2x2_2 lhs_dilate=2x2 rhs_reversal=1x1}, "
+           "dim_labels=bf01_oi01->bf01, feature_group_count=2\n}\n",
+           2 * 9);
+  run_case("1-D transposed, constant weights",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[2,7,3] parameter(0)\n  w = f32[4,3,5] constant({...})\n"
+           "  ROOT c = f32[2,15,5] convolution(x, w), window={size=4 pad=2_3 "
+           "lhs_dilate=2}, dim_labels=b0f_0io->b0f\n}\n",
+           4 * 3);
+  run_case("transposed, constant weights + bias",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[1,6,6,8] parameter(0)\n  p1 = f32[4,4,8,16] parameter(1)\n"
+           "  p2 = f32[16] parameter(2)\n"
+           "  c = f32[1,12,12,16] convolution(p0, p1), window={size=4x4 pad=2_2x2_2 "
+           "lhs_dilate=2x2}, dim_labels=b01f_01io->b01f\n"
+           "  b = f32[1,12,12,16] broadcast(p2), dimensions={3}\n"
+           "  ROOT a = f32[1,12,12,16] add(c, b)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[1,6,6,8] parameter(0)\n  w = f32[4,4,8,16] constant({...})\n"
+           "  bias = f32[16] parameter(1)\n"
+           "  ROOT f = f32[1,12,12,16] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           8 * 16);
+}
+
+/* ------------------------------------------------------------------ kOutput fusions */
+
+static void test_fusion_conv_bias_relu(void) {
+  run_case("conv + bias + relu",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[2,8,8,16] parameter(0)\n  p1 = f32[3,3,16,32] parameter(1)\n"
+           "  p2 = f32[32] parameter(2)\n"
+           "  c = f32[2,8,8,32] convolution(p0, p1), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=b01f_01io->b01f\n"
+           "  b = f32[2,8,8,32] broadcast(p2), dimensions={3}\n"
+           "  a = f32[2,8,8,32] add(c, b)\n"
+           "  z = f32[] constant(0)\n  zb = f32[2,8,8,32] broadcast(z), dimensions={}\n"
+           "  ROOT r = f32[2,8,8,32] maximum(a, zb)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[2,8,8,16] parameter(0)\n  w = f32[3,3,16,32] parameter(1)\n"
+           "  bias = f32[32] parameter(2)\n"
+           "  ROOT f = f32[2,8,8,32] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           16 * 9);
+  /* NCHW with constant weights and a constant bias: everything but x pre-captured. */
+  run_case("NCHW conv + constant bias + relu",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[2,16,9,9] parameter(0)\n  p1 = f32[32,16,3,3] parameter(1)\n"
+           "  p2 = f32[32] parameter(2)\n"
+           "  c = f32[2,32,9,9] convolution(p0, p1), window={size=3x3 "
+           "pad=1_1x1_1}, dim_labels=bf01_oi01->bf01\n"
+           "  b = f32[2,32,9,9] broadcast(p2), dimensions={1}\n"
+           "  a = f32[2,32,9,9] add(b, c)\n"
+           "  z = f32[] constant(0)\n  zb = f32[2,32,9,9] broadcast(z), "
+           "dimensions={}\n"
+           "  ROOT r = f32[2,32,9,9] maximum(zb, a)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[2,16,9,9] parameter(0)\n  w = f32[32,16,3,3] constant({...})\n"
+           "  bias = f32[32] constant({...})\n"
+           "  ROOT f = f32[2,32,9,9] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           16 * 9);
+}
+
+static void test_fusion_dot_bias(void) {
+  run_case("dot + bias",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[64,96] parameter(0)\n  p1 = f32[96,80] parameter(1)\n  p2 = f32[80] parameter(2)\n"
+           "  d = f32[64,80] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+           "  b = f32[64,80] broadcast(p2), dimensions={1}\n"
+           "  ROOT a = f32[64,80] add(d, b)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[64,96] parameter(0)\n  w = f32[96,80] constant({...})\n  bias = f32[80] parameter(1)\n"
+           "  ROOT f = f32[64,80] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           96);
+}
+
+static void test_fusion_dot_residual(void) {
+  run_case("batched dot + residual + scale",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[3,16,24] parameter(0)\n  p1 = f32[3,24,20] parameter(1)\n"
+           "  p2 = f32[3,16,20] parameter(2)\n"
+           "  d = f32[3,16,20] dot(p0, p1), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+           "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
+           "  a = f32[3,16,20] add(d, p2)\n"
+           "  s = f32[] constant(0.5)\n  sb = f32[3,16,20] broadcast(s), dimensions={}\n"
+           "  ROOT m = f32[3,16,20] multiply(sb, a)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[3,16,24] parameter(0)\n  w = f32[3,24,20] parameter(1)\n"
+           "  r = f32[3,16,20] parameter(2)\n"
+           "  ROOT f = f32[3,16,20] fusion(x, w, r), kind=kOutput, calls=fused\n}\n",
+           24);
+  run_case("dot, subtract from residual, minimum",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[32,40] parameter(0)\n  p1 = f32[40,24] parameter(1)\n"
+           "  p2 = f32[32,24] parameter(2)\n  p3 = f32[24] parameter(3)\n"
+           "  d = f32[32,24] dot(p0, p1), lhs_contracting_dims={1}, "
+           "rhs_contracting_dims={0}\n"
+           "  s = f32[32,24] subtract(p2, d)\n"
+           "  b = f32[32,24] broadcast(p3), dimensions={1}\n"
+           "  ROOT m = f32[32,24] minimum(s, b)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[32,40] parameter(0)\n  w = f32[40,24] parameter(1)\n"
+           "  r = f32[32,24] parameter(2)\n  v = f32[24] parameter(3)\n"
+           "  ROOT f = f32[32,24] fusion(x, w, r, v), kind=kOutput, calls=fused\n}\n",
+           40);
+}
+
+static void test_fusion_clamp(void) {
+  run_case("dot + clamp 0..6",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[64,96] parameter(0)\n  p1 = f32[96,80] parameter(1)\n"
+           "  d = f32[64,80] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+           "  lo = f32[] constant(0)\n  lob = f32[64,80] broadcast(lo), dimensions={}\n"
+           "  hi = f32[] constant(6)\n  hib = f32[64,80] broadcast(hi), dimensions={}\n"
+           "  ROOT c = f32[64,80] clamp(lob, d, hib)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[64,96] parameter(0)\n  w = f32[96,80] parameter(1)\n"
+           "  ROOT f = f32[64,80] fusion(x, w), kind=kOutput, calls=fused\n}\n",
+           96);
+  run_case("conv + bias + clamp(-0.5, 0.5)",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[1,10,10,8] parameter(0)\n  p1 = f32[3,3,8,8] parameter(1)\n"
+           "  p2 = f32[8] parameter(2)\n"
+           "  c = f32[1,10,10,8] convolution(p0, p1), window={size=3x3 "
+           "pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n"
+           "  b = f32[1,10,10,8] broadcast(p2), dimensions={3}\n"
+           "  a = f32[1,10,10,8] add(c, b)\n"
+           "  lo = f32[] constant(-0.5)\n  hi = f32[] constant(0.5)\n"
+           "  ROOT r = f32[1,10,10,8] clamp(lo, a, hi)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[1,10,10,8] parameter(0)\n  w = f32[3,3,8,8] parameter(1)\n"
+           "  bias = f32[8] parameter(2)\n"
+           "  ROOT f = f32[1,10,10,8] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           8 * 9);
+  /* MobileNet's relu6 as the fusion pass builds it: maximum then minimum (one clip). */
+  run_case("1x1 conv + maximum 0 + minimum 6",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[1,8,8,4] parameter(0)\n  p1 = f32[1,1,4,4] parameter(1)\n"
+           "  c = f32[1,8,8,4] convolution(p0, p1), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+           "  z = f32[] constant(0)\n  zb = f32[1,8,8,4] broadcast(z), dimensions={}\n"
+           "  s = f32[] constant(0.25)\n  sb = f32[1,8,8,4] broadcast(s), dimensions={}\n"
+           "  mx = f32[1,8,8,4] maximum(c, zb)\n"
+           "  ROOT mn = f32[1,8,8,4] minimum(mx, sb)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[1,8,8,4] parameter(0)\n  w = f32[1,1,4,4] parameter(1)\n"
+           "  ROOT f = f32[1,8,8,4] fusion(x, w), kind=kOutput, calls=fused\n}\n",
+           4);
+}
+
+static void test_unusual_layouts(void) {
+  /* Batch dims merge in the lhs but not in the rhs (listed in the other order). */
+  run_case("unmergeable batch dims",
+           "HloModule m\nENTRY e {\n"
+           "  a = f32[2,3,8,5] parameter(0)\n  b = f32[3,2,5,4] parameter(1)\n"
+           "  ROOT d = f32[2,3,8,4] dot(a, b), lhs_batch_dims={0,1}, rhs_batch_dims={1,0}, "
+           "lhs_contracting_dims={3}, rhs_contracting_dims={2}\n}\n",
+           5);
+  run_case("conv f01b_i01o->01fb",
+           "HloModule m\nENTRY e {\n"
+           "  x = f32[8,9,9,2] parameter(0)\n  w = f32[8,3,3,16] parameter(1)\n"
+           "  ROOT c = f32[9,9,16,2] convolution(x, w), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=f01b_i01o->01fb\n}\n",
+           8 * 9);
+}
+
+static void test_fusion_more(void) {
+  run_case("1-D conv + bias",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[2,30,6] parameter(0)\n  p1 = f32[5,6,10] parameter(1)\n  p2 = f32[10] parameter(2)\n"
+           "  c = f32[2,15,10] convolution(p0, p1), window={size=5 stride=2 pad=2_1}, "
+           "dim_labels=b0f_0io->b0f\n"
+           "  b = f32[2,15,10] broadcast(p2), dimensions={2}\n"
+           "  ROOT a = f32[2,15,10] add(c, b)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[2,30,6] parameter(0)\n  w = f32[5,6,10] parameter(1)\n  bias = f32[10] parameter(2)\n"
+           "  ROOT f = f32[2,15,10] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           5 * 6);
+  run_case("NCHW conv + residual",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[2,16,9,9] parameter(0)\n  p1 = f32[16,16,3,3] parameter(1)\n"
+           "  c = f32[2,16,9,9] convolution(p0, p1), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=bf01_oi01->bf01\n"
+           "  ROOT a = f32[2,16,9,9] add(c, p0)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[2,16,9,9] parameter(0)\n  w = f32[16,16,3,3] parameter(1)\n"
+           "  ROOT f = f32[2,16,9,9] fusion(x, w), kind=kOutput, calls=fused\n}\n",
+           16 * 9);
+  run_case("dot, scalar parameter clamp bounds",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[16,32] parameter(0)\n  p1 = f32[32,24] parameter(1)\n"
+           "  p2 = f32[] parameter(2)\n  p3 = f32[] parameter(3)\n"
+           "  d = f32[16,24] dot(p0, p1), lhs_contracting_dims={1}, "
+           "rhs_contracting_dims={0}\n"
+           "  ROOT c = f32[16,24] clamp(p2, d, p3)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[16,32] parameter(0)\n  w = f32[32,24] parameter(1)\n"
+           "  lo = f32[] parameter(2)\n  hi = f32[] parameter(3)\n"
+           "  ROOT f = f32[16,24] fusion(x, w, lo, hi), kind=kOutput, calls=fused\n}\n",
+           32);
+}
+
+/* ------------------------------------------------------------------ random sweeps */
+
+static uint64_t rng_state; /* each sweep seeds it, so sweeps are independent */
+static int rnd(int lo, int hi) { /* inclusive */
+  rng_state = rng_state * 6364136223846793005u + 1442695040888963407u;
+  return lo + (int)((rng_state >> 33) % (uint64_t)(hi - lo + 1));
+}
+static void shuffle(char *v, int n) {
+  for (int i = n - 1; i > 0; i--) {
+    int j = rnd(0, i);
+    char t = v[i];
+    v[i] = v[j];
+    v[j] = t;
+  }
+}
+
+/* Prints dims of a tensor whose dim i has role labels[i], sizes looked up by role. */
+static void shape_text(char *buf, size_t cap, const char *labels, int n, const char *roles, const int64_t *sizes) {
+  size_t len = (size_t)snprintf(buf, cap, "f32[");
+  for (int i = 0; i < n; i++) {
+    int64_t sz = sizes[strchr(roles, labels[i]) - roles];
+    len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? "," : "", (long long)sz);
+  }
+  snprintf(buf + len, cap - len, "]");
+}
+
+/* Appends " key=v0xv1" (or "lo_hi" pairs when HI is given) to a window={...} text. */
+static void append_window_field(char *w, size_t cap, const char *key, int n, const int64_t *v, const int64_t *hi) {
+  size_t len = strlen(w);
+  len += (size_t)snprintf(w + len, cap - len, "%s%s=", len ? " " : "", key);
+  for (int i = 0; i < n; i++) {
+    len += (size_t)snprintf(w + len, cap - len, "%s%lld", i ? "x" : "", (long long)v[i]);
+    if (hi) len += (size_t)snprintf(w + len, cap - len, "_%lld", (long long)hi[i]);
+  }
+}
+
+/* Convolutions with random dim_labels, window and grouping. Not every configuration
+ * has an optimized oneDNN kernel; declined ones are skipped but most must run. */
+static void test_random_convs(void) {
+  int ran = 0, total = 60;
+  rng_state = 0x9e3779b97f4a7c15u;
+  for (int t = 0; t < total; t++) {
+    int ns = rnd(1, 2), n = rnd(1, 2), g = rnd(0, 2), cg = rnd(1, 4), og = rnd(1, 4);
+    int groups = g == 0 ? 1 : g == 1 ? 2 : rnd(3, 6);
+    if (g == 2) cg = 1; /* depthwise */
+    int64_t c = (int64_t)groups * cg, o = (int64_t)groups * og;
+    /* One in three is a transposed convolution (lhs dilation, window stride 1, padding
+     * within the dilated kernel), some with reversed windows. */
+    bool transposed = rnd(0, 2) == 0;
+    int64_t in[2], k[2], st[2], dl[2], ld[2], rev[2], pl[2], ph[2], out[2];
+    char window[256] = "";
+    for (int s = 0; s < ns; s++) {
+      k[s] = rnd(1, 4), st[s] = transposed ? 1 : rnd(1, 3), dl[s] = rnd(1, 2), ld[s] = transposed ? rnd(1, 3) : 1;
+      rev[s] = transposed ? rnd(0, 1) : 0;
+      int64_t extent = (k[s] - 1) * dl[s];
+      pl[s] = rnd(0, 2), ph[s] = rnd(0, 2);
+      if (transposed && pl[s] > extent) pl[s] = extent;
+      if (transposed && ph[s] > extent) ph[s] = extent;
+      in[s] = rnd(1, 8) + extent; /* at least one window fits */
+      out[s] = ((in[s] - 1) * ld[s] + 1 + pl[s] + ph[s] - (extent + 1)) / st[s] + 1;
+    }
+    append_window_field(window, sizeof window, "size", ns, k, NULL);
+    append_window_field(window, sizeof window, "stride", ns, st, NULL);
+    append_window_field(window, sizeof window, "pad", ns, pl, ph);
+    append_window_field(window, sizeof window, "rhs_dilate", ns, dl, NULL);
+    append_window_field(window, sizeof window, "lhs_dilate", ns, ld, NULL);
+    append_window_field(window, sizeof window, "rhs_reversal", ns, rev, NULL);
+    char xl[5] = "bf01", kl[5] = "io01", ol[5] = "bf01";
+    xl[ns + 2] = kl[ns + 2] = ol[ns + 2] = 0;
+    shuffle(xl, ns + 2);
+    shuffle(kl, ns + 2);
+    shuffle(ol, ns + 2);
+    int64_t xs[4] = {n, c, in[0], ns > 1 ? in[1] : 0}, ks[4] = {cg, o, k[0], ns > 1 ? k[1] : 0};
+    int64_t os[4] = {n, o, out[0], ns > 1 ? out[1] : 0};
+    char xt[64], kt[64], ot[64], text[1024], what[400];
+    shape_text(xt, sizeof xt, xl, ns + 2, "bf01", xs);
+    shape_text(kt, sizeof kt, kl, ns + 2, "io01", ks);
+    shape_text(ot, sizeof ot, ol, ns + 2, "bf01", os);
+    snprintf(text, sizeof text,
+             "HloModule m\nENTRY e {\n  x = %s parameter(0)\n  w = %s parameter(1)\n"
+             "  ROOT c = %s convolution(x, w), window={%s}, dim_labels=%s_%s->%s, feature_group_count=%d\n}\n",
+             xt, kt, ot, window, xl, kl, ol, groups);
+    snprintf(what, sizeof what, "random conv %d: %s_%s->%s groups %d window %s", t, xl, kl, ol, groups, window);
+    if (run_case_opt(what, text, cg * k[0] * (ns > 1 ? k[1] : 1), false)) ran++;
+  }
+  printf("random convolutions: %d of %d taken by oneDNN\n", ran, total);
+  CHECK(ran >= total * 3 / 4);
+}
+
+/* Dots with random dimension placement; unmergeable ones are declined. */
+static void test_random_dots(void) {
+  int ran = 0, total = 60;
+  rng_state = 0x2545f4914f6cdd1du;
+  for (int t = 0; t < total; t++) {
+    int nb = rnd(0, 2), nlf = rnd(0, 2), nrf = rnd(0, 2), nc = rnd(1, 2);
+    int64_t bsz[2], lfs[2], rfs[2], csz[2];
+    for (int i = 0; i < 2; i++) bsz[i] = rnd(1, 4), lfs[i] = rnd(1, 9), rfs[i] = rnd(1, 9), csz[i] = rnd(1, 12);
+    /* Role letters: B,b batch; M,m lhs free; N,n rhs free; K,k contracting. */
+    char lr[8] = {0}, rr[8] = {0};
+    int ln = 0, rn = 0;
+    for (int i = 0; i < nb; i++) lr[ln++] = "Bb"[i], rr[rn++] = "Bb"[i];
+    for (int i = 0; i < nlf; i++) lr[ln++] = "Mm"[i];
+    for (int i = 0; i < nrf; i++) rr[rn++] = "Nn"[i];
+    for (int i = 0; i < nc; i++) lr[ln++] = "Kk"[i], rr[rn++] = "Kk"[i];
+    if (rnd(0, 2)) shuffle(lr, ln);
+    if (rnd(0, 2)) shuffle(rr, rn);
+    /* Free dims keep their relative order in the result; sort them back in place. */
+    const char *roles = "BbMmNnKk";
+    int64_t sizes[8] = {bsz[0], bsz[1], lfs[0], lfs[1], rfs[0], rfs[1], csz[0], csz[1]};
+    char lt[64], rt[64], ot[64], text[1024], dn[256], what[64], orole[8] = {0};
+    int on = 0;
+    for (int i = 0; i < nb; i++) orole[on++] = "Bb"[i];
+    for (int i = 0; i < ln; i++)
+      if (lr[i] == 'M' || lr[i] == 'm') orole[on++] = lr[i];
+    for (int i = 0; i < rn; i++)
+      if (rr[i] == 'N' || rr[i] == 'n') orole[on++] = rr[i];
+    shape_text(lt, sizeof lt, lr, ln, roles, sizes);
+    shape_text(rt, sizeof rt, rr, rn, roles, sizes);
+    shape_text(ot, sizeof ot, orole, on, roles, sizes);
+    char lb[32] = "", rb[32] = "", lc[32] = "", rc[32] = "", part[8];
+    for (int i = 0; i < nb; i++) {
+      snprintf(part, sizeof part, "%s%d", i ? "," : "", (int)(strchr(lr, "Bb"[i]) - lr)), strcat(lb, part);
+      snprintf(part, sizeof part, "%s%d", i ? "," : "", (int)(strchr(rr, "Bb"[i]) - rr)), strcat(rb, part);
+    }
+    for (int i = 0; i < nc; i++) {
+      snprintf(part, sizeof part, "%s%d", i ? "," : "", (int)(strchr(lr, "Kk"[i]) - lr)), strcat(lc, part);
+      snprintf(part, sizeof part, "%s%d", i ? "," : "", (int)(strchr(rr, "Kk"[i]) - rr)), strcat(rc, part);
+    }
+    snprintf(dn, sizeof dn,
+             "lhs_batch_dims={%s}, rhs_batch_dims={%s}, lhs_contracting_dims={%s}, rhs_contracting_dims={%s}", lb, rb,
+             lc, rc);
+    snprintf(text, sizeof text,
+             "HloModule m\nENTRY e {\n  a = %s parameter(0)\n  b = %s parameter(1)\n  ROOT d = %s dot(a, b), %s\n}\n",
+             lt, rt, ot, dn);
+    snprintf(what, sizeof what, "random dot %d: %s x %s", t, lr, rr);
+    if (run_case_opt(what, text, csz[0] * (nc > 1 ? csz[1] : 1), false)) ran++;
+  }
+  printf("random dots: %d of %d taken by oneDNN\n", ran, total);
+  CHECK(ran >= total / 3);
+}
+
+/* Distinct prims run concurrently from two threads; each result is checked after. */
+typedef struct thread_job {
+  cpu_dnnl_prim *prim;
+  void *operands[2];
+  float *out;
+  kiln_status status;
+} thread_job;
+
+static void *thread_run(void *arg) {
+  thread_job *j = arg;
+  for (int i = 0; i < 20 && !j->status; i++) j->status = cpu_dnnl_execute(j->prim, j->operands, j->out);
+  return NULL;
+}
+
+static void test_concurrent_prims(void) {
+  static const char *texts[2] = {
+      "HloModule m\nENTRY e {\n  x = f32[2,12,12,16] parameter(0)\n  w = f32[3,3,16,16] parameter(1)\n"
+      "  ROOT c = f32[2,12,12,16] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f\n}\n",
+      "HloModule m\nENTRY e {\n  a = f32[48,64] parameter(0)\n  b = f32[64,40] parameter(1)\n"
+      "  ROOT d = f32[48,40] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n"};
+  static const int64_t ks[2] = {16 * 9, 64};
+  hlo_module *m[2] = {NULL, NULL};
+  hlo_literal *args[2][2] = {{NULL}}, *out[2] = {NULL};
+  thread_job jobs[2];
+  memset(jobs, 0, sizeof jobs);
+  for (int t = 0; t < 2; t++) {
+    m[t] = parse(texts[t]);
+    if (!m[t]) goto done;
+    CHECK_OK(cpu_dnnl_create(m[t]->entry->root, &jobs[t].prim));
+    if (!jobs[t].prim) goto done;
+    for (int i = 0; i < 2; i++) {
+      CHECK_OK(literal_create(&m[t]->entry->params[i]->shape, &args[t][i]));
+      literal_fill_pseudo_random(args[t][i], (uint64_t)(7 * t + i + 1));
+      jobs[t].operands[i] = args[t][i]->data;
+    }
+    CHECK_OK(literal_create(&m[t]->entry->root->shape, &out[t]));
+    jobs[t].out = out[t]->data;
+  }
+  pthread_t th[2];
+  for (int t = 0; t < 2; t++) CHECK(pthread_create(&th[t], NULL, thread_run, &jobs[t]) == 0);
+  for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+  for (int t = 0; t < 2; t++) {
+    CHECK_OK(jobs[t].status);
+    hlo_literal *ref = NULL;
+    CHECK_OK(eval_module(m[t], args[t], 2, &ref));
+    double worst, nmse;
+    if (ref) CHECK(close_enough(jobs[t].out, ref, ks[t], &worst, &nmse));
+    literal_free(ref);
+  }
+done:
+  for (int t = 0; t < 2; t++) {
+    cpu_dnnl_destroy(jobs[t].prim);
+    for (int i = 0; i < 2; i++) literal_free(args[t][i]);
+    literal_free(out[t]);
+    hlo_module_free(m[t]);
+  }
+}
+
+/* Constants are captured at create time: the module (and its literals) may be freed
+ * before the prim runs. The reference is computed first. */
+static void test_module_freed_after_create(void) {
+  hlo_module *m = parse("HloModule m\n"
+                        "fused {\n"
+                        "  p0 = f32[2,16,9,9] parameter(0)\n  p1 = f32[32,16,3,3] parameter(1)\n"
+                        "  p2 = f32[32] parameter(2)\n"
+                        "  c = f32[2,32,9,9] convolution(p0, p1), window={size=3x3 pad=1_1x1_1}, "
+                        "dim_labels=bf01_oi01->bf01\n"
+                        "  b = f32[2,32,9,9] broadcast(p2), dimensions={1}\n"
+                        "  ROOT a = f32[2,32,9,9] add(c, b)\n}\n"
+                        "ENTRY e {\n"
+                        "  x = f32[2,16,9,9] parameter(0)\n  w = f32[32,16,3,3] constant({...})\n"
+                        "  bias = f32[32] constant({...})\n"
+                        "  ROOT f = f32[2,32,9,9] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n");
+  if (!m) return;
+  cpu_dnnl_prim *p = NULL;
+  hlo_literal *x = NULL, *ref = NULL, *out = NULL;
+  CHECK_OK(cpu_dnnl_create(m->entry->root, &p));
+  CHECK_OK(literal_create(&m->entry->params[0]->shape, &x));
+  CHECK_OK(literal_create(&m->entry->root->shape, &out));
+  if (x) literal_fill_pseudo_random(x, 99);
+  if (x) CHECK_OK(eval_module(m, &x, 1, &ref));
+  hlo_module_free(m);
+  if (p && x && ref && out) {
+    void *ops[3] = {x->data, NULL, NULL};
+    CHECK_OK(cpu_dnnl_execute(p, ops, out->data));
+    double worst, nmse;
+    CHECK(close_enough(out->data, ref, 16 * 9, &worst, &nmse));
+  }
+  cpu_dnnl_destroy(p);
+  literal_free(x);
+  literal_free(ref);
+  literal_free(out);
+}
+
+/* The result may share the residual's buffer (in-place output fusion). */
+static void test_result_aliases_residual(void) {
+  hlo_module *m = parse("HloModule m\n"
+                        "fused {\n"
+                        "  p0 = f32[24,40] parameter(0)\n  p1 = f32[40,32] parameter(1)\n"
+                        "  p2 = f32[24,32] parameter(2)\n"
+                        "  d = f32[24,32] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                        "  ROOT a = f32[24,32] add(d, p2)\n}\n"
+                        "ENTRY e {\n"
+                        "  x = f32[24,40] parameter(0)\n  w = f32[40,32] parameter(1)\n  r = f32[24,32] parameter(2)\n"
+                        "  ROOT f = f32[24,32] fusion(x, w, r), kind=kOutput, calls=fused\n}\n");
+  if (!m) return;
+  hlo_literal *args[3] = {NULL}, *ref = NULL;
+  cpu_dnnl_prim *p = NULL;
+  CHECK_OK(cpu_dnnl_create(m->entry->root, &p));
+  for (int i = 0; i < 3; i++) {
+    CHECK_OK(literal_create(&m->entry->params[i]->shape, &args[i]));
+    if (args[i]) literal_fill_pseudo_random(args[i], (uint64_t)(31 + i));
+  }
+  if (p && args[0] && args[1] && args[2]) {
+    CHECK_OK(eval_module(m, args, 3, &ref));
+    void *ops[3] = {args[0]->data, args[1]->data, args[2]->data};
+    CHECK_OK(cpu_dnnl_execute(p, ops, args[2]->data)); /* overwrites the residual */
+    double worst, nmse;
+    if (ref) CHECK(close_enough(args[2]->data, ref, 40, &worst, &nmse));
+  }
+  for (int i = 0; i < 3; i++) literal_free(args[i]);
+  literal_free(ref);
+  cpu_dnnl_destroy(p);
+  hlo_module_free(m);
+}
+
+static void test_execute_errors(void) {
+  hlo_module *m = parse("HloModule m\nENTRY e {\n  a = f32[4,4] parameter(0)\n  b = f32[4,4] parameter(1)\n"
+                        "  ROOT d = f32[4,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+  if (!m) return;
+  cpu_dnnl_prim *p = NULL;
+  CHECK_OK(cpu_dnnl_create(m->entry->root, &p));
+  if (p) {
+    float a[16] = {0}, out[16];
+    void *ops[2] = {a, NULL};
+    CHECK_ERR(cpu_dnnl_execute(p, ops, out), "no buffer for operand 1");
+    ops[1] = a;
+    CHECK_ERR(cpu_dnnl_execute(p, ops, NULL), "no result buffer");
+    CHECK_OK(cpu_dnnl_execute(p, ops, out));
+  }
+  cpu_dnnl_destroy(p);
+  hlo_module_free(m);
+}
+
+/* ------------------------------------------------------------------ declined */
+
+static void test_unsupported(void) {
+  check_unsupported("f64 dot",
+                    "HloModule m\nENTRY e {\n"
+                    "  a = f64[8,8] parameter(0)\n  b = f64[8,8] parameter(1)\n"
+                    "  ROOT d = f64[8,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+  check_unsupported("s32 dot",
+                    "HloModule m\nENTRY e {\n"
+                    "  a = s32[8,8] parameter(0)\n  b = s32[8,8] parameter(1)\n"
+                    "  ROOT d = s32[8,8] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+  check_unsupported("lhs free dims apart",
+                    "HloModule m\nENTRY e {\n"
+                    "  a = f32[4,8,6] parameter(0)\n  b = f32[8,5] parameter(1)\n"
+                    "  ROOT d = f32[4,6,5] dot(a, b), lhs_contracting_dims={1}, "
+                    "rhs_contracting_dims={0}\n}\n");
+  check_unsupported("lhs dilation with a window stride",
+                    "HloModule m\nENTRY e {\n"
+                    "  x = f32[1,5,5,4] parameter(0)\n  w = f32[3,3,4,4] parameter(1)\n"
+                    "  ROOT c = f32[1,4,4,4] convolution(x, w), window={size=3x3 stride=2x2 lhs_dilate=2x2}, "
+                    "dim_labels=b01f_01io->b01f\n}\n");
+  check_unsupported("negative padding",
+                    "HloModule m\nENTRY e {\n"
+                    "  x = f32[1,8,8,4] parameter(0)\n  w = f32[3,3,4,4] parameter(1)\n"
+                    "  ROOT c = f32[1,4,4,4] convolution(x, w), window={size=3x3 pad=-1_-1x-1_-1}, "
+                    "dim_labels=b01f_01io->b01f\n}\n");
+  check_unsupported("batch_group_count",
+                    "HloModule m\nENTRY e {\n"
+                    "  x = f32[4,6,6,4] parameter(0)\n  w = f32[3,3,4,4] parameter(1)\n"
+                    "  ROOT c = f32[2,4,4,4] convolution(x, w), window={size=3x3}, "
+                    "dim_labels=b01f_01io->b01f, batch_group_count=2\n}\n");
+  check_unsupported("lhs dilation, padding beyond the kernel",
+                    "HloModule m\nENTRY e {\n"
+                    "  x = f32[1,5,5,4] parameter(0)\n  w = f32[3,3,4,4] parameter(1)\n"
+                    "  ROOT c = f32[1,13,13,4] convolution(x, w), window={size=3x3 pad=3_3x3_3 lhs_dilate=2x2}, "
+                    "dim_labels=b01f_01io->b01f\n}\n");
+  check_unsupported("not a contraction",
+                    "HloModule m\nENTRY e {\n"
+                    "  a = f32[8] parameter(0)\n  b = f32[8] parameter(1)\n"
+                    "  ROOT s = f32[8] add(a, b)\n}\n");
+  check_unsupported("divide epilogue",
+                    "HloModule m\n"
+                    "fused {\n"
+                    "  p0 = f32[8,8] parameter(0)\n  p1 = f32[8,8] parameter(1)\n"
+                    "  p2 = f32[8,8] parameter(2)\n"
+                    "  d = f32[8,8] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                    "  ROOT q = f32[8,8] divide(d, p2)\n}\n"
+                    "ENTRY e {\n"
+                    "  x = f32[8,8] parameter(0)\n  w = f32[8,8] parameter(1)\n  r = f32[8,8] parameter(2)\n"
+                    "  ROOT f = f32[8,8] fusion(x, w, r), kind=kOutput, calls=fused\n}\n");
+  check_unsupported("kLoop fusion",
+                    "HloModule m\n"
+                    "fused {\n"
+                    "  p0 = f32[8] parameter(0)\n  p1 = f32[8] parameter(1)\n"
+                    "  ROOT s = f32[8] add(p0, p1)\n}\n"
+                    "ENTRY e {\n"
+                    "  x = f32[8] parameter(0)\n  y = f32[8] parameter(1)\n"
+                    "  ROOT f = f32[8] fusion(x, y), kind=kLoop, calls=fused\n}\n");
+  check_unsupported("empty dot",
+                    "HloModule m\nENTRY e {\n"
+                    "  a = f32[0,8] parameter(0)\n  b = f32[8,4] parameter(1)\n"
+                    "  ROOT d = f32[0,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+}
+
+TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batched), TEST(test_matmul_transposed),
+          TEST(test_matrix_vector), TEST(test_matmul_merged_dims), TEST(test_matmul_constant_weights),
+          TEST(test_conv_nchw), TEST(test_conv_nhwc), TEST(test_conv_stride_pad), TEST(test_conv_dilation),
+          TEST(test_conv_depthwise), TEST(test_conv_grouped), TEST(test_conv_1d_3d), TEST(test_conv_constant_weights),
+          TEST(test_conv_transposed),
+          TEST(test_fusion_conv_bias_relu), TEST(test_fusion_dot_bias), TEST(test_fusion_dot_residual),
+          TEST(test_fusion_clamp), TEST(test_unusual_layouts), TEST(test_fusion_more),
+          TEST(test_random_convs), TEST(test_random_dots),
+          TEST(test_concurrent_prims), TEST(test_module_freed_after_create), TEST(test_result_aliases_residual),
+          TEST(test_execute_errors),
+          TEST(test_unsupported))
