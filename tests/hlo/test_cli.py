@@ -292,7 +292,8 @@ def iters_and_json():
     check(len(lines) == 1, 'expected exactly one stdout line', res)
     j = json.loads(lines[0])
     check(set(j) == {'device', 'first_ms', 'median_ms', 'iters'}, 'keys %s' % sorted(j))
-    check(j['device'] == 'interpreter' and j['iters'] == 5, 'values %r' % j)
+    default = re.search(r'^(\S+)\s.*\(default\)$', kiln('devices').out, re.M)
+    check(default and j['device'] == default.group(1) and j['iters'] == 5, 'values %r' % j)
     check(isinstance(j['first_ms'], float) and j['first_ms'] >= 0 and j['median_ms'] >= 0, 'times %r' % j)
     check(np.array_equal(load(out, 0), a + a), 'result')
     # Without --json: a readable report naming each output and the timing.
@@ -514,12 +515,14 @@ def flags_and_devices():
     for name in ('device', 'iters', 'json', 'dump_to', 'dump_pass_re', 'v', 'output_dir', 'input',
                  'disable_passes', 'max_literal_bytes'):
         check(re.search(r'^--%s\b' % name, res.out, re.M), 'kiln flags lacks --%s' % name, res)
-    check(re.search(r'^--device\s+string\s+interpreter\s+\S', res.out, re.M), 'device row', res)
+    check(re.search(r'^--device\s+string\s+""\s+\S', res.out, re.M), 'device row', res)
     check(re.search(r'^--iters\s+int\s+1\s', res.out, re.M), 'iters row', res)
     check(re.search(r'^--json\s+bool\s+false\s', res.out, re.M), 'json row', res)
     check(re.search(r'^--output_dir, -o\s', res.out, re.M), 'output_dir alias', res)
     res = expect_ok(kiln('devices'))
     check(re.search(r'^interpreter\s+\d+\s+\S', res.out, re.M), 'kiln devices', res)
+    check(re.search(r'^cpu\s+50\s+available\s', res.out, re.M), 'kiln devices: cpu', res)
+    check(len(re.findall(r'\(default\)$', res.out, re.M)) == 1, 'kiln devices: one default', res)
     expect_fail(kiln('flags', 'extra'), 2, 'extra')
 
 

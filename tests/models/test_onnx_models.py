@@ -320,7 +320,10 @@ def cli_checks(kiln, tmp):
     text = expect(run(path, '-i', 'in:put/x=' + x, '-o', out, '--json', '--iters', '3'), 0)
     try:
         j = json.loads(text.strip().splitlines()[-1])
-        if j.get('nodes') != 3 or j.get('iters') != 3 or 'median_ms' not in j or j.get('device') != 'interpreter':
+        devices = subprocess.run([kiln, 'devices'], stdout=subprocess.PIPE).stdout.decode()
+        default = re.search(r'^(\S+)\s.*\(default\)$', devices, re.M)
+        if (j.get('nodes') != 3 or j.get('iters') != 3 or 'median_ms' not in j or not default
+                or j.get('device') != default.group(1)):
             fails.append('--json: unexpected %r' % j)
     except (ValueError, IndexError):
         fails.append('--json printed no JSON: %r' % text)
