@@ -13,8 +13,31 @@
 /* Bounds the evaluator work spent on one fold (e.g. a dot of two big constants). */
 #define MAX_OPERAND_ELEMENTS (4 * 1024 * 1024)
 
+/* Relayouts of one constant (a transposed weight matrix, a reshaped filter, a weight
+ * converted to another type): one linear pass of the evaluator, and a folded constant
+ * no bigger than what it replaces (the original goes once unused). Backends then see
+ * the weight as a constant and can pre-pack it, instead of transposing megabytes on
+ * every run, so these fold up to a far larger size than computations do. */
+#define MAX_RELAYOUT_ELEMENTS (64 * 1024 * 1024)
+
+static bool relayout(const hlo_instr *ins) {
+  switch (ins->op) {
+    case HLO_OP_TRANSPOSE: case HLO_OP_RESHAPE: case HLO_OP_COPY: case HLO_OP_BITCAST:
+    case HLO_OP_REVERSE: case HLO_OP_SLICE: case HLO_OP_CONVERT:
+      return ins->n_operands == 1 && ins->operands[0]->op == HLO_OP_CONSTANT && ins->operands[0]->literal &&
+             shape_is_array(&ins->operands[0]->shape);
+    default:
+      return false;
+  }
+}
+
 static bool foldable(const hlo_instr *ins) {
   if (ins->n_operands < 1 || !shape_is_array(&ins->shape)) return false;
+  if (relayout(ins)) {
+    int64_t n = shape_elements(&ins->shape);
+    return n >= 0 && n <= MAX_RELAYOUT_ELEMENTS && ins->operands[0]->literal->n <= MAX_RELAYOUT_ELEMENTS &&
+           !hlo_pass_has_side_effect(ins) && eval_supports(ins);
+  }
   switch (ins->op) {
     case HLO_OP_BROADCAST:
     case HLO_OP_WHILE: case HLO_OP_CONDITIONAL: case HLO_OP_CALL:

@@ -11,7 +11,9 @@
 #include "hlo/ir.h"
 
 /* Results larger than this many elements are not folded (a big constant costs more in
- * the module than the op that makes it). */
+ * the module than the op that makes it), except relayouts of a single constant
+ * (transpose, reshape, copy, bitcast, reverse, slice, convert), which fold up to 64M
+ * elements: they replace a weight by its relayout instead of redoing it every run. */
 #define EVAL_CONSTANT_FOLDING_MAX_ELEMENTS 65536
 
 /* Replaces every instruction whose operands are all constants by the constant the

@@ -316,6 +316,28 @@ static void test_data_movement(void) {
               2, false);
 }
 
+/* A kernel with a scalar result that is not elementwise work (a slice, a reversal, a
+ * transpose, a dynamic slice picking one element, then a reshape to rank 0): the
+ * kernel once addressed such a result with a "flat" index, which a reshape passes
+ * through unchanged, so the slice read element 0 instead of its start (TF's
+ * StridedSlice of a shape vector, in MoveNet-MultiPose). */
+static void test_scalar_result_of_data_movement(void) {
+  check_exact("HloModule sc\n\nENTRY main {\n  a = s32[4] parameter(0)\n"
+              "  s = s32[1] slice(a), slice={[1:2]}\n"
+              "  ROOT r = s32[] reshape(s)\n}\n",
+              5, false);
+  check_exact("HloModule sc2\n\nENTRY main {\n  a = f32[3,4] parameter(0)\n"
+              "  t = f32[4,3] transpose(a), dimensions={1,0}\n"
+              "  rv = f32[4,3] reverse(t), dimensions={0}\n"
+              "  s = f32[1,1] slice(rv), slice={[1:2], [2:3]}\n"
+              "  r = f32[] reshape(s)\n"
+              "  i = s32[] constant(2)\n"
+              "  d = f32[1,1] dynamic-slice(a, i, i), dynamic_slice_sizes={1,1}\n"
+              "  dr = f32[] reshape(d)\n"
+              "  ROOT out = (f32[], f32[]) tuple(r, dr)\n}\n",
+              6, false);
+}
+
 static void test_concatenate_many(void) {
   /* 70 operands (more than one might guess a phi needs) put back in reverse order. */
   static char text[16384];
@@ -581,6 +603,6 @@ static void test_bad_arguments(void) {
 }
 
 TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact),
-          TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window),
+          TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window),
           TEST(test_fused_chain), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_bad_arguments))

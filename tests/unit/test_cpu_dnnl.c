@@ -542,6 +542,57 @@ static void test_fusion_clamp(void) {
            4);
 }
 
+/* Hardsigmoid (x + 3, clamp 0..6, times 1/6) after a bias: two scalar affine steps and
+ * a clip. oneDNN 2.6's jit post-op injector keeps one eltwise injector per algorithm,
+ * so a second linear (or clip) silently ran with the first one's parameters: the
+ * result came out as clip(x + 3, 0, 6) + 3 (CenterNet, MobileNetV3). */
+static void test_fusion_repeated_eltwise(void) {
+  static const char *const cores[][3] = {
+      {"1x1 conv", "f32[1,8,8,16]", "c = f32[1,8,8,16] convolution(p0, p1), window={size=1x1}, "
+                                    "dim_labels=b01f_01io->b01f"},
+      {"3x3 conv", "f32[1,8,8,16]", "c = f32[1,8,8,16] convolution(p0, p1), window={size=3x3 pad=1_1x1_1}, "
+                                    "dim_labels=b01f_01io->b01f"},
+      {"dot", "f32[64,16]", "c = f32[64,16] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}"},
+  };
+  static const char *const operands[][3] = {
+      {"f32[1,8,8,16]", "f32[1,1,16,16]", "3"},
+      {"f32[1,8,8,16]", "f32[3,3,16,16]", "3"},
+      {"f32[64,16]", "f32[16,16]", "1"},
+  };
+  static const int64_t ks[] = {16, 16 * 9, 16};
+  for (int i = 0; i < 3; i++) {
+    const char *rs = cores[i][1], *bias_dim = operands[i][2];
+    char text[2048], what[96];
+    /* bias, +3, clamp(0, 6), *1/6, then 3 - y, minimum 0.75 and clamp(-1, 0.75): four
+     * scalar affine steps and three clips in one chain. */
+    snprintf(text, sizeof text,
+             "HloModule m\n"
+             "fused {\n"
+             "  p0 = %s parameter(0)\n  p1 = %s parameter(1)\n  p2 = f32[16] parameter(2)\n"
+             "  %s\n"
+             "  b = %s broadcast(p2), dimensions={%s}\n  a = %s add(c, b)\n"
+             "  three = f32[] constant(3)\n  t = %s broadcast(three), dimensions={}\n"
+             "  a3 = %s add(a, t)\n"
+             "  z = f32[] constant(0)\n  zb = %s broadcast(z), dimensions={}\n"
+             "  six = f32[] constant(6)\n  sb = %s broadcast(six), dimensions={}\n"
+             "  cl = %s clamp(zb, a3, sb)\n"
+             "  sixth = f32[] constant(0.166666672)\n  sx = %s broadcast(sixth), dimensions={}\n"
+             "  m = %s multiply(sx, cl)\n"
+             "  s = %s subtract(t, m)\n"
+             "  h = f32[] constant(0.75)\n  hb = %s broadcast(h), dimensions={}\n"
+             "  mn = %s minimum(s, hb)\n"
+             "  n = f32[] constant(-1)\n  nb = %s broadcast(n), dimensions={}\n"
+             "  ROOT r = %s clamp(nb, mn, hb)\n}\n"
+             "ENTRY e {\n"
+             "  x = %s parameter(0)\n  w = %s parameter(1)\n  bias = f32[16] parameter(2)\n"
+             "  ROOT f = %s fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+             operands[i][0], operands[i][1], cores[i][2], rs, bias_dim, rs, rs, rs, rs, rs, rs, rs, rs, rs, rs, rs,
+             rs, rs, operands[i][0], operands[i][1], rs);
+    snprintf(what, sizeof what, "%s + bias + hardsigmoid + more affine/clip steps", cores[i][0]);
+    run_case(what, text, ks[i]);
+  }
+}
+
 static void test_unusual_layouts(void) {
   /* Batch dims merge in the lhs but not in the rhs (listed in the other order). */
   run_case("unmergeable batch dims",
@@ -952,7 +1003,7 @@ TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batche
           TEST(test_conv_depthwise), TEST(test_conv_grouped), TEST(test_conv_1d_3d), TEST(test_conv_constant_weights),
           TEST(test_conv_transposed),
           TEST(test_fusion_conv_bias_relu), TEST(test_fusion_dot_bias), TEST(test_fusion_dot_residual),
-          TEST(test_fusion_clamp), TEST(test_unusual_layouts), TEST(test_fusion_more),
+          TEST(test_fusion_clamp), TEST(test_fusion_repeated_eltwise), TEST(test_unusual_layouts), TEST(test_fusion_more),
           TEST(test_random_convs), TEST(test_random_dots),
           TEST(test_concurrent_prims), TEST(test_module_freed_after_create), TEST(test_result_aliases_residual),
           TEST(test_execute_errors),

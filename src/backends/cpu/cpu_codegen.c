@@ -119,8 +119,11 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   } else if (flat || os->rank == 0) {
     space->units = n;
     space->unit_cost = reduce_factor;
+    /* A scalar result of a kernel that is not flat (a slice or transpose reshaped to
+     * rank 0) gets a plain rank-0 index: a flat one would pass through the reshape as
+     * a linear position and reach the slice as if it were its multi-index. */
     ix.rank = os->rank == 0 ? 0 : 1;
-    ix.flat = true;
+    ix.flat = flat;
     ix.v[0] = outer.index;
     lin = outer.index;
     cpu_emit_root(e, &ix, values);

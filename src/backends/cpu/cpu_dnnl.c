@@ -100,6 +100,11 @@ typedef struct plan {
   bool wei_flip[HLO_MAX_RANK];
   int n_post;
   post_op post[MAX_POST_OPS];
+  /* One-element second operands of binary post-ops that stand in for repeated eltwise
+   * post-ops (see split_repeated_eltwise). */
+  int n_scalars;
+  float scalars[MAX_POST_OPS];
+  hlo_literal scalar_lits[MAX_POST_OPS];
 } plan;
 
 /* Merges dims (in order, outer to inner) into one strided dim. Unit dims never matter;
@@ -573,6 +578,62 @@ static kiln_status plan_fusion_chain(const hlo_instr *ins, const hlo_instr **cor
   return NULL;
 }
 
+/* Appends the binary post-op "result ALG= V" with V a one-element constant. */
+static kiln_status add_scalar_binary(const hlo_instr *ins, plan *p, dnnl_alg_kind_t alg, float v) {
+  if (p->n_scalars >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
+  int k = p->n_scalars++;
+  p->scalars[k] = v;
+  hlo_literal *lit = &p->scalar_lits[k];
+  memset(lit, 0, sizeof *lit);
+  lit->shape.type = HLO_F32;
+  lit->data = &p->scalars[k];
+  lit->n = 1;
+  leaf l;
+  memset(&l, 0, sizeof l);
+  l.ref.outer = -1;
+  l.ref.constant = lit;
+  for (int d = 0; d < p->core->shape.rank; d++) l.size[d] = 1;
+  return add_binary(ins, p, alg, &l);
+}
+
+/* oneDNN 2.6's jit post-op injector keeps one eltwise injector per algorithm, built from
+ * the first post-op of that algorithm: a later eltwise post-op of the same algorithm
+ * silently runs with the first one's alpha and beta (hardsigmoid's "+3, clip, *1/6"
+ * after a bias came out as clip(x + 3, 0, 6) + 3). So only the first post-op of each
+ * eltwise algorithm stays eltwise; a repeat becomes binary post-ops with one-element
+ * operands, which give the same values: linear(a, b) is multiply by a then add b (our
+ * linears are a pure scale, a pure shift, or a negation then a shift, each exact in
+ * either form), clip(lo, hi) is max with lo then min with hi. */
+static kiln_status split_repeated_eltwise(const hlo_instr *ins, plan *p) {
+  post_op old[MAX_POST_OPS];
+  int n_old = p->n_post;
+  memcpy(old, p->post, sizeof old[0] * (size_t)n_old);
+  dnnl_alg_kind_t seen[MAX_POST_OPS];
+  int n_seen = 0;
+  p->n_post = 0;
+  for (int i = 0; i < n_old; i++) {
+    const post_op *po = &old[i];
+    bool repeated = false;
+    for (int k = 0; k < n_seen && !po->binary; k++) repeated = repeated || seen[k] == po->alg;
+    if (!repeated) {
+      if (p->n_post >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
+      p->post[p->n_post++] = *po;
+      if (!po->binary) seen[n_seen++] = po->alg;
+      continue;
+    }
+    if (po->alg == dnnl_eltwise_linear) {
+      if (po->alpha != 1.0f) TRY(add_scalar_binary(ins, p, dnnl_binary_mul, po->alpha));
+      if (!(po->beta == 0.0f && signbit(po->beta))) TRY(add_scalar_binary(ins, p, dnnl_binary_add, po->beta));
+    } else if (po->alg == dnnl_eltwise_clip) {
+      if (po->alpha > -FLT_MAX) TRY(add_scalar_binary(ins, p, dnnl_binary_max, po->alpha));
+      if (po->beta < FLT_MAX) TRY(add_scalar_binary(ins, p, dnnl_binary_min, po->beta));
+    } else {
+      return unsupported(ins, "an eltwise epilogue algorithm repeats");
+    }
+  }
+  return NULL;
+}
+
 static kiln_status build_plan(const hlo_instr *ins, plan *p) {
   memset(p, 0, sizeof *p);
   const hlo_instr *chain[MAX_POST_OPS];
@@ -598,7 +659,7 @@ static kiln_status build_plan(const hlo_instr *ins, plan *p) {
     return unsupported(ins, "the dot/convolution operands are not fusion parameters or constants");
   TRY(p->is_conv ? plan_conv(ins, p) : plan_dot(ins, p));
   for (int i = n_chain - 1; i >= 0; i--) TRY(add_post(ins, p, chain[i], chain_idx[i]));
-  return NULL;
+  return split_repeated_eltwise(ins, p);
 }
 
 /* ------------------------------------------------------------------ primitive descriptors */

@@ -300,9 +300,12 @@ hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
 hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding) {
   hlo_pipeline *p = hlo_pipeline_new_optimize(constant_folding);
   hlo_pipeline_add_pass(p, "dot-canonicalize", hlo_pass_dot_canonicalize);
-  /* Canonicalization's reshapes and transposes often cancel against neighbours. */
+  /* Canonicalization's reshapes and transposes often cancel against neighbours, and
+   * those it puts on constant weights fold into relayouted constants (which the
+   * backend then pre-packs) instead of running on every execution. */
   hlo_pipeline *tidy = hlo_pipeline_new("dot-cleanup");
   hlo_pipeline_add_pass(tidy, "algsimp", hlo_pass_algebraic_simplifier);
+  if (constant_folding) hlo_pipeline_add_pass(tidy, "constant-folding", constant_folding);
   hlo_pipeline_add_pass(tidy, "dce", hlo_pass_dce);
   hlo_pipeline_add_fix(p, tidy, HLO_FIX_DEFAULT_MAX_ITERS);
   hlo_pipeline_add_pass(p, "fusion", hlo_pass_fusion);
