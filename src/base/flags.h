@@ -43,6 +43,7 @@
   X(max_literal_bytes, '\0', INT, "8589934592", "largest single tensor kiln allocates, in bytes")  \
   X(plugin, '\0', LIST, "", "plugin manifest (NAME.kiln-plugin.json) to load besides KILN_PLUGIN_PATH; repeatable") \
   X(plugin_option, '\0', LIST, "", "KEY=VALUE compile option the host passes to every plugin compile; repeatable") \
+  X(profile, '\0', BOOL, "false", "cpu backend: print where each compiled module's run time went, per instruction, when its last user releases it") \
   X(csv, '\0', STRING, "", "kiln conformance: write the opcode x dtype support matrix to this CSV file") \
   X(v, '\0', INT, "0", "verbosity: 1 prints info messages on stderr")                              \
   X(help, 'h', BOOL, "false", "print usage and exit")

@@ -20,9 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
+#include "base/flags.h"
 #include "backends/cpu/cpu_codegen.h"
 #include "backends/cpu/cpu_dnnl.h"
 #include "backends/cpu/cpu_elemental.h"
@@ -53,6 +55,8 @@ typedef struct thunk {
   cpu_kernel_space space;
   cpu_dnnl_prim *prim;
   int64_t bytes; /* THUNK_COPY */
+  const hlo_instr *ins; /* what it computes (in the executable's module) */
+  int64_t ns, runs;     /* --profile: time spent and executions */
 } thunk;
 
 typedef struct cpu_executable {
@@ -106,6 +110,41 @@ static bool cpu_supports(const backend *b, const hlo_instr *ins) {
 }
 
 /* ------------------------------------------------------------- executables ----- */
+
+/* --profile: where an executable's run time went, per thunk, most expensive first. */
+static int by_time(const void *a, const void *b) {
+  const thunk *x = *(const thunk *const *)a, *y = *(const thunk *const *)b;
+  return (x->ns < y->ns) - (x->ns > y->ns);
+}
+
+static void print_profile(const cpu_executable *x) {
+  int64_t total = 0, runs = 0;
+  const thunk **order = malloc(((size_t)x->n_thunks + 1) * sizeof *order);
+  if (!order) return;
+  for (int i = 0; i < x->n_thunks; i++) {
+    order[i] = &x->thunks[i];
+    total += x->thunks[i].ns;
+    if (x->thunks[i].runs > runs) runs = x->thunks[i].runs;
+  }
+  if (runs == 0 || total == 0) {
+    free(order);
+    return;
+  }
+  qsort(order, (size_t)x->n_thunks, sizeof *order, by_time);
+  static const char *const kinds[] = {"kernel", "onednn", "copy"};
+  fprintf(stderr, "cpu profile of %s: %d thunks, %.3f ms per run over %lld runs; the most expensive:\n",
+          x->module->name, x->n_thunks, (double)total / 1e6 / (double)runs, (long long)runs);
+  for (int i = 0; i < x->n_thunks && i < 15; i++) {
+    const thunk *t = order[i];
+    char *shape = shape_to_string(&t->ins->shape);
+    const char *fk = t->ins->op == HLO_OP_FUSION && t->ins->fusion_kind ? t->ins->fusion_kind : "";
+    fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s %s%s%s %s\n", 100.0 * (double)t->ns / (double)total,
+            (double)t->ns / 1e6 / (double)(t->runs ? t->runs : 1), kinds[t->kind], t->ins->name,
+            hlo_opcode_name(t->ins->op), fk[0] ? ":" : "", fk, shape);
+    free(shape);
+  }
+  free(order);
+}
 
 static void executable_free(cpu_executable *x) {
   if (!x) return;
@@ -323,6 +362,7 @@ static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, co
   thunk *t = &x->thunks[x->n_thunks];
   memset(t, 0, sizeof *t);
   t->kind = kind;
+  t->ins = ins;
   int n_out = shape_is_tuple(&ins->shape) ? ins->shape.n_elems : 1;
   t->n_refs = n_out + ins->n_operands;
   t->refs = calloc((size_t)t->n_refs, sizeof *t->refs);
@@ -530,6 +570,7 @@ static void cpu_destroy(backend_executable *h) {
   if (!h) return;
   pthread_mutex_lock(&cache_lock);
   h->x->refs--;
+  if (h->x->refs == 0 && kiln_flags.profile) print_profile(h->x);
   cache_trim();
   pthread_mutex_unlock(&cache_lock);
   free(h);
@@ -585,12 +626,19 @@ static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const
     }
     for (int k = 0; k < t->n_refs; k++) bufs[k] = buffer_address(x, arena, args, t->refs[k]);
     kiln_status st = NULL;
+    struct timespec t0 = {0}, t1;
+    if (kiln_flags.profile) clock_gettime(CLOCK_MONOTONIC, &t0);
     switch (t->kind) {
       case THUNK_KERNEL: cpu_kernel_run(t->fn, bufs, &t->space); break;
       case THUNK_COPY:
         if (bufs[0] != bufs[1]) memmove(bufs[0], bufs[1], (size_t)t->bytes);
         break;
       case THUNK_DNNL: st = cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]); break;
+    }
+    if (kiln_flags.profile) {
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      t->ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+      t->runs++;
     }
     if (bufs != ptrs) {
       free(bufs);
