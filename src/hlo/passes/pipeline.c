@@ -299,6 +299,16 @@ hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
 
 hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding) {
   hlo_pipeline *p = hlo_pipeline_new_optimize(constant_folding);
+  /* NHWC convolutions: the transposes left between convolutions cancel in algsimp,
+   * transposed constant kernels fold into relayouted constants, and CSE merges the
+   * input transposes of convolutions sharing an operand. */
+  hlo_pipeline_add_pass(p, "conv-layout", hlo_pass_conv_layout);
+  hlo_pipeline *layout = hlo_pipeline_new("conv-layout-cleanup");
+  hlo_pipeline_add_pass(layout, "algsimp", hlo_pass_algebraic_simplifier);
+  if (constant_folding) hlo_pipeline_add_pass(layout, "constant-folding", constant_folding);
+  hlo_pipeline_add_pass(layout, "cse", hlo_pass_cse);
+  hlo_pipeline_add_pass(layout, "dce", hlo_pass_dce);
+  hlo_pipeline_add_fix(p, layout, HLO_FIX_DEFAULT_MAX_ITERS);
   hlo_pipeline_add_pass(p, "dot-canonicalize", hlo_pass_dot_canonicalize);
   /* Canonicalization's reshapes and transposes often cancel against neighbours, and
    * those it puts on constant weights fold into relayouted constants (which the

@@ -102,8 +102,17 @@ kiln_status hlo_pass_fusion(hlo_module *m, bool *changed);
  * contracting dimension, plus reshapes/transposes around it (dot_canonicalize.c). */
 kiln_status hlo_pass_dot_canonicalize(hlo_module *m, bool *changed);
 
-/* The CPU backend's pipeline: the optimize pipeline above, then dot-canonicalize,
- * fix(algsimp, dce), fusion, dce. constant_folding as for hlo_pipeline_new_optimize. */
+/* Layout assignment for convolutions (layout_assignment.c): channels-first 2-D
+ * convolutions (bf01_oi01->bf01) compute channels-last (b01f_01io->b01f) between
+ * transposes, which are then sunk through elementwise ops, reductions, pooling, pad,
+ * concatenate and slice until consecutive convolutions' transposes cancel;
+ * bit-identical. */
+kiln_status hlo_pass_conv_layout(hlo_module *m, bool *changed);
+
+/* The CPU backend's pipeline: the optimize pipeline above, then conv-layout,
+ * fix(algsimp, constant-folding, cse, dce), dot-canonicalize, fix(algsimp,
+ * constant-folding, dce), fusion, dce. constant_folding as for
+ * hlo_pipeline_new_optimize. */
 hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding);
 
 #endif
