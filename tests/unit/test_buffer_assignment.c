@@ -9,22 +9,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "hlo_check.h"
 #include "hlo/buffer_assignment.h"
 #include "hlo/builder.h"
 #include "hlo/parser.h"
 #include "hlo/verifier.h"
-
-static hlo_module *parse_ok(const char *text) {
-  hlo_module *m = NULL;
-  kiln_status s = hlo_parse(text, strlen(text), "test.hlo", &m);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "hlo_parse", kiln_status_message(s));
-    kiln_status_free(s);
-    abort();
-  }
-  CHECK_OK(hlo_verify_module(m));
-  return m;
-}
 
 static hlo_buffer_assignment *assign_ok(const hlo_module *m) {
   hlo_buffer_assignment *a = NULL;
@@ -138,7 +127,7 @@ static void random_modules_check(void) {
 }
 
 static void chain_reuses_two_blocks(void) {
-  hlo_module *m = parse_ok(
+  hlo_module *m = check_parse_hlo(
       "HloModule t\n"
       "ENTRY main {\n"
       "  p = f32[8,8] parameter(0)\n"
@@ -162,7 +151,7 @@ static void chain_reuses_two_blocks(void) {
 }
 
 static void add_chain_in_place(void) {
-  hlo_module *m = parse_ok(
+  hlo_module *m = check_parse_hlo(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[30] parameter(0)\n"
@@ -189,7 +178,7 @@ static void add_chain_in_place(void) {
 }
 
 static void fusion_in_place_only_when_elementwise(void) {
-  hlo_module *m = parse_ok(
+  hlo_module *m = check_parse_hlo(
       "HloModule t\n"
       "fc_elementwise {\n"
       "  p0 = f32[4,4] parameter(0)\n"
@@ -224,7 +213,7 @@ static void fusion_in_place_only_when_elementwise(void) {
   hlo_module_free(m);
   /* the same block read once elementwise and once transposed: writing over it would
    * corrupt the transposed reads */
-  m = parse_ok(
+  m = check_parse_hlo(
       "HloModule t\n"
       "fc {\n"
       "  p0 = f32[4,4] parameter(0)\n"
@@ -245,7 +234,7 @@ static void fusion_in_place_only_when_elementwise(void) {
 }
 
 static void tuple_results_and_constants(void) {
-  hlo_module *m = parse_ok(
+  hlo_module *m = check_parse_hlo(
       "HloModule t\n"
       "add_f32 {\n"
       "  l = f32[] parameter(0)\n"
@@ -294,7 +283,7 @@ static void tuple_results_and_constants(void) {
 }
 
 static void bad_alignment_is_an_error(void) {
-  hlo_module *m = parse_ok("HloModule t\nENTRY main {\n  ROOT p = f32[2] parameter(0)\n}\n");
+  hlo_module *m = check_parse_hlo("HloModule t\nENTRY main {\n  ROOT p = f32[2] parameter(0)\n}\n");
   hlo_buffer_assignment *a = NULL;
   CHECK_ERR(hlo_assign_buffers(m->entry, 48, &a), "power of two");
   CHECK(a == NULL);

@@ -20,25 +20,10 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
 #include "check.h"
+#include "hlo_check.h"
 #include "eval/eval.h"
 #include "hlo/parser.h"
 #include "hlo/verifier.h"
-
-static hlo_module *parse(const char *text) {
-  hlo_module *m = NULL;
-  kiln_status s = hlo_parse(text, strlen(text), "test", &m);
-  if (s) {
-    CHECK_OK(s);
-    return NULL;
-  }
-  s = hlo_verify_module(m);
-  if (s) {
-    CHECK_OK(s);
-    hlo_module_free(m);
-    return NULL;
-  }
-  return m;
-}
 
 /* Special float values mixed into random inputs: zeros of both signs, infinities, NaNs
  * with payloads, huge and tiny values, ties for rounding. */
@@ -76,7 +61,7 @@ static const int64_t *const *explicit_values;
 /* Compiles on cpu (must succeed), runs on fresh inputs and on the evaluator. */
 static bool run_both(const char *text, uint64_t seed, bool with_specials, run_result *r) {
   memset(r, 0, sizeof *r);
-  hlo_module *m = parse(text);
+  hlo_module *m = check_parse_hlo(text);
   if (!m) return false;
   const backend *cpu = backend_find("cpu");
   CHECK(cpu != NULL);
@@ -541,7 +526,7 @@ static void test_unsupported_names_instruction(void) {
       "  ROOT c = pred[] compare(x, y), direction=LT\n}\n\n"
       "ENTRY main {\n  a = f32[8] parameter(0)\n  e = f32[8] exponential(a)\n"
       "  ROOT my_sort = f32[8] sort(e), dimensions={0}, to_apply=cmp\n}\n";
-  hlo_module *m = parse(text);
+  hlo_module *m = check_parse_hlo(text);
   if (!m) return;
   const backend *cpu = backend_find("cpu");
   backend_executable *e = NULL;
@@ -561,7 +546,7 @@ static void test_unsupported_names_instruction(void) {
 static void test_cache_hit(void) {
   const char *text = "HloModule cache_probe\n\nENTRY main {\n  a = f32[5] parameter(0)\n"
                      "  ROOT r = f32[5] multiply(a, a)\n}\n";
-  hlo_module *m1 = parse(text), *m2 = parse(text);
+  hlo_module *m1 = check_parse_hlo(text), *m2 = check_parse_hlo(text);
   if (!m1 || !m2) return;
   const backend *cpu = backend_find("cpu");
   backend_executable *e1 = NULL, *e2 = NULL;
@@ -585,7 +570,7 @@ static void test_cache_hit(void) {
 }
 
 static void test_bad_arguments(void) {
-  hlo_module *m = parse("HloModule bad\n\nENTRY main {\n  a = f32[5] parameter(0)\n  ROOT r = f32[5] negate(a)\n}\n");
+  hlo_module *m = check_parse_hlo("HloModule bad\n\nENTRY main {\n  a = f32[5] parameter(0)\n  ROOT r = f32[5] negate(a)\n}\n");
   if (!m) return;
   const backend *cpu = backend_find("cpu");
   backend_executable *e = NULL;

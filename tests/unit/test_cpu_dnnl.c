@@ -29,27 +29,12 @@
 
 #include "backends/cpu/cpu_dnnl.h"
 #include "check.h"
+#include "hlo_check.h"
 #include "eval/eval.h"
 #include "hlo/parser.h"
 #include "hlo/verifier.h"
 
 /* ------------------------------------------------------------------ helpers */
-
-static hlo_module *parse(const char *text) {
-  hlo_module *m = NULL;
-  kiln_status s = hlo_parse(text, strlen(text), "test", &m);
-  if (s) {
-    CHECK_OK(s);
-    return NULL;
-  }
-  s = hlo_verify_module(m);
-  if (s) {
-    CHECK_OK(s);
-    hlo_module_free(m);
-    return NULL;
-  }
-  return m;
-}
 
 /* Whether GOT matches REF within the tolerance explained above. */
 static bool close_enough(const float *got, const hlo_literal *ref, int64_t k, double *worst, double *nmse) {
@@ -71,7 +56,7 @@ static bool close_enough(const float *got, const hlo_literal *ref, int64_t k, do
 /* Runs the entry root through oneDNN and the evaluator; K is the number of products
  * summed per output element. */
 static bool run_case_opt(const char *what, const char *text, int64_t k, bool must_support) {
-  hlo_module *m = parse(text);
+  hlo_module *m = check_parse_hlo(text);
   if (!m) return false;
   const hlo_instr *root = m->entry->root;
   cpu_dnnl_prim *prim = NULL;
@@ -129,7 +114,7 @@ static void run_case(const char *what, const char *text, int64_t k) { run_case_o
 
 /* The root must be declined, and create must say why (UNIMPLEMENTED, naming it). */
 static void check_unsupported(const char *what, const char *text) {
-  hlo_module *m = parse(text);
+  hlo_module *m = check_parse_hlo(text);
   if (!m) return;
   const hlo_instr *root = m->entry->root;
   if (cpu_dnnl_supports(root)) check_fail(__FILE__, __LINE__, what, "cpu_dnnl_supports said yes");
@@ -815,7 +800,7 @@ static void test_concurrent_prims(void) {
   thread_job jobs[2];
   memset(jobs, 0, sizeof jobs);
   for (int t = 0; t < 2; t++) {
-    m[t] = parse(texts[t]);
+    m[t] = check_parse_hlo(texts[t]);
     if (!m[t]) goto done;
     CHECK_OK(cpu_dnnl_create(m[t]->entry->root, &jobs[t].prim));
     if (!jobs[t].prim) goto done;
@@ -850,7 +835,7 @@ done:
 /* Constants are captured at create time: the module (and its literals) may be freed
  * before the prim runs. The reference is computed first. */
 static void test_module_freed_after_create(void) {
-  hlo_module *m = parse("HloModule m\n"
+  hlo_module *m = check_parse_hlo("HloModule m\n"
                         "fused {\n"
                         "  p0 = f32[2,16,9,9] parameter(0)\n  p1 = f32[32,16,3,3] parameter(1)\n"
                         "  p2 = f32[32] parameter(2)\n"
@@ -885,7 +870,7 @@ static void test_module_freed_after_create(void) {
 
 /* The result may share the residual's buffer (in-place output fusion). */
 static void test_result_aliases_residual(void) {
-  hlo_module *m = parse("HloModule m\n"
+  hlo_module *m = check_parse_hlo("HloModule m\n"
                         "fused {\n"
                         "  p0 = f32[24,40] parameter(0)\n  p1 = f32[40,32] parameter(1)\n"
                         "  p2 = f32[24,32] parameter(2)\n"
@@ -916,7 +901,7 @@ static void test_result_aliases_residual(void) {
 }
 
 static void test_execute_errors(void) {
-  hlo_module *m = parse("HloModule m\nENTRY e {\n  a = f32[4,4] parameter(0)\n  b = f32[4,4] parameter(1)\n"
+  hlo_module *m = check_parse_hlo("HloModule m\nENTRY e {\n  a = f32[4,4] parameter(0)\n  b = f32[4,4] parameter(1)\n"
                         "  ROOT d = f32[4,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
   if (!m) return;
   cpu_dnnl_prim *p = NULL;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "hlo_check.h"
 #include "eval/constant_folding.h"
 #include "eval/eval.h"
 #include "hlo/buffer_assignment.h"
@@ -19,58 +20,18 @@
 #include "hlo/printer.h"
 #include "hlo/verifier.h"
 
-static hlo_module *parse_ok(const char *text) {
-  hlo_module *m = NULL;
-  kiln_status s = hlo_parse(text, strlen(text), "test.hlo", &m);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "hlo_parse", kiln_status_message(s));
-    kiln_status_free(s);
-    abort(); /* the remaining checks would only crash */
-  }
-  CHECK_OK(hlo_verify_module(m));
-  return m;
-}
-
-/* Evaluates the entry on deterministic pseudo-random arguments; NULL with *err set when
- * the evaluator cannot run the module. */
-static hlo_literal *evaluate(const hlo_module *m, kiln_status *err) {
-  int n = m->entry->n_params;
-  hlo_literal **args = calloc((size_t)n + 1, sizeof *args);
-  kiln_status s = NULL;
-  for (int i = 0; i < n && !s; i++) {
-    s = literal_create(&m->entry->params[i]->shape, &args[i]);
-    if (!s) literal_fill_pseudo_random(args[i], 17 + (uint64_t)i);
-  }
-  hlo_literal *out = NULL;
-  if (!s) s = eval_module(m, args, n, &out);
-  for (int i = 0; i < n; i++) literal_free(args[i]);
-  free(args);
-  *err = s;
-  return out;
-}
-
-static void check_same_results(const hlo_module *a, const hlo_module *b) {
-  kiln_status ea = NULL, eb = NULL;
-  hlo_literal *ra = evaluate(a, &ea), *rb = evaluate(b, &eb);
-  CHECK_OK(ea);
-  CHECK_OK(eb);
-  CHECK(ra && rb && literal_equal(ra, rb));
-  literal_free(ra);
-  literal_free(rb);
-}
-
 /* Runs pass then DCE on a parse of text, checks verification and bit-identical results;
  * returns the rewritten module. */
 static hlo_module *run_pass(const char *text, hlo_pass_fn pass, bool expect_changed) {
-  hlo_module *before = parse_ok(text);
-  hlo_module *m = parse_ok(text);
+  hlo_module *before = check_parse_hlo(text);
+  hlo_module *m = check_parse_hlo(text);
   bool changed = false, dce_changed = false;
   CHECK_OK(pass(m, &changed));
   CHECK(changed == expect_changed);
   CHECK_OK(hlo_verify_module(m));
   CHECK_OK(hlo_pass_dce(m, &dce_changed));
   CHECK_OK(hlo_verify_module(m));
-  check_same_results(before, m);
+  check_same_eval(before, m, 17);
   hlo_module_free(before);
   return m;
 }
@@ -118,9 +79,9 @@ static void loop_fusion_of_elementwise_chain(void) {
   /* The fused module prints the XLA way and reads back to the same program. */
   char *text = hlo_module_to_string(m, NULL);
   CHECK(strstr(text, "fusion(") && strstr(text, "kind=kLoop, calls=%fused_computation"));
-  hlo_module *back = parse_ok(text);
+  hlo_module *back = check_parse_hlo(text);
   CHECK(back->entry->root->op == HLO_OP_FUSION && back->entry->root->called[0]->is_fusion_computation);
-  check_same_results(m, back);
+  check_same_eval(m, back, 17);
   hlo_module_free(back);
   free(text);
   hlo_module_free(m);
@@ -468,14 +429,14 @@ static void cpu_pipeline_keeps_dots_canonical(void) {
       "  e = f32[3] exponential(mv)\n"
       "  ROOT r = (f32[3], f32[2,6,5,5]) tuple(e, bd)\n"
       "}\n";
-  hlo_module *orig = parse_ok(text), *m = parse_ok(text);
+  hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
   hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding);
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   CHECK_OK(hlo_verify_module(m));
   CHECK(all_dots_canonical(m));
   CHECK(count_op_module(m, HLO_OP_DOT) == 2);
-  check_same_results(orig, m);
+  check_same_eval(orig, m, 17);
   hlo_module_free(orig);
   hlo_module_free(m);
 }
@@ -488,7 +449,7 @@ static void dot_malformed_dimension_numbers_error(void) {
       "  b = f32[6,2] parameter(1)\n"
       "  ROOT d = f32[2,3] dot(b, a), lhs_contracting_dims={0}, rhs_contracting_dims={1}\n"
       "}\n";
-  hlo_module *m = parse_ok(text);
+  hlo_module *m = check_parse_hlo(text);
   m->entry->root->dot.lhs_contracting.v[0] = 7; /* out of range: must be an error, not a crash */
   bool changed = false;
   CHECK_ERR(hlo_pass_dot_canonicalize(m, &changed), "malformed dimension numbers");
@@ -540,12 +501,12 @@ static void cpu_pipeline_over_corpus(void) {
     CHECK(ba && hlo_buffer_assignment_check(m->entry, ba));
     hlo_buffer_assignment_free(ba);
     kiln_status ea = NULL, eb = NULL;
-    hlo_literal *ra = evaluate(orig, &ea);
+    hlo_literal *ra = check_eval_random(orig, 17, &ea);
     if (ea) { /* the evaluator cannot run it as written (custom-call, ...) */
       fprintf(stderr, "  %s: not evaluated: %s\n", names[i], kiln_status_message(ea));
       kiln_status_free(ea);
     } else {
-      hlo_literal *rb = evaluate(m, &eb);
+      hlo_literal *rb = check_eval_random(m, 17, &eb);
       CHECK_OK(eb);
       bool same = rb && literal_equal(ra, rb);
       if (!same) fprintf(stderr, "  %s: fused results differ\n", names[i]);
@@ -662,7 +623,7 @@ static void cpu_pipeline_on_random_programs(void) {
   int fused = 0, output_fusions = 0;
   for (int t = 0; t < 150; t++) {
     char *text = random_program();
-    hlo_module *orig = parse_ok(text), *m = parse_ok(text);
+    hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
     CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
     CHECK_OK(hlo_verify_module(m));
     int nf = count_op(m->entry, HLO_OP_FUSION);
@@ -671,7 +632,7 @@ static void cpu_pipeline_on_random_programs(void) {
       const hlo_instr *f = m->entry->instrs[i];
       if (f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kOutput") == 0) output_fusions++;
     }
-    check_same_results(orig, m);
+    check_same_eval(orig, m, 17);
     hlo_buffer_assignment *ba = NULL;
     CHECK_OK(hlo_assign_buffers(m->entry, 64, &ba));
     CHECK(ba && hlo_buffer_assignment_check(m->entry, ba));

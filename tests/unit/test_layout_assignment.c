@@ -11,23 +11,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "hlo_check.h"
 #include "eval/constant_folding.h"
 #include "eval/eval.h"
 #include "hlo/parser.h"
 #include "hlo/passes/pipeline.h"
 #include "hlo/verifier.h"
-
-static hlo_module *parse_ok(const char *text) {
-  hlo_module *m = NULL;
-  kiln_status s = hlo_parse(text, strlen(text), "test.hlo", &m);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "hlo_parse", kiln_status_message(s));
-    kiln_status_free(s);
-    abort(); /* the remaining checks would only crash */
-  }
-  CHECK_OK(hlo_verify_module(m));
-  return m;
-}
 
 /* The pass and the cleanup the cpu pipeline runs after it (transposes cancel,
  * transposed constants fold, duplicates merge, bypassed instructions go). */
@@ -45,29 +34,6 @@ static bool run_layout(hlo_module *m) {
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   return changed;
-}
-
-static hlo_literal *evaluate(const hlo_module *m) {
-  int n = m->entry->n_params;
-  hlo_literal **args = calloc((size_t)n + 1, sizeof *args);
-  kiln_status s = NULL;
-  for (int i = 0; i < n && !s; i++) {
-    s = literal_create(&m->entry->params[i]->shape, &args[i]);
-    if (!s) literal_fill_pseudo_random(args[i], 101 + (uint64_t)i);
-  }
-  hlo_literal *out = NULL;
-  if (!s) s = eval_module(m, args, n, &out);
-  for (int i = 0; i < n; i++) literal_free(args[i]);
-  free(args);
-  CHECK_OK(s);
-  return out;
-}
-
-static void check_same_results(const hlo_module *a, const hlo_module *b) {
-  hlo_literal *ra = evaluate(a), *rb = evaluate(b);
-  CHECK(ra && rb && literal_equal(ra, rb));
-  literal_free(ra);
-  literal_free(rb);
 }
 
 static int count_op(const hlo_computation *c, hlo_opcode op) {
@@ -120,11 +86,11 @@ static bool all_convs_channels_last(const hlo_computation *c) {
 
 /* Parses TEXT twice, runs the pass on one copy and checks it against the other. */
 static hlo_module *rewritten(const char *text, hlo_module **orig) {
-  *orig = parse_ok(text);
-  hlo_module *m = parse_ok(text);
+  *orig = check_parse_hlo(text);
+  hlo_module *m = check_parse_hlo(text);
   CHECK(run_layout(m));
   CHECK(all_convs_channels_last(m->entry));
-  check_same_results(*orig, m);
+  check_same_eval(*orig, m, 101);
   return m;
 }
 
@@ -338,7 +304,7 @@ static void channels_last_untouched(void) {
       "  %zb = f32[1,5,5,4] broadcast(%zero), dimensions={}\n"
       "  ROOT %r = f32[1,5,5,4] maximum(%c, %zb)\n"
       "}\n";
-  hlo_module *m = parse_ok(text);
+  hlo_module *m = check_parse_hlo(text);
   bool changed = true;
   CHECK_OK(hlo_pass_conv_layout(m, &changed));
   CHECK(!changed);
@@ -355,7 +321,7 @@ static void lone_conv_untouched(void) {
       "  %k = f32[4,3,3,3] parameter(1)\n"
       "  ROOT %c = f32[1,4,5,5] convolution(%x, %k), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01\n"
       "}\n";
-  hlo_module *m = parse_ok(text);
+  hlo_module *m = check_parse_hlo(text);
   bool changed = true;
   CHECK_OK(hlo_pass_conv_layout(m, &changed));
   CHECK(!changed);
@@ -383,11 +349,11 @@ static void in_cpu_pipeline(void) {
       "  %mn = f32[1,4,8,8] minimum(%mx, %hib)\n"
       "  ROOT %c2 = f32[1,2,8,8] convolution(%mn, %k2), window={size=1x1}, dim_labels=bf01_oi01->bf01\n"
       "}\n";
-  hlo_module *orig = parse_ok(text), *m = parse_ok(text);
+  hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
   hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding);
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
-  check_same_results(orig, m);
+  check_same_eval(orig, m, 101);
   for (int ci = 0; ci < m->n_comps; ci++) CHECK(all_convs_channels_last(m->comps[ci]));
   hlo_module_free(orig);
   hlo_module_free(m);

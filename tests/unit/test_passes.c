@@ -9,23 +9,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "hlo_check.h"
 #include "eval/constant_folding.h"
 #include "eval/eval.h"
 #include "hlo/parser.h"
 #include "hlo/passes/pipeline.h"
 #include "hlo/verifier.h"
-
-static hlo_module *parse_ok(const char *text) {
-  hlo_module *m = NULL;
-  kiln_status s = hlo_parse(text, strlen(text), "test.hlo", &m);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "hlo_parse", kiln_status_message(s));
-    kiln_status_free(s);
-    abort(); /* the remaining checks would only crash */
-  }
-  CHECK_OK(hlo_verify_module(m));
-  return m;
-}
 
 static int count_op(const hlo_module *m, hlo_opcode op) {
   int n = 0;
@@ -35,33 +24,18 @@ static int count_op(const hlo_module *m, hlo_opcode op) {
 
 static hlo_opcode root_op(const hlo_module *m) { return m->entry->root->op; }
 
-/* Evaluates the entry on deterministic pseudo-random arguments. */
-static hlo_literal *evaluate(const hlo_module *m) {
-  hlo_literal *args[8] = {0};
-  int n = m->entry->n_params;
-  if (n > 8) return NULL;
-  for (int i = 0; i < n; i++) {
-    CHECK_OK(literal_create(&m->entry->params[i]->shape, &args[i]));
-    if (args[i]) literal_fill_pseudo_random(args[i], 17 + (uint64_t)i);
-  }
-  hlo_literal *out = NULL;
-  CHECK_OK(eval_module(m, args, n, &out));
-  for (int i = 0; i < n; i++) literal_free(args[i]);
-  return out;
-}
-
 /* Runs pass then DCE on a fresh parse of text; checks `changed`, verification and that
  * the results match the unoptimized module bit for bit. Returns the rewritten module. */
 static hlo_module *run_pass(const char *text, hlo_pass_fn pass, bool expect_changed) {
-  hlo_module *before = parse_ok(text);
-  hlo_module *m = parse_ok(text);
+  hlo_module *before = check_parse_hlo(text);
+  hlo_module *m = check_parse_hlo(text);
   bool changed = false, dce_changed = false;
   CHECK_OK(pass(m, &changed));
   CHECK(changed == expect_changed);
   CHECK_OK(hlo_verify_module(m));
   CHECK_OK(hlo_pass_dce(m, &dce_changed));
   CHECK_OK(hlo_verify_module(m));
-  hlo_literal *a = evaluate(before), *b = evaluate(m);
+  hlo_literal *a = check_eval_random(before, 17, NULL), *b = check_eval_random(m, 17, NULL);
   CHECK(a && b && literal_equal(a, b));
   literal_free(a);
   literal_free(b);
@@ -124,7 +98,7 @@ static void cse_keeps_side_effects(void) {
       "  c2 = f32[4] custom-call(p), custom_call_target=\"foo\"\n"
       "  ROOT r = f32[4] add(c1, c2)\n"
       "}\n";
-  hlo_module *m = parse_ok(text);
+  hlo_module *m = check_parse_hlo(text);
   bool changed = true;
   CHECK_OK(hlo_pass_cse(m, &changed));
   CHECK(!changed);
@@ -503,7 +477,7 @@ static void optimize_pipeline_runs(void) {
       "  s = f32[2,4] add(d1, d2)\n"
       "  ROOT r = f32[2,4] multiply(s, b)\n"
       "}\n";
-  hlo_module *before = parse_ok(text), *m = parse_ok(text);
+  hlo_module *before = check_parse_hlo(text), *m = check_parse_hlo(text);
   hlo_pipeline *p = hlo_pipeline_new_optimize(eval_pass_constant_folding);
   hlo_pipeline_options opts = hlo_pipeline_options_default();
   bool changed = false;
@@ -512,7 +486,7 @@ static void optimize_pipeline_runs(void) {
   CHECK(count_op(m, HLO_OP_DOT) == 1 && count_op(m, HLO_OP_TRANSPOSE) == 0);
   CHECK(count_op(m, HLO_OP_RESHAPE) == 0);
   CHECK(count_op(m, HLO_OP_CONSTANT) == 1);
-  hlo_literal *a = evaluate(before), *b = evaluate(m);
+  hlo_literal *a = check_eval_random(before, 17, NULL), *b = check_eval_random(m, 17, NULL);
   CHECK(a && b && literal_equal(a, b));
   literal_free(a);
   literal_free(b);

@@ -1,0 +1,50 @@
+/* See hlo_check.h. */
+#include "hlo_check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "eval/eval.h"
+#include "hlo/literal.h"
+#include "hlo/parser.h"
+#include "hlo/verifier.h"
+
+hlo_module *check_parse_hlo(const char *text) {
+  hlo_module *m = NULL;
+  kiln_status s = hlo_parse(text, strlen(text), "test.hlo", &m);
+  if (!s) s = hlo_verify_module(m);
+  if (s) {
+    check_fail(__FILE__, __LINE__, "parsing the test's HLO", kiln_status_message(s));
+    kiln_status_free(s);
+    abort();
+  }
+  return m;
+}
+
+hlo_literal *check_eval_random(const hlo_module *m, uint64_t seed, kiln_status *err) {
+  int n = m->entry->n_params;
+  hlo_literal **args = calloc((size_t)n + 1, sizeof *args);
+  if (!args) abort();
+  kiln_status s = NULL;
+  for (int i = 0; i < n && !s; i++) {
+    s = literal_create(&m->entry->params[i]->shape, &args[i]);
+    if (!s) literal_fill_pseudo_random(args[i], seed + (uint64_t)i);
+  }
+  hlo_literal *out = NULL;
+  if (!s) s = eval_module(m, args, n, &out);
+  for (int i = 0; i < n; i++) literal_free(args[i]);
+  free(args);
+  if (err)
+    *err = s;
+  else
+    CHECK_OK(s);
+  return out;
+}
+
+void check_same_eval(const hlo_module *a, const hlo_module *b, uint64_t seed) {
+  hlo_literal *ra = check_eval_random(a, seed, NULL), *rb = check_eval_random(b, seed, NULL);
+  CHECK(ra && rb && literal_equal(ra, rb));
+  literal_free(ra);
+  literal_free(rb);
+}

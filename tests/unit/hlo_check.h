@@ -1,0 +1,22 @@
+/* HLO helpers the unit tests share: parse-and-verify HLO text, evaluate a module on
+ * deterministic pseudo-random arguments, compare two modules' results bit for bit. */
+#ifndef KILN_TESTS_HLO_CHECK_H
+#define KILN_TESTS_HLO_CHECK_H
+
+#include <stdint.h>
+
+#include "hlo/ir.h"
+
+/* Parses and verifies text; on failure reports it and aborts the test program (every
+ * later check would only crash on the missing module). */
+hlo_module *check_parse_hlo(const char *text);
+
+/* Evaluates the entry on arguments filled by literal_fill_pseudo_random with seeds
+ * seed, seed + 1, ... . An evaluator error goes to *err when err is given (the result
+ * is then NULL), else it is a failed check. */
+hlo_literal *check_eval_random(const hlo_module *m, uint64_t seed, kiln_status *err);
+
+/* Both modules evaluate (same seed) to bitwise-equal results. */
+void check_same_eval(const hlo_module *a, const hlo_module *b, uint64_t seed);
+
+#endif
