@@ -12,7 +12,23 @@ set(KILN_CPU_DEBIAN_PACKAGES "llvm-14-dev libdnnl-dev")
 find_program(KILN_LLVM_CONFIG NAMES llvm-config-14)
 find_path(KILN_DNNL_INCLUDE dnnl.h)
 find_library(KILN_DNNL_LIB dnnl)
-find_package(OpenMP COMPONENTS C)
+if(CMAKE_C_COMPILER_ID MATCHES "Clang")
+  # clang (the fuzz build) targets gcc's libgomp, the runtime oneDNN's Debian build
+  # links: one OpenMP runtime per process (kiln includes no omp.h, which clang cannot
+  # parse in gcc's version).
+  execute_process(COMMAND gcc -print-file-name=libgomp.so OUTPUT_VARIABLE _kiln_gcc_gomp
+                  OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
+  find_library(KILN_GOMP_LIB NAMES gomp libgomp.so.1 HINTS ${_kiln_gcc_gomp})
+  if(KILN_GOMP_LIB)
+    add_library(kiln_openmp INTERFACE)
+    target_link_libraries(kiln_openmp INTERFACE ${KILN_GOMP_LIB})
+    add_library(OpenMP::OpenMP_C ALIAS kiln_openmp)
+    set(OpenMP_C_FOUND TRUE)
+    set(OpenMP_C_FLAGS -fopenmp=libgomp)
+  endif()
+else()
+  find_package(OpenMP COMPONENTS C)
+endif()
 
 set(_kiln_cpu_missing "")
 if(NOT KILN_LLVM_CONFIG)

@@ -397,8 +397,8 @@ static void test_variadic_reduce(void) {
   static const char *roots[] = {
       "  ROOT idx = s32[6] get-tuple-element(r), index=1\n",
       "  ROOT r2 = (f32[6], s32[6]) reduce(a, io, ninf, z), dimensions={1}, to_apply=argmax\n",
-      "  v0 = f32[6] get-tuple-element(r), index=0\n  i0 = s32[6] get-tuple-element(r), index=1\n"
-      "  ROOT out = (s32[6], f32[6]) tuple(i0, v0)\n",
+      ("  v0 = f32[6] get-tuple-element(r), index=0\n  i0 = s32[6] get-tuple-element(r), index=1\n"
+       "  ROOT out = (s32[6], f32[6]) tuple(i0, v0)\n"),
   };
   for (int i = 0; i < 3; i++) {
     char text[4096];

@@ -4,7 +4,10 @@
  * recognises; everything clever happens in the O3 pipeline the JIT runs. */
 #include "backends/cpu/cpu_codegen.h"
 
-#include <omp.h>
+/* The one OpenMP runtime call used, declared here rather than through <omp.h>: clang
+ * builds (fuzzing) compile against gcc's libgomp, whose omp.h clang cannot parse. */
+int omp_get_max_threads(void);
+
 #include <string.h>
 
 #include <llvm-c/DebugInfo.h>
