@@ -160,6 +160,27 @@ static void output_fusion_dot_bias_relu(void) {
   hlo_module_free(m);
 }
 
+/* A transposed convolution keeps its bias add out of any kOutput fusion (oneDNN's
+ * deconvolution takes no binary post-ops); the add becomes a loop fusion. */
+static void no_output_fusion_for_transposed_convolution(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[1,4,4,3] parameter(0)\n"
+      "  w = f32[2,2,1,3] parameter(1)\n"
+      "  bias = f32[1] parameter(2)\n"
+      "  c = f32[1,8,8,1] convolution(x, w), window={size=2x2 pad=1_1x1_1 lhs_dilate=2x2}, "
+      "dim_labels=b01f_01oi->b01f\n"
+      "  bb = f32[1,8,8,1] broadcast(bias), dimensions={3}\n"
+      "  ROOT a = f32[1,8,8,1] add(c, bb)\n"
+      "}\n",
+      hlo_pass_fusion, true);
+  hlo_instr *f = m->entry->root;
+  CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kLoop") == 0);
+  CHECK(count_op(m->entry, HLO_OP_CONVOLUTION) == 1);
+  hlo_module_free(m);
+}
+
 static void output_fusion_residual_and_scale(void) {
   /* conv + residual add + scale by broadcast parameter + clamp */
   hlo_module *m = run_pass(
@@ -647,7 +668,8 @@ static void cpu_pipeline_on_random_programs(void) {
 }
 
 TEST_MAIN(TEST(loop_fusion_of_elementwise_chain), TEST(loop_fusion_pulls_cheap_producers),
-          TEST(input_fusion_of_reduce), TEST(output_fusion_dot_bias_relu), TEST(output_fusion_residual_and_scale),
+          TEST(input_fusion_of_reduce), TEST(output_fusion_dot_bias_relu), TEST(no_output_fusion_for_transposed_convolution),
+          TEST(output_fusion_residual_and_scale),
           TEST(post_op_reading_two_dots),
           TEST(expensive_producer_not_duplicated), TEST(expensive_producer_not_under_broadcast),
           TEST(nothing_fused_across_dot_or_parameter), TEST(side_effects_and_tuples_stay),

@@ -263,11 +263,23 @@ static void add_post_op_operand(const fusion_ctx *x, group *g, hlo_instr *o) {
   if (src->op == HLO_OP_CONSTANT && src->shape.rank == 0) add_member(x, g, x->index_of_id[src->id]);
 }
 
+/* A transposed convolution (lhs dilation): oneDNN runs it as a deconvolution, whose
+ * kernels take no binary post-ops (a bias add sends it to the reference
+ * implementation, ~50x slower on selfie's upsampling head), so it stays unfused and
+ * its epilogue becomes a loop fusion. */
+static bool transposed_convolution(const hlo_instr *d) {
+  if (d->op != HLO_OP_CONVOLUTION) return false;
+  for (int k = 0; k < d->window.rank; k++)
+    if (d->window.dims[k].lhs_dilate > 1) return true;
+  return false;
+}
+
 static void form_output_groups(fusion_ctx *x) {
   hlo_computation *c = x->c;
   for (int i = 0; i < x->n; i++) {
     hlo_instr *d = c->instrs[i];
     if ((d->op != HLO_OP_DOT && d->op != HLO_OP_CONVOLUTION) || !shape_is_array(&d->shape)) continue;
+    if (transposed_convolution(d)) continue;
     /* Walk the chain of single-use post-ops. */
     int chain[64], n_chain = 0;
     hlo_instr *t = d;
