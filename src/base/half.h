@@ -122,4 +122,27 @@ static inline uint16_t f64_to_bf16(double d) {
   return (uint16_t)(sign | ((r >> 45) - (896u << 7)));    /* rebias 1023 -> 127 */
 }
 
+/* A double within one rounding of m, rounded to odd: exact below 2^53, otherwise the
+ * dropped bits are folded into the last kept bit. Rounding that to any format of at
+ * most 51 bits of precision gives the correctly rounded value of m, so the 64-bit
+ * integer conversions below round once, as XLA's do. */
+static inline double half_u64_to_odd_double(uint64_t m) {
+  if (m < (1ull << 53)) return (double)m;
+  int len = 64 - __builtin_clzll(m);
+  int shift = len - 53;
+  uint64_t kept = m >> shift;
+  if (m & ((1ull << shift) - 1)) kept |= 1;
+  return (double)kept * (double)(1ull << shift); /* shift <= 11: exact */
+}
+
+static inline double half_s64_to_odd_double(int64_t v) {
+  double d = half_u64_to_odd_double(v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+  return v < 0 ? -d : d;
+}
+
+static inline uint16_t u64_to_f16(uint64_t v) { return f64_to_f16(half_u64_to_odd_double(v)); }
+static inline uint16_t s64_to_f16(int64_t v) { return f64_to_f16(half_s64_to_odd_double(v)); }
+static inline uint16_t u64_to_bf16(uint64_t v) { return f64_to_bf16(half_u64_to_odd_double(v)); }
+static inline uint16_t s64_to_bf16(int64_t v) { return f64_to_bf16(half_s64_to_odd_double(v)); }
+
 #endif

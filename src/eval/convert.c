@@ -61,29 +61,6 @@ static void load_block(hlo_type t, const void *src, int64_t start, int64_t k, cv
 #undef LOAD
 }
 
-/* A double within one rounding of m, rounded to odd: exact below 2^53, otherwise the
- * dropped bits are folded into the last kept bit. Rounding that to any format of at
- * most 51 bits of precision gives the correctly rounded value of m. */
-static double round_to_odd_double(uint64_t m) {
-  if (m < (1ull << 53)) return (double)m;
-  int len = 64 - __builtin_clzll(m);
-  int shift = len - 53;
-  uint64_t kept = m >> shift;
-  if (m & ((1ull << shift) - 1)) kept |= 1;
-  return ldexp((double)kept, shift);
-}
-
-static uint16_t u64_to_half(hlo_type t, uint64_t m, bool negative) {
-  double d = round_to_odd_double(m);
-  if (negative) d = -d;
-  return t == HLO_F16 ? f64_to_f16(d) : f64_to_bf16(d);
-}
-
-static uint16_t s64_to_half(hlo_type t, int64_t v) {
-  bool neg = v < 0;
-  return u64_to_half(t, neg ? 0 - (uint64_t)v : (uint64_t)v, neg);
-}
-
 /* Truncation toward zero, saturating at [lo, hi]; NaN -> 0. */
 static int64_t f64_to_s64_sat(double v, int64_t lo, int64_t hi) {
   if (isnan(v)) return 0;
@@ -122,8 +99,8 @@ static void store_block(hlo_type t, cv_carrier c, const cv_block *b, void *dst, 
     case HLO_U16: STORE_UINT(uint16_t, UINT16_MAX)
     case HLO_U32: STORE_UINT(uint32_t, UINT32_MAX)
     case HLO_U64: STORE_UINT(uint64_t, UINT64_MAX)
-    case HLO_F16: STORE(uint16_t, u64_to_half(t, b->u[i], false), s64_to_half(t, b->s[i]), f64_to_f16(b->d[i]))
-    case HLO_BF16: STORE(uint16_t, u64_to_half(t, b->u[i], false), s64_to_half(t, b->s[i]), f64_to_bf16(b->d[i]))
+    case HLO_F16: STORE(uint16_t, u64_to_f16(b->u[i]), s64_to_f16(b->s[i]), f64_to_f16(b->d[i]))
+    case HLO_BF16: STORE(uint16_t, u64_to_bf16(b->u[i]), s64_to_bf16(b->s[i]), f64_to_bf16(b->d[i]))
     case HLO_F32: STORE(float, (float)b->u[i], (float)b->s[i], (float)b->d[i])
     case HLO_F64: STORE(double, (double)b->u[i], (double)b->s[i], b->d[i])
     default: return;

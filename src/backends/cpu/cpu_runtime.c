@@ -1,11 +1,9 @@
-/* Run-time helpers of generated kernels and the JIT's symbol table (see cpu_runtime.h).
- * The integer -> half conversions reuse the evaluator's argument: a 64-bit integer is
- * first rounded to odd in double precision, after which one rounding to the 11- or
- * 8-bit significand is correct. */
+/* Run-time helpers of generated kernels and the JIT's symbol table (see cpu_runtime.h):
+ * thin wrappers over base/half.h, the conversions the evaluator uses, so the two agree
+ * bit for bit. */
 #include "backends/cpu/cpu_runtime.h"
 
 #include <math.h>
-#include <stdbool.h>
 
 #include "base/half.h"
 
@@ -14,25 +12,10 @@ uint32_t kiln_cpu_f32_to_f16(float f) { return f32_to_f16(f); }
 uint32_t kiln_cpu_f64_to_f16(double d) { return f64_to_f16(d); }
 uint32_t kiln_cpu_f64_to_bf16(double d) { return f64_to_bf16(d); }
 
-static double round_to_odd_double(uint64_t m) {
-  if (m < (1ull << 53)) return (double)m;
-  int len = 64 - __builtin_clzll(m);
-  int shift = len - 53;
-  uint64_t kept = m >> shift;
-  if (m & ((1ull << shift) - 1)) kept |= 1;
-  return ldexp((double)kept, shift);
-}
-
-static double signed_to_odd_double(int64_t v) {
-  bool negative = v < 0;
-  double d = round_to_odd_double(negative ? 0 - (uint64_t)v : (uint64_t)v);
-  return negative ? -d : d;
-}
-
-uint32_t kiln_cpu_s64_to_f16(int64_t v) { return f64_to_f16(signed_to_odd_double(v)); }
-uint32_t kiln_cpu_u64_to_f16(uint64_t v) { return f64_to_f16(round_to_odd_double(v)); }
-uint32_t kiln_cpu_s64_to_bf16(int64_t v) { return f64_to_bf16(signed_to_odd_double(v)); }
-uint32_t kiln_cpu_u64_to_bf16(uint64_t v) { return f64_to_bf16(round_to_odd_double(v)); }
+uint32_t kiln_cpu_s64_to_f16(int64_t v) { return s64_to_f16(v); }
+uint32_t kiln_cpu_u64_to_f16(uint64_t v) { return u64_to_f16(v); }
+uint32_t kiln_cpu_s64_to_bf16(int64_t v) { return s64_to_bf16(v); }
+uint32_t kiln_cpu_u64_to_bf16(uint64_t v) { return u64_to_bf16(v); }
 
 uint64_t kiln_cpu_ipow(uint64_t base, uint64_t exp) {
   uint64_t r = 1;
