@@ -293,14 +293,6 @@ static void own(lowering *lw, graph_tensor *t) {
 }
 
 /* An HLO constant of t, or NULL when t's dtype has no HLO form. */
-static kiln_status constant_of(lowering *lw, const graph_tensor *t, hlo_instr **out) {
-  *out = NULL;
-  hlo_literal view, *lit;
-  if (!tensor_literal_view(t, &view)) return NULL;
-  TRY(tensor_to_literal(t, &lit));
-  return hlo_build_constant(lw->comp, lit, out);
-}
-
 static kiln_status add_parameter(lowering *lw, const graph_tensor *t, param_source src, const char *what,
                                  hlo_instr **out) {
   *out = NULL;
@@ -384,17 +376,13 @@ static kiln_status lower_op(lowering *lw, const graph_node *node, const op_def *
   bool runs_on_host = !def->lower || (def->host && (def->traits & OP_DYNAMIC_SHAPE));
   if (runs_on_host)
     return ERR_UNIMPLEMENTED("node %s (%s) has no lowering (it runs as a host kernel)", node->name, node->op);
-  hlo_instr **inputs = calloc((size_t)n_in + 1, sizeof *inputs);
-  const graph_tensor **consts = calloc((size_t)n_in + 1, sizeof *consts);
-  graph_dtype *dtypes = calloc((size_t)n_in + 1, sizeof *dtypes);
-  /* Room past n_out guards against a lowering that fills more outputs than the node
-   * declares; only the first n_out are read. */
-  hlo_instr **outs = calloc((size_t)n_out + 8, sizeof *outs);
-  if (!inputs || !consts || !dtypes || !outs) abort();
+  op_lower_args a;
+  op_lower_args_init(&a, node);
+  hlo_instr **outs = a.outputs;
   kiln_status s = NULL;
   for (int i = 0; i < n_in && !s; i++) {
     const cluster_value *v = in[i];
-    dtypes[i] = v->dtype;
+    a.dtypes[i] = v->dtype;
     if (op_input_must_be_constant(def, i, n_in)) {
       const graph_tensor *t = v->known;
       if (!t && !v->hlo) {
@@ -409,28 +397,17 @@ static kiln_status lower_op(lowering *lw, const graph_node *node, const op_def *
         own(lw, folded);
         t = folded;
       }
-      consts[i] = t;
-      s = constant_of(lw, t, &inputs[i]);
+      a.consts[i] = t;
+      s = op_constant(lw->comp, t, &a.inputs[i]);
       continue;
     }
     if (!v->hlo)
       s = ERR_UNIMPLEMENTED("input %d of node %s has dtype %s, which an HLO module cannot take", i, node->name,
                             graph_dtype_name(v->dtype));
-    inputs[i] = v->hlo;
+    a.inputs[i] = v->hlo;
   }
   if (!s) {
-    op_lower_ctx ctx = {
-        .node = node,
-        .opset = node->graph->root->opset,
-        .comp = lw->comp,
-        .n_inputs = n_in,
-        .inputs = inputs,
-        .const_inputs = consts,
-        .input_dtypes = dtypes,
-        .n_outputs = n_out,
-        .outputs = outs,
-    };
-    s = def->lower(&ctx);
+    s = op_lower(def, node, lw->comp, &a);
     if (s && !message_names_node(s, node)) s = status_wrap(s, "node %s (%s)", node->name, node->op);
   }
   for (int k = 0; k < n_out && !s; k++) {
@@ -438,10 +415,7 @@ static kiln_status lower_op(lowering *lw, const graph_node *node, const op_def *
     out[k] = (cluster_value){.defined = true, .hlo = outs[k], .dtype = graph_dtype_from_hlo(outs[k]->shape.type),
                              .resource = -1};
   }
-  free(inputs);
-  free(consts);
-  free(dtypes);
-  free(outs);
+  op_lower_args_free(&a);
   return s;
 }
 
@@ -551,7 +525,7 @@ static kiln_status lower_const(lowering *lw, const graph_node *node, cluster_val
   if (!t[0]) return NULL; /* a constant without outputs */
   own(lw, t[0]);
   hlo_instr *k;
-  TRY(constant_of(lw, t[0], &k));
+  TRY(op_constant(lw->comp, t[0], &k));
   if (node->n_outputs > 0)
     out[0] = (cluster_value){.defined = true, .hlo = k, .dtype = t[0]->dtype, .known = t[0], .resource = -1};
   return NULL;
@@ -600,7 +574,7 @@ static kiln_status lower_arguments(lowering *lw) {
     *v = (cluster_value){.defined = true, .dtype = t->dtype, .resource = -1};
     if (i < cc->n_constants) {
       v->known = t;
-      TRY(constant_of(lw, t, &v->hlo));
+      TRY(op_constant(lw->comp, t, &v->hlo));
     } else if (i < cc->n_constants + cc->n_args) {
       const char *what = arena_printf(lw->m->arena, "argument %s", in_node->name);
       TRY(add_parameter(lw, t, (param_source){i, false}, what, &v->hlo));

@@ -146,25 +146,17 @@ static kiln_status build_module(executor *e, const backend *device, const graph_
                                 graph_tensor *const *in, int n_in, int n_out, cache_entry *ce) {
   hlo_module *m = hlo_module_new(graph_node_op_base(node));
   hlo_computation *c = hlo_computation_new(m, "main");
-  hlo_instr **inputs = calloc((size_t)n_in + 1, sizeof *inputs);
-  const graph_tensor **consts = calloc((size_t)n_in + 1, sizeof *consts);
-  graph_dtype *dtypes = calloc((size_t)n_in + 1, sizeof *dtypes);
-  /* Room past n_out guards against a lowering that fills more outputs than the node
-   * declares; only the first n_out are read. */
-  hlo_instr **outs = calloc((size_t)n_out + 8, sizeof *outs);
-  if (!inputs || !consts || !dtypes || !outs) abort();
+  op_lower_args a;
+  op_lower_args_init(&a, node);
+  hlo_instr **outs = a.outputs;
   kiln_status s = NULL;
   int n_params = 0;
   for (int i = 0; i < n_in && !s; i++) {
     const graph_tensor *t = in[i];
-    dtypes[i] = t->dtype;
+    a.dtypes[i] = t->dtype;
     if (op_input_must_be_constant(def, i, n_in)) {
-      consts[i] = t;
-      hlo_literal view, *lit;
-      if (tensor_literal_view(t, &view)) {
-        s = tensor_to_literal(t, &lit);
-        if (!s) s = hlo_build_constant(c, lit, &inputs[i]);
-      }
+      a.consts[i] = t;
+      s = op_constant(c, t, &a.inputs[i]);
       continue;
     }
     graph_shape gs = tensor_shape(t);
@@ -173,22 +165,9 @@ static kiln_status build_module(executor *e, const backend *device, const graph_
       s = ERR_UNIMPLEMENTED("input %d has dtype %s, which an HLO module cannot take", i, graph_dtype_name(t->dtype));
       break;
     }
-    s = hlo_build_parameter(c, n_params++, &hs, NULL, &inputs[i]);
+    s = hlo_build_parameter(c, n_params++, &hs, NULL, &a.inputs[i]);
   }
-  if (!s) {
-    op_lower_ctx ctx = {
-        .node = node,
-        .opset = node->graph->root->opset,
-        .comp = c,
-        .n_inputs = n_in,
-        .inputs = inputs,
-        .const_inputs = consts,
-        .input_dtypes = dtypes,
-        .n_outputs = n_out,
-        .outputs = outs,
-    };
-    s = def->lower(&ctx);
-  }
+  if (!s) s = op_lower(def, node, c, &a);
   hlo_instr *root = NULL;
   if (!s) {
     ce->n_outputs = n_out;
@@ -233,10 +212,7 @@ static kiln_status build_module(executor *e, const backend *device, const graph_
     if (s) s = status_wrap(s, "compiling for device %s", ce->device->name);
   }
   hlo_module_free(m);
-  free(inputs);
-  free(consts);
-  free(dtypes);
-  free(outs);
+  op_lower_args_free(&a);
   return s;
 }
 

@@ -60,50 +60,28 @@ static bool lower_node(jit_state *st, jit_node_state *ns, lowered *out) {
   }
   hlo_module *m = hlo_module_new(graph_node_op_base(n));
   hlo_computation *c = hlo_computation_new(m, "main");
-  hlo_instr **inputs = calloc((size_t)n_in + 1, sizeof *inputs);
-  const graph_tensor **consts = calloc((size_t)n_in + 1, sizeof *consts);
-  graph_dtype *dtypes = calloc((size_t)n_in + 1, sizeof *dtypes);
-  hlo_instr **outs = calloc((size_t)ns->n_out + 8, sizeof *outs);
-  if (!inputs || !consts || !dtypes || !outs) abort();
+  op_lower_args a;
+  op_lower_args_init(&a, n);
   kiln_status s = NULL;
   int n_params = 0;
   for (int i = 0; i < n_in && !s; i++) {
     const jit_value_info *vi = input_info(st, n, i);
-    dtypes[i] = vi->dtype;
+    a.dtypes[i] = vi->dtype;
     bool must = jit_input_must_be_constant(ns, i);
-    if (must) consts[i] = vi->value;
+    if (must) a.consts[i] = vi->value;
     if (vi->value && (must || small_value(vi->value))) {
-      hlo_literal *lit;
-      hlo_literal view;
-      if (!tensor_literal_view(vi->value, &view)) {
-        if (!must) s = status_error(KILN_UNIMPLEMENTED, "no HLO form");
-        continue;
-      }
-      s = tensor_to_literal(vi->value, &lit);
-      if (!s) s = hlo_build_constant(c, lit, &inputs[i]);
+      s = op_constant(c, vi->value, &a.inputs[i]);
+      if (!s && !a.inputs[i] && !must) s = status_error(KILN_UNIMPLEMENTED, "no HLO form");
       continue;
     }
     hlo_shape hs;
     graph_shape_to_hlo(&vi->shape, vi->dtype, &hs);
-    s = hlo_build_parameter(c, n_params++, &hs, NULL, &inputs[i]);
+    s = hlo_build_parameter(c, n_params++, &hs, NULL, &a.inputs[i]);
   }
-  if (!s) {
-    op_lower_ctx ctx = {
-        .node = n,
-        .opset = n->graph->root->opset,
-        .comp = c,
-        .n_inputs = n_in,
-        .inputs = inputs,
-        .const_inputs = consts,
-        .input_dtypes = dtypes,
-        .n_outputs = ns->n_out,
-        .outputs = outs,
-    };
-    s = ns->def->lower(&ctx);
-  }
-  free(inputs);
-  free(consts);
-  free(dtypes);
+  if (!s) s = op_lower(ns->def, n, c, &a);
+  hlo_instr **outs = a.outputs;
+  a.outputs = NULL; /* kept by out on success */
+  op_lower_args_free(&a);
   if (s) {
     kiln_status_free(s);
     free(outs);

@@ -92,6 +92,23 @@ typedef struct op_table {
  * const_inputs mask, and the last input of an OP_CONST_LAST_INPUT op. */
 bool op_input_must_be_constant(const op_def *def, int i, int n_in);
 
+/* The argument arrays one lowering reads and fills (what op_lower_ctx points at), sized
+ * for a node. Single-op modules, cluster modules and the bridge's shape analysis fill
+ * the inputs each their own way, then call op_lower. */
+typedef struct op_lower_args {
+  hlo_instr **inputs;          /* node->n_inputs HLO values (NULL allowed for constants) */
+  const graph_tensor **consts; /* node->n_inputs compile-time values (must-be-constant inputs) */
+  graph_dtype *dtypes;         /* node->n_inputs framework dtypes */
+  hlo_instr **outputs;         /* node->n_outputs, plus room for a lowering that fills more */
+} op_lower_args;
+
+void op_lower_args_init(op_lower_args *a, const graph_node *node);
+void op_lower_args_free(op_lower_args *a);
+/* Runs def's lowering of node into comp on a's arguments. */
+kiln_status op_lower(const op_def *def, const graph_node *node, hlo_computation *comp, const op_lower_args *a);
+/* An HLO constant holding t; *out stays NULL when t's dtype has no HLO form (strings). */
+kiln_status op_constant(hlo_computation *comp, const graph_tensor *t, hlo_instr **out);
+
 /* NULL when kiln has no op of that name. O(1) after the first call. */
 const op_def *op_find(const char *name);
 int op_count(void);

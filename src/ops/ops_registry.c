@@ -92,3 +92,46 @@ bool op_input_must_be_constant(const op_def *def, int i, int n_in) {
   if ((def->traits & OP_CONST_LAST_INPUT) && i == n_in - 1) return true;
   return i >= 0 && i < 64 && ((def->const_inputs >> i) & 1u);
 }
+
+/* Room past the node's output count: a lowering that fills more outputs than the node
+ * declares writes there harmlessly; only the declared ones are read. */
+#define OP_LOWER_EXTRA_OUTPUTS 8
+
+void op_lower_args_init(op_lower_args *a, const graph_node *node) {
+  size_t n_in = (size_t)node->n_inputs + 1;
+  a->inputs = calloc(n_in, sizeof *a->inputs);
+  a->consts = calloc(n_in, sizeof *a->consts);
+  a->dtypes = calloc(n_in, sizeof *a->dtypes);
+  a->outputs = calloc((size_t)node->n_outputs + OP_LOWER_EXTRA_OUTPUTS, sizeof *a->outputs);
+  if (!a->inputs || !a->consts || !a->dtypes || !a->outputs) abort();
+}
+
+void op_lower_args_free(op_lower_args *a) {
+  free(a->inputs);
+  free(a->consts);
+  free(a->dtypes);
+  free(a->outputs);
+}
+
+kiln_status op_lower(const op_def *def, const graph_node *node, hlo_computation *comp, const op_lower_args *a) {
+  op_lower_ctx ctx = {
+      .node = node,
+      .opset = node->graph->root->opset,
+      .comp = comp,
+      .n_inputs = node->n_inputs,
+      .inputs = a->inputs,
+      .const_inputs = a->consts,
+      .input_dtypes = a->dtypes,
+      .n_outputs = node->n_outputs,
+      .outputs = a->outputs,
+  };
+  return def->lower(&ctx);
+}
+
+kiln_status op_constant(hlo_computation *comp, const graph_tensor *t, hlo_instr **out) {
+  *out = NULL;
+  hlo_literal view, *lit;
+  if (!tensor_literal_view(t, &view)) return NULL;
+  TRY(tensor_to_literal(t, &lit));
+  return hlo_build_constant(comp, lit, out);
+}
