@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "hlo_check.h"
+#include "check_util.h"
 #include "hlo/buffer_assignment.h"
 #include "hlo/builder.h"
 #include "hlo/parser.h"

@@ -19,23 +19,12 @@
 
 #include "backends/backend.h"
 #include "check.h"
+#include "check_util.h"
 #include "exec/executor.h"
 #include "graph/graph.h"
 
-static graph *parse_ok(const char *text) {
-  graph *g = NULL;
-  kiln_status s = graph_parse(text, strlen(text), "test.graph", &g);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "graph_parse", kiln_status_message(s));
-    kiln_status_free(s);
-    return NULL;
-  }
-  return g;
-}
-
 static executor *new_ok(graph *g, const executor_options *opts) {
   executor *e = NULL;
-  if (!g) return NULL;
   kiln_status s = executor_new(g, opts, &e);
   if (s) {
     check_fail(__FILE__, __LINE__, "executor_new", kiln_status_message(s));
@@ -81,8 +70,8 @@ typedef struct pair {
 
 static bool pair_open(pair *p, const char *cluster_text, const char *ref_text) {
   *p = (pair){0};
-  p->gc = parse_ok(cluster_text);
-  p->gr = parse_ok(ref_text);
+  p->gc = check_parse_graph(cluster_text);
+  p->gr = check_parse_graph(ref_text);
   /* Both on the reference device, so the comparison checks the cluster runner rather
    * than how a backend fuses. */
   executor_options opts = {.device = "interpreter"};
@@ -652,7 +641,7 @@ done:
 /* --------------------------------------------------------------- errors ------- */
 
 static void test_errors_name_the_cluster(void) {
-  graph *g = parse_ok(mlp_cluster);
+  graph *g = check_parse_graph(mlp_cluster);
   executor *e = new_ok(g, NULL);
   if (!e) goto done;
   graph_tensor *o[2] = {0};
@@ -676,7 +665,7 @@ done:
   graph_free(g);
 
   /* A call node whose argument counts do not fit its inputs. */
-  g = parse_ok(
+  g = check_parse_graph(
       "framework tf\n" SQUASH_BODY
       "input x: float[?]\n"
       "c = kiln.Cluster[function=@squash, n_constants=2, n_resources=0](x) -> (float[?])\n"
@@ -691,7 +680,7 @@ done:
   graph_free(g);
 
   /* A variable the cluster reads but nobody initialized. */
-  g = parse_ok(
+  g = check_parse_graph(
       "framework tf\n"
       "graph readv {\n"
       "  input h: resource[]\n"
@@ -714,7 +703,7 @@ done:
 static void test_dump(void) {
   char dir[] = "/tmp/kiln_cluster_dump_XXXXXX";
   CHECK(mkdtemp(dir) != NULL);
-  graph *g = parse_ok(mlp_cluster);
+  graph *g = check_parse_graph(mlp_cluster);
   executor_options opts = {.dump_dir = dir};
   executor *e = new_ok(g, &opts);
   if (e) {
@@ -827,7 +816,7 @@ static void test_failing_devices(void) {
 
   /* An execute failure: an error naming cluster and device, the variable keeps its
    * value, the executor keeps working. */
-  g = parse_ok(counter_on_failing_device);
+  g = check_parse_graph(counter_on_failing_device);
   executor_options opts = {.device = "interpreter"};
   e = new_ok(g, &opts);
   if (!e) goto done;

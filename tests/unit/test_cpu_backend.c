@@ -20,7 +20,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
 #include "check.h"
-#include "hlo_check.h"
+#include "check_util.h"
 #include "eval/eval.h"
 #include "hlo/parser.h"
 #include "hlo/verifier.h"

@@ -29,7 +29,7 @@
 
 #include "backends/cpu/cpu_dnnl.h"
 #include "check.h"
-#include "hlo_check.h"
+#include "check_util.h"
 #include "eval/eval.h"
 #include "hlo/parser.h"
 #include "hlo/verifier.h"

@@ -9,19 +9,9 @@
 
 #include "base/strbuf.h"
 #include "check.h"
+#include "check_util.h"
 #include "graph/graph.h"
 #include "jit/deadness.h"
-
-static graph *parse_ok(const char *text) {
-  graph *g = NULL;
-  kiln_status s = graph_parse(text, strlen(text), "t.graph", &g);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "graph_parse", kiln_status_message(s));
-    kiln_status_free(s);
-    return graph_new(NULL);
-  }
-  return g;
-}
 
 static deadness *analyze_ok(const graph *g) {
   deadness *d = NULL;
@@ -193,7 +183,7 @@ static void test_hash_consing_stress(void) {
 /* ---- analysis ---- */
 
 static void test_diamond(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input x: float[]\n"
                       "input p: bool[]\n"
                       "s = Switch[T=float](x, p) -> (float[], float[])\n"
@@ -217,7 +207,7 @@ static void test_diamond(void) {
   graph_free(g);
 
   /* the same diamond under a switch on q: the merge meets back at q */
-  g = parse_ok("framework tf\n"
+  g = check_parse_graph("framework tf\n"
                "input x: float[]\n"
                "input p: bool[]\n"
                "input q: bool[]\n"
@@ -239,7 +229,7 @@ static void test_diamond(void) {
 }
 
 static void test_nested_switches(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input x: float[]\n"
                       "input p: bool[]\n"
                       "input q: bool[]\n"
@@ -274,7 +264,7 @@ static void test_nested_switches(void) {
 }
 
 static void test_control_inputs(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input x: float[]\n"
                       "input p: bool[]\n"
                       "s = Switch[T=float](x, p) -> (float[], float[])\n"
@@ -327,7 +317,7 @@ static void test_control_inputs(void) {
   "output result = after:0\n"
 
 static void test_while_loop(void) {
-  graph *g = parse_ok(WHILE_HEAD "while/NextIteration_1 = NextIteration[T=int32](while/mul)\n");
+  graph *g = check_parse_graph(WHILE_HEAD "while/NextIteration_1 = NextIteration[T=int32](while/mul)\n");
   deadness *d = analyze_ok(g);
   CHECK(pred_prints(pred_of(d, g, "while/Merge", 0), "iter(while/ctx)"));
   CHECK(same(d, g, "while/Merge", "while/Merge_1"));
@@ -347,7 +337,7 @@ static void test_while_loop(void) {
 
   /* the second variable only comes round when z says so: the frame cannot be proven
    * uniform, so its merges and exits get their own symbols */
-  g = parse_ok(WHILE_HEAD "while/Enter_3 = Enter[T=bool, frame_name=\"while/ctx\", is_constant=true](flag)\n"
+  g = check_parse_graph(WHILE_HEAD "while/Enter_3 = Enter[T=bool, frame_name=\"while/ctx\", is_constant=true](flag)\n"
                           "input flag: bool[]\n"
                           "while/sw = Switch[T=int32](while/mul, while/Enter_3) -> (int32[], int32[])\n"
                           "while/NextIteration_1 = NextIteration[T=int32](while/sw:1)\n");
@@ -362,7 +352,7 @@ static void test_while_loop(void) {
 
   /* both variables come round only when flag says so: still one uniform frame, but
    * the loop no longer runs exactly while LoopCond holds, so the exits stay opaque */
-  g = parse_ok(WHILE_HEAD "while/Enter_3 = Enter[T=bool, frame_name=\"while/ctx\", is_constant=true](flag)\n"
+  g = check_parse_graph(WHILE_HEAD "while/Enter_3 = Enter[T=bool, frame_name=\"while/ctx\", is_constant=true](flag)\n"
                           "input flag: bool[]\n"
                           "while/sw = Switch[T=int32](while/mul, while/Enter_3) -> (int32[], int32[])\n"
                           "while/sw2 = Switch[T=int32](while/add, while/Enter_3) -> (int32[], int32[])\n"
@@ -378,7 +368,7 @@ static void test_while_loop(void) {
   graph_free(g);
 
   /* a loop entered under a switch: the exit is live exactly when the loop was entered */
-  g = parse_ok("framework tf\n"
+  g = check_parse_graph("framework tf\n"
                "input x: int32[]\n"
                "input p: bool[]\n"
                "s = Switch[T=int32](x, p) -> (int32[], int32[])\n"
@@ -401,7 +391,7 @@ static void test_while_loop(void) {
 /* A loop inside a loop's body: the inner body has both iteration symbols, the inner
  * exit hands the outer body's predicate back, and the outer exit is live. */
 static void test_nested_loops(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input n: int32[]\n"
                       "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"
                       "o/Enter = Enter[T=int32, frame_name=\"outer\"](zero)\n"
@@ -468,7 +458,7 @@ static void test_long_chain(void) {
     /* every third stage continues from the true branch only */
     strbuf_printf(&b, "y%d = Identity[T=float](%s%d)\n", k + 1, k % 3 == 0 ? "t" : "m", k);
   }
-  graph *g = parse_ok(strbuf_cstr(&b));
+  graph *g = check_parse_graph(strbuf_cstr(&b));
   strbuf_free(&b);
   deadness *d = analyze_ok(g);
   char name[32];
@@ -481,7 +471,7 @@ static void test_long_chain(void) {
 }
 
 static void test_errors_and_lookups(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "a = Identity[T=float](b)\n"
                       "b = Identity[T=float](a)\n");
   deadness *d = NULL;
@@ -489,8 +479,8 @@ static void test_errors_and_lookups(void) {
   CHECK(d == NULL);
   graph_free(g);
 
-  graph *g1 = parse_ok("framework tf\ninput x: float[]\ny = Neg[T=float](x)\n");
-  graph *g2 = parse_ok("framework tf\ninput x: float[]\n");
+  graph *g1 = check_parse_graph("framework tf\ninput x: float[]\ny = Neg[T=float](x)\n");
+  graph *g2 = check_parse_graph("framework tf\ninput x: float[]\n");
   d = analyze_ok(g1);
   CHECK(deadness_predicate(d, graph_find_node(g2, "x"), 0) == NULL); /* another graph */
   CHECK(!deadness_has_same_liveness(d, graph_find_node(g1, "x"), graph_find_node(g2, "x")));

@@ -12,23 +12,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "check_util.h"
 #include "exec/executor.h"
 #include "graph/graph.h"
 
-static graph *parse_ok(const char *text) {
-  graph *g = NULL;
-  kiln_status s = graph_parse(text, strlen(text), "test.graph", &g);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "graph_parse", kiln_status_message(s));
-    kiln_status_free(s);
-    return NULL;
-  }
-  return g;
-}
-
 static executor *new_ok(graph *g) {
   executor *e = NULL;
-  if (!g) return NULL;
   kiln_status s = executor_new(g, NULL, &e);
   if (s) {
     check_fail(__FILE__, __LINE__, "executor_new", kiln_status_message(s));
@@ -95,7 +84,7 @@ static const char diamond[] =
     "output idx = m:1\n";
 
 static void test_switch_merge(void) {
-  graph *g = parse_ok(diamond);
+  graph *g = check_parse_graph(diamond);
   executor *e = new_ok(g);
   if (!e) goto done;
   graph_tensor *o[2] = {0};
@@ -116,7 +105,7 @@ done:
 }
 
 static void test_dead_result(void) {
-  graph *g = parse_ok(
+  graph *g = check_parse_graph(
       "framework tf\n"
       "input x: float[2]\n"
       "input p: bool[]\n"
@@ -158,7 +147,7 @@ static const char count_loop[] =
     "output result = while/Exit:0\n";
 
 static void test_while_loop(void) {
-  graph *g = parse_ok(count_loop);
+  graph *g = check_parse_graph(count_loop);
   executor *e = new_ok(g);
   if (!e) goto done;
   static const int limits[] = {5, 0, 1, 37};
@@ -219,7 +208,7 @@ static const char nested_loops[] =
     "output total = o/Exit_t:0\n";
 
 static void test_nested_loops(void) {
-  graph *g = parse_ok(nested_loops);
+  graph *g = check_parse_graph(nested_loops);
   executor *e = new_ok(g);
   if (!e) goto done;
   static const int ns[] = {0, 1, 2, 5, 9};
@@ -279,7 +268,7 @@ static const char ta_loop[] =
     "output size = size:0\n";
 
 static void test_tensor_array_loop(void) {
-  graph *g = parse_ok(ta_loop);
+  graph *g = check_parse_graph(ta_loop);
   executor *e = new_ok(g);
   if (!e) goto done;
   graph_tensor *o[3] = {0};
@@ -339,7 +328,7 @@ static const char tl_loop[] =
     "output len = len:0\n";
 
 static void test_tensor_list_loop(void) {
-  graph *g = parse_ok(tl_loop);
+  graph *g = check_parse_graph(tl_loop);
   executor *e = new_ok(g);
   if (!e) goto done;
   graph_tensor *o[2] = {0};
@@ -373,7 +362,7 @@ static const char var_graph[] =
     "output value = read:0\n";
 
 static void test_variable_across_runs(void) {
-  graph *g = parse_ok(var_graph);
+  graph *g = check_parse_graph(var_graph);
   executor *e = new_ok(g);
   if (!e) goto done;
   graph_tensor *o[1] = {0};
@@ -391,7 +380,7 @@ done:
   graph_free(g);
 
   /* Reading a variable nobody assigned is an error naming the variable and node. */
-  g = parse_ok(
+  g = check_parse_graph(
       "framework tf\n"
       "v = VarHandleOp[dtype=float, shape=<>, shared_name=\"w\"]() -> (resource[])\n"
       "r = ReadVariableOp[dtype=float](v)\n"
@@ -405,7 +394,7 @@ done:
 /* ------------------------------------------------------------- compile cache ---- */
 
 static void test_cache_sharing(void) {
-  graph *g = parse_ok(
+  graph *g = check_parse_graph(
       "framework tf\n"
       "input x: float[2]\n"
       "input y: float[2]\n"
@@ -466,7 +455,7 @@ static const char onnx_if[] =
     "output out = if:0\n";
 
 static void test_onnx_if(void) {
-  graph *g = parse_ok(onnx_if);
+  graph *g = check_parse_graph(onnx_if);
   executor *e = new_ok(g);
   if (!e) goto done;
   graph_tensor *o[1] = {0};
@@ -504,7 +493,7 @@ static const char onnx_loop[] =
     "output scan = loop:1\n";
 
 static void test_onnx_loop(void) {
-  graph *g = parse_ok(onnx_loop);
+  graph *g = check_parse_graph(onnx_loop);
   executor *e = new_ok(g);
   if (!e) goto done;
   graph_tensor *o[2] = {0};
@@ -542,7 +531,7 @@ static const char onnx_scan[] =
     "output y = scan:1\n";
 
 static void test_onnx_scan(void) {
-  graph *g = parse_ok(onnx_scan);
+  graph *g = check_parse_graph(onnx_scan);
   if (g) g->opset = 13;
   executor *e = new_ok(g);
   if (!e) goto done;
@@ -582,7 +571,7 @@ static const char tf_while[] =
     "output i = w:0\n";
 
 static void test_tf_while_function(void) {
-  graph *g = parse_ok(tf_while);
+  graph *g = check_parse_graph(tf_while);
   executor *e = new_ok(g);
   if (!e) goto done;
   graph_tensor *o[1] = {0};
@@ -598,7 +587,7 @@ done:
 
 static void test_errors(void) {
   /* Unknown op: named with its node, and the hint. */
-  graph *g = parse_ok(
+  graph *g = check_parse_graph(
       "framework tf\n"
       "input x: float[2]\n"
       "a = FrobnicateOp(x)\n"
@@ -616,7 +605,7 @@ static void test_errors(void) {
   graph_free(g);
 
   /* Unused unknown ops do not matter: the graph is pruned to its results. */
-  g = parse_ok(
+  g = check_parse_graph(
       "framework tf\n"
       "input x: float[2]\n"
       "a = FrobnicateOp(x)\n"
@@ -637,7 +626,7 @@ static void test_errors(void) {
   graph_free(g);
 
   /* An op that fails at run time: node, op and input shapes in the message. */
-  g = parse_ok(
+  g = check_parse_graph(
       "framework tf\n"
       "input x: float[?]\n"
       "input y: float[?]\n"
@@ -658,7 +647,7 @@ static void test_errors(void) {
   graph_free(g);
 
   /* A node reading values of two different loop frames. */
-  g = parse_ok(
+  g = check_parse_graph(
       "framework tf\n"
       "input x: int32[]\n"
       "en = Enter[T=int32, frame_name=\"f\"](x)\n"
@@ -671,7 +660,7 @@ static void test_errors(void) {
   graph_free(g);
 
   /* Switch with a predicate that is not a scalar. */
-  g = parse_ok(
+  g = check_parse_graph(
       "framework tf\n"
       "input x: float[2]\n"
       "input p: bool[2]\n"
@@ -686,7 +675,7 @@ static void test_errors(void) {
   graph_free(g);
 
   /* Native ops whose graph declares fewer outputs than they make. */
-  g = parse_ok(
+  g = check_parse_graph(
       "framework tf\n"
       "input n: int32[]\n"
       "ta = TensorArrayV3[dtype=float](n) -> ()\n"
@@ -703,7 +692,7 @@ static void test_errors(void) {
   graph_free(g);
 
   /* Unknown device. */
-  g = parse_ok("framework tf\ninput x: float[2]\noutput r = x:0\n");
+  g = check_parse_graph("framework tf\ninput x: float[2]\noutput r = x:0\n");
   if (g) {
     executor_options opts = {.device = "tpu"};
     CHECK_ERR(executor_new(g, &opts, &e), "unknown device 'tpu'");

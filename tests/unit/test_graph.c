@@ -8,18 +8,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "check_util.h"
 #include "graph/graph.h"
-
-static graph *parse_ok(const char *text) {
-  graph *g = NULL;
-  kiln_status s = graph_parse(text, strlen(text), "t.graph", &g);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "graph_parse", kiln_status_message(s));
-    kiln_status_free(s);
-    return graph_new(NULL);
-  }
-  return g;
-}
 
 /* print(parse(print(g))) == print(g); returns print(g) (caller frees). */
 static char *check_roundtrip(const graph *g) {
@@ -141,7 +131,7 @@ static void test_build_api(void) {
 }
 
 static void test_parse_structure(void) {
-  graph *g = parse_ok(
+  graph *g = check_parse_graph(
       "# comment line\n"
       "framework tf\n"
       "input x: float[1,?,3]   # trailing comment\n"
@@ -183,13 +173,13 @@ static void test_parse_structure(void) {
   graph_free(g);
 
   /* Keywords are plain node names when an '=' follows; no framework: ops as written. */
-  g = parse_ok("input = Placeholder()\noutput = Identity(input)\ngraph = X(output)\noutput out = graph\n");
+  g = check_parse_graph("input = Placeholder()\noutput = Identity(input)\ngraph = X(output)\noutput out = graph\n");
   CHECK(g->n_nodes == 3 && g->n_inputs == 0 && strcmp(graph_find_node(g, "graph")->op, "X") == 0);
   free(check_roundtrip(g));
   graph_free(g);
 
   /* Empty text: an empty graph. */
-  g = parse_ok("  # nothing\n");
+  g = check_parse_graph("  # nothing\n");
   CHECK(g->n_nodes == 0);
   graph_free(g);
 }
@@ -256,7 +246,7 @@ static void test_attr_kinds(void) {
       "xr=tensor<resource[2]>{...}, xs=tensor<string[1,2]>{\"\", \"\\x01\"}](a)\n"
       "a = A()\n"
       "graph body {\n}\n";
-  graph *g = parse_ok(text);
+  graph *g = check_parse_graph(text);
   graph_node *n = graph_find_node(g, "n");
   if (!n) {
     graph_free(g);
@@ -375,17 +365,17 @@ static void test_topo_loop(void) {
   graph_free(g);
 
   /* The same cycle without a NextIteration is an error that names a node on it. */
-  g = parse_ok("x = A(y)\ny = B(z)\nz = C(y)\nw = D(x)\n");
+  g = check_parse_graph("x = A(y)\ny = B(z)\nz = C(y)\nw = D(x)\n");
   kiln_status s = graph_topo_order(g, &order, &n);
   CHECK(s && (strstr(kiln_status_message(s), "'y'") || strstr(kiln_status_message(s), "'z'")));
   CHECK(s && strstr(kiln_status_message(s), "cycle"));
   kiln_status_free(s);
   graph_free(g);
   /* A control-edge cycle counts as well; RefNextIteration in any namespace breaks one. */
-  g = parse_ok("a = A() @ b\nb = B(a)\n");
+  g = check_parse_graph("a = A() @ b\nb = B(a)\n");
   CHECK_ERR(graph_topo_order(g, &order, &n), "cycle");
   graph_free(g);
-  g = parse_ok("framework onnx\na = Merge(e, b)\nb = tf.RefNextIteration(a)\ne = Enter()\n");
+  g = check_parse_graph("framework onnx\na = Merge(e, b)\nb = tf.RefNextIteration(a)\ne = Enter()\n");
   CHECK_OK(graph_topo_order(g, &order, &n));
   CHECK(n == 3 && strcmp(order[0]->name, "e") == 0 && strcmp(order[1]->name, "a") == 0);
   free(order);
@@ -394,14 +384,14 @@ static void test_topo_loop(void) {
 
 static void test_topo_stable(void) {
   /* An ordered graph keeps its order; a reversed one comes out sorted, ties by position. */
-  graph *g = parse_ok("a = A()\nb = B(a)\nc = C()\nd = D(b, c)\n");
+  graph *g = check_parse_graph("a = A()\nb = B(a)\nc = C()\nd = D(b, c)\n");
   graph_node **order;
   int n;
   CHECK_OK(graph_topo_order(g, &order, &n));
   for (int i = 0; i < n; i++) CHECK(order[i] == g->nodes[i]);
   free(order);
   graph_free(g);
-  g = parse_ok("d = D(b, c)\nc = C()\nb = B(a)\na = A()\n");
+  g = check_parse_graph("d = D(b, c)\nc = C()\nb = B(a)\na = A()\n");
   CHECK_OK(graph_topo_order(g, &order, &n));
   CHECK(n == 4 && strcmp(order[0]->name, "c") == 0 && strcmp(order[1]->name, "a") == 0);
   CHECK(strcmp(order[2]->name, "b") == 0 && strcmp(order[3]->name, "d") == 0);
@@ -415,7 +405,7 @@ static void test_topo_stable(void) {
 }
 
 static void test_prune(void) {
-  graph *g = parse_ok(
+  graph *g = check_parse_graph(
       "input x: float[2]\n"
       "input unused: float[2]\n"
       "a = A(x)\n"
@@ -451,7 +441,7 @@ static void test_prune(void) {
 }
 
 static void test_consumers(void) {
-  graph *g = parse_ok(
+  graph *g = check_parse_graph(
       "s = Split() -> (?, ?, ?)\n"
       "a = A(s, s:2)\n"
       "b = B(s:2, a) @ s\n"
@@ -487,7 +477,7 @@ static void test_consumers(void) {
 }
 
 static void test_remove_node(void) {
-  graph *g = parse_ok("input x: float\na = A(x)\nb = B() @ a\nc = C(a)\noutput r = c:0\n");
+  graph *g = check_parse_graph("input x: float\na = A(x)\nb = B() @ a\nc = C(a)\noutput r = c:0\n");
   graph_node *a = graph_find_node(g, "a"), *b = graph_find_node(g, "b"), *c = graph_find_node(g, "c");
   CHECK_ERR(graph_remove_node(a), "'c' consumes its output 0");
   CHECK_ERR(graph_remove_node(c), "graph result 'r'");
@@ -528,7 +518,7 @@ static void test_clone(void) {
   graph_free(c);
 
   /* Constants are shared by reference, not copied. */
-  g = parse_ok("c = Const[value=tensor<float[2]>{1, 2}]()\n");
+  g = check_parse_graph("c = Const[value=tensor<float[2]>{1, 2}]()\n");
   c = graph_clone(g);
   const graph_tensor *t1, *t2;
   CHECK_OK(graph_node_get_tensor(graph_find_node(g, "c"), "value", &t1));
@@ -666,7 +656,7 @@ static void test_tensor_literal(void) {
 }
 
 static void test_elided(void) {
-  graph *g = parse_ok("c = Const[value=tensor<float[4]>{1, 2, 3, 4}, v=tensor<int32[3]>{...}]()\n");
+  graph *g = check_parse_graph("c = Const[value=tensor<float[4]>{1, 2, 3, 4}, v=tensor<int32[3]>{...}]()\n");
   graph_print_options opts = {.max_tensor_elements = 3};
   strbuf b;
   strbuf_init(&b);
@@ -675,7 +665,7 @@ static void test_elided(void) {
   CHECK(strstr(strbuf_cstr(&b), "v=tensor<int32[3]>{") != NULL && !strstr(strbuf_cstr(&b), "int32[3]>{...}"));
   strbuf_free(&b);
   /* Elided values read back deterministically. */
-  graph *g2 = parse_ok("c = Const[v=tensor<int32[3]>{...}]()\n");
+  graph *g2 = check_parse_graph("c = Const[v=tensor<int32[3]>{...}]()\n");
   const graph_tensor *t1, *t2;
   CHECK_OK(graph_node_get_tensor(graph_find_node(g, "c"), "v", &t1));
   CHECK_OK(graph_node_get_tensor(graph_find_node(g2, "c"), "v", &t2));

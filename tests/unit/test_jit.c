@@ -9,21 +9,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "check_util.h"
 #include "exec/executor.h"
 #include "graph/cluster_op.h"
 #include "graph/graph.h"
 #include "jit/jit.h"
-
-static graph *parse_ok(const char *text) {
-  graph *g = NULL;
-  kiln_status s = graph_parse(text, strlen(text), "t.graph", &g);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "graph_parse", kiln_status_message(s));
-    kiln_status_free(s);
-    return graph_new("tf");
-  }
-  return g;
-}
 
 static jit_options opts_min(int min_size) {
   jit_options o = jit_options_default();
@@ -97,9 +87,9 @@ static void test_chain_clusters_and_runs_bitwise(void) {
                      "f = AddV2[T=float](d, e)\n"
                      "output r = f:0\n";
   int64_t dims[] = {2, 3};
-  graph *plain = parse_ok(text);
+  graph *plain = check_parse_graph(text);
   graph_tensor *want = run_graph(plain, 2, dims);
-  graph *g = parse_ok(text);
+  graph *g = check_parse_graph(text);
   jit_options o = opts_min(4);
   jit_report *r = cluster_ok(g, &o);
   CHECK(r && r->n_clusters == 1);
@@ -119,7 +109,7 @@ static void test_chain_clusters_and_runs_bitwise(void) {
 /* a -> s -> c and a -> c with s excluded: a and c in one cluster would both feed and
  * consume s. */
 static void test_cycle_is_refused(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input x: float[4]\n"
                       "a = Exp[T=float](x)\n"
                       "a2 = Neg[T=float](a)\n"
@@ -143,7 +133,7 @@ static void test_cycle_is_refused(void) {
 }
 
 static void test_switch_merge_diamond(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input x: float[4]\n"
                       "input p: bool[]\n"
                       "x1 = Exp[T=float](x)\n"
@@ -167,7 +157,7 @@ static void test_switch_merge_diamond(void) {
 }
 
 static void test_while_loop_stays_out(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input x: float[3]\n"
                       "limit = Const[dtype=int32, value=tensor<int32[]>{3}]()\n"
                       "i0 = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"
@@ -229,7 +219,7 @@ static void resource_pair(const char *first, const char *second, bool unsafe) {
            "out = Abs[T=float](mid)\n"
            "output r = out:0\n",
            first_line, second_line);
-  graph *g = parse_ok(text);
+  graph *g = check_parse_graph(text);
   jit_options o = opts_min(1);
   jit_report *r = cluster_ok(g, &o);
   int c1 = cluster_of(r, "op1"), c2 = cluster_of(r, "op2");
@@ -256,7 +246,7 @@ static void test_resource_pairs(void) {
 /* A Reshape whose shape operand is computed from runtime values inside the cluster:
  * the chain leaves the cluster; a shape computed from Shape stays. */
 static void test_must_be_constant_chain_declustered(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input x: float[2,3]\n"
                       "a = Exp[T=float](x)\n"
                       "b = Neg[T=float](a)\n"
@@ -294,14 +284,14 @@ static void test_min_size_ignores_const_and_identity(void) {
                      "b = Mul[T=float](i, k)\n"
                      "c = Abs[T=float](b)\n"
                      "output r = c:0\n";
-  graph *g = parse_ok(text);
+  graph *g = check_parse_graph(text);
   jit_options o = opts_min(4);
   jit_report *r = cluster_ok(g, &o);
   CHECK(r && r->n_clusters == 0);
   CHECK(reason_has(r, "a", "3 nodes, below --min_cluster_size=4"));
   jit_report_free(r);
   graph_free(g);
-  g = parse_ok(text);
+  g = check_parse_graph(text);
   o = opts_min(3);
   r = cluster_ok(g, &o);
   CHECK(r && r->n_clusters == 1 && r->clusters[0].n_nodes == 5 && r->clusters[0].n_counted == 3);
@@ -310,7 +300,7 @@ static void test_min_size_ignores_const_and_identity(void) {
 }
 
 static void test_compile_scopes(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input x: float[8]\n"
                       "a = Exp[T=float, _XlaCompile=true, _XlaScope=\"s1\"](x)\n"
                       "b = Neg[T=float, _XlaCompile=true, _XlaScope=\"s1\"](a)\n"
@@ -340,14 +330,14 @@ static void test_jit_ops_filters(void) {
                      "c = Exp[T=float](b)\n"
                      "d = Neg[T=float](c)\n"
                      "output r = d:0\n";
-  graph *g = parse_ok(text);
+  graph *g = check_parse_graph(text);
   jit_options o = opts_min(1);
   o.jit_ops = "tf.Exp";
   jit_report *r = cluster_ok(g, &o);
   CHECK(reason_has(r, "b", "not in --jit_ops") && cluster_of(r, "a") >= 0 && cluster_of(r, "c") >= 0);
   jit_report_free(r);
   graph_free(g);
-  g = parse_ok(text);
+  g = check_parse_graph(text);
   o = opts_min(1);
   o.jit_exclude_ops = "Neg";
   r = cluster_ok(g, &o);
@@ -357,7 +347,7 @@ static void test_jit_ops_filters(void) {
 }
 
 static void test_host_cost_rule(void) {
-  graph *g = parse_ok("framework tf\n"
+  graph *g = check_parse_graph("framework tf\n"
                       "input x: float[]\n"
                       "a = Exp[T=float](x)\n"
                       "b = Neg[T=float](a)\n"
@@ -377,7 +367,7 @@ static void test_soft_placement_and_no_host_fallback(void) {
                      "a = Exp[T=float, device=\"/device:GPU:0\"](x)\n"
                      "w = Where[T=float](a) -> (int64[?,1])\n"
                      "output r = w:0\n";
-  graph *g = parse_ok(text);
+  graph *g = check_parse_graph(text);
   jit_options o = opts_min(1);
   jit_report *r = cluster_ok(g, &o);
   /* No GPU device: the node goes to the bridge's device. Where has only a host kernel. */
@@ -386,7 +376,7 @@ static void test_soft_placement_and_no_host_fallback(void) {
   CHECK(w && strcmp(w->device, "host") == 0);
   jit_report_free(r);
   graph_free(g);
-  g = parse_ok(text);
+  g = check_parse_graph(text);
   o.no_host_fallback = true;
   CHECK_ERR(jit_run(g, &o, NULL), "node w (tf.Where) cannot run on device interpreter");
   graph_free(g);
@@ -410,7 +400,7 @@ static void test_counter_variable_auto_clustered(void) {
                      "t = Tanh[T=float](r)\n"
                      "u = Neg[T=float](t)\n"
                      "output value = u:0\n";
-  graph *plain = parse_ok(text), *g = parse_ok(text);
+  graph *plain = check_parse_graph(text), *g = check_parse_graph(text);
   jit_options o = opts_min(1);
   jit_report *r = cluster_ok(g, &o);
   CHECK(cluster_of(r, "add") >= 0 && cluster_of(r, "add") != cluster_of(r, "r")); /* RW -> R */

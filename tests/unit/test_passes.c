@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "hlo_check.h"
+#include "check_util.h"
 #include "eval/constant_folding.h"
 #include "eval/eval.h"
 #include "hlo/parser.h"

@@ -1,15 +1,20 @@
-/* HLO helpers the unit tests share: parse-and-verify HLO text, evaluate a module on
- * deterministic pseudo-random arguments, compare two modules' results bit for bit. */
-#ifndef KILN_TESTS_HLO_CHECK_H
-#define KILN_TESTS_HLO_CHECK_H
+/* Helpers the unit tests share: parse-and-verify HLO text, parse graph text, evaluate a
+ * module on deterministic pseudo-random arguments, compare two modules' results bit for
+ * bit. */
+#ifndef KILN_TESTS_CHECK_UTIL_H
+#define KILN_TESTS_CHECK_UTIL_H
 
 #include <stdint.h>
 
+#include "graph/graph.h"
 #include "hlo/ir.h"
 
 /* Parses and verifies text; on failure reports it and aborts the test program (every
  * later check would only crash on the missing module). */
 hlo_module *check_parse_hlo(const char *text);
+
+/* Parses graph text (graph/graph.h); on failure reports it and aborts, as above. */
+graph *check_parse_graph(const char *text);
 
 /* Evaluates the entry on arguments filled by literal_fill_pseudo_random with seeds
  * seed, seed + 1, ... . An evaluator error goes to *err when err is given (the result

@@ -1,5 +1,5 @@
-/* See hlo_check.h. */
-#include "hlo_check.h"
+/* See check_util.h. */
+#include "check_util.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +20,17 @@ hlo_module *check_parse_hlo(const char *text) {
     abort();
   }
   return m;
+}
+
+graph *check_parse_graph(const char *text) {
+  graph *g = NULL;
+  kiln_status s = graph_parse(text, strlen(text), "test.graph", &g);
+  if (s) {
+    check_fail(__FILE__, __LINE__, "parsing the test's graph", kiln_status_message(s));
+    kiln_status_free(s);
+    abort();
+  }
+  return g;
 }
 
 hlo_literal *check_eval_random(const hlo_module *m, uint64_t seed, kiln_status *err) {
