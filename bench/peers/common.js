@@ -8,6 +8,7 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
+const { readNpy } = require('../../tests/lib/npy');
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const NODE_MODULES = path.join(ROOT, 'build-ref-npm', 'node_modules');
@@ -20,31 +21,6 @@ function requirePinned(name) {
     throw new Error(name + ' is not installed in ' + NODE_MODULES + ' (run scripts/install-ref-npm.sh)');
   }
   return { module: require(dir), version: require(path.join(dir, 'package.json')).version };
-}
-
-const NPY_TYPES = {
-  '<f4': ['float32', Float32Array], '<i4': ['int32', Int32Array], '<i8': ['int64', BigInt64Array],
-  '|u1': ['uint8', Uint8Array], '|b1': ['bool', Uint8Array],
-};
-
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(file + ': not a .npy file');
-  const major = buf[6];
-  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const hstart = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', hstart, hstart + hlen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  if (/'fortran_order':\s*True/.test(header)) throw new Error(file + ': Fortran-ordered .npy is not supported');
-  const dims = /'shape':\s*\(([^)]*)\)/.exec(header)[1].split(',').map((s) => s.trim()).filter((s) => s.length).map(Number);
-  const entry = NPY_TYPES[descr];
-  if (!entry) throw new Error(file + ': unsupported .npy dtype ' + descr);
-  const [type, Ctor] = entry;
-  const n = dims.reduce((a, b) => a * b, 1);
-  const start = hstart + hlen;
-  const copy = new Uint8Array(n * Ctor.BYTES_PER_ELEMENT);
-  copy.set(buf.subarray(start, start + copy.length));
-  return { type, dims, data: new Ctor(copy.buffer, 0, n) };
 }
 
 // MODEL NAME=INPUT.npy... [--iters N] [--min-iters N] [--warmup N] [--max-seconds T]

@@ -18,35 +18,10 @@ const fs = require('fs');
 const path = require('path');
 const { performance } = require('perf_hooks');
 const { requirePinned, readNpy, parseArgs, timeRuns, fail, NODE_MODULES } = require('./common');
+const { loadGraphModelFromFiles, npyToTensor } = require('../../tests/lib/tfjs');
 
 const USAGE = 'usage: node tfjs_wasm_bench.js model.json NAME=INPUT.npy... [--iters N] [--min-iters N] [--warmup N] [--max-seconds T]';
 const REQUESTED_THREADS = 2;
-
-async function loadModel(tf, modelJson) {
-  const json = JSON.parse(fs.readFileSync(modelJson, 'utf8'));
-  const dir = path.dirname(modelJson);
-  const weightSpecs = [];
-  const shards = [];
-  for (const group of json.weightsManifest || []) {
-    for (const w of group.weights) weightSpecs.push(w);
-    for (const p of group.paths) shards.push(fs.readFileSync(path.join(dir, p)));
-  }
-  const all = Buffer.concat(shards);
-  return tf.loadGraphModel(tf.io.fromMemory({
-    modelTopology: json.modelTopology, weightSpecs,
-    weightData: all.buffer.slice(all.byteOffset, all.byteOffset + all.byteLength),
-    format: json.format, generatedBy: json.generatedBy, convertedBy: json.convertedBy,
-    signature: json.signature, userDefinedMetadata: json.userDefinedMetadata,
-    modelInitializer: json.modelInitializer,
-  }));
-}
-
-function toTensor(tf, t) {
-  // TF.js has no int64 or uint8 tensors; graph models take those as int32.
-  if (t.type === 'int64') return tf.tensor(Int32Array.from(t.data, (v) => Number(v)), t.dims, 'int32');
-  if (t.type === 'uint8') return tf.tensor(Int32Array.from(t.data), t.dims, 'int32');
-  return tf.tensor(t.data, t.dims, t.type);
-}
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2), USAGE);
@@ -63,10 +38,10 @@ async function main() {
   const threads = wasm.getThreadsCount();
 
   const t0 = performance.now();
-  const model = await loadModel(tf, opts.model);
+  const model = await loadGraphModelFromFiles(tf, opts.model);
   const loadMs = performance.now() - t0;
   const feeds = {};
-  for (const [name, file] of Object.entries(opts.inputs)) feeds[name] = toTensor(tf, readNpy(file));
+  for (const [name, file] of Object.entries(opts.inputs)) feeds[name] = npyToTensor(tf, readNpy(file));
   const names = model.outputs.map((o) => o.name);
 
   let exec = 'execute';

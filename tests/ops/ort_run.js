@@ -15,6 +15,7 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
+const { readNpy, writeNpy } = require('../lib/npy');
 
 const root = path.resolve(__dirname, '..', '..');
 function loadOrt() {
@@ -33,57 +34,6 @@ function loadOrt() {
     }
   }
   throw new Error('no ONNX Runtime module found:\n  ' + errors.join('\n  '));
-}
-
-// ---- .npy (format 1.0/2.0, little-endian, C order) ----
-const DESCR = {
-  '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array],
-  '|i1': ['int8', Int8Array], '<i2': ['int16', Int16Array], '<i4': ['int32', Int32Array],
-  '<i8': ['int64', BigInt64Array], '|u1': ['uint8', Uint8Array], '<u2': ['uint16', Uint16Array],
-  '<u4': ['uint32', Uint32Array], '<u8': ['uint64', BigUint64Array], '|b1': ['bool', Uint8Array],
-  '<f2': ['float16', Uint16Array],
-};
-
-function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 1, 6) !== 'NUMPY') throw new Error(file + ': not a .npy file');
-  const major = buf[6];
-  const hlen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
-  const hstart = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', hstart, hstart + hlen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  if (/'fortran_order':\s*True/.test(header)) throw new Error(file + ': fortran order not supported');
-  const shapeText = /'shape':\s*\(([^)]*)\)/.exec(header)[1];
-  const dims = shapeText.split(',').map((s) => s.trim()).filter((s) => s.length).map(Number);
-  const entry = DESCR[descr];
-  if (!entry) throw new Error(file + ': unsupported dtype ' + descr);
-  const [type, Ctor] = entry;
-  const n = dims.reduce((a, b) => a * b, 1);
-  const start = hstart + hlen;
-  const bytes = buf.subarray(start, start + n * Ctor.BYTES_PER_ELEMENT);
-  const copy = new Uint8Array(bytes.length);
-  copy.set(bytes);
-  let data = new Ctor(copy.buffer, 0, n);
-  if (type === 'bool') data = Uint8Array.from(data, (v) => (v ? 1 : 0));
-  return { type, dims, data };
-}
-
-function writeNpy(file, type, dims, data) {
-  const descr = Object.keys(DESCR).find((k) => DESCR[k][0] === type);
-  if (!descr) throw new Error('output type ' + type + ' cannot be written as .npy');
-  const shape = dims.length === 0 ? '()' : dims.length === 1 ? '(' + dims[0] + ',)' : '(' + dims.join(', ') + ')';
-  let header = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + shape + ', }';
-  const total = 10 + header.length + 1;
-  header += ' '.repeat((64 - (total % 64)) % 64) + '\n';
-  const pre = Buffer.alloc(10);
-  pre.write('\x93NUMPY', 0, 'latin1');
-  pre[6] = 1;
-  pre[7] = 0;
-  pre.writeUInt16LE(header.length, 8);
-  let body;
-  if (type === 'bool') body = Buffer.from(Uint8Array.from(data, (v) => (v ? 1 : 0)));
-  else body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  fs.writeFileSync(file, Buffer.concat([pre, Buffer.from(header, 'latin1'), body]));
 }
 
 async function runOne(ort, model, outDir, feedsSpec) {
