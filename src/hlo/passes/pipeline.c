@@ -279,15 +279,20 @@ hlo_pipeline *hlo_pipeline_new_default(void) {
   return p;
 }
 
-hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
-  hlo_pipeline *p = hlo_pipeline_new("optimizations");
-  hlo_pipeline_add_pass(p, "batchnorm-expander", hlo_pass_batchnorm_expander);
-  hlo_pipeline *simplify = hlo_pipeline_new("simplification");
+/* fix(algsimp, constant-folding when given, cse, dce) named `name`, appended to p. */
+static void add_simplification(hlo_pipeline *p, const char *name, hlo_pass_fn constant_folding) {
+  hlo_pipeline *simplify = hlo_pipeline_new(name);
   hlo_pipeline_add_pass(simplify, "algsimp", hlo_pass_algebraic_simplifier);
   if (constant_folding) hlo_pipeline_add_pass(simplify, "constant-folding", constant_folding);
   hlo_pipeline_add_pass(simplify, "cse", hlo_pass_cse);
   hlo_pipeline_add_pass(simplify, "dce", hlo_pass_dce);
   hlo_pipeline_add_fix(p, simplify, HLO_FIX_DEFAULT_MAX_ITERS);
+}
+
+hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
+  hlo_pipeline *p = hlo_pipeline_new("optimizations");
+  hlo_pipeline_add_pass(p, "batchnorm-expander", hlo_pass_batchnorm_expander);
+  add_simplification(p, "simplification", constant_folding);
   hlo_pipeline_add_pass(p, "transpose-folding", hlo_pass_transpose_folding);
   hlo_pipeline *cleanup = hlo_pipeline_new("cleanup");
   hlo_pipeline_add_pass(cleanup, "algsimp", hlo_pass_algebraic_simplifier);
@@ -303,12 +308,7 @@ hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding) {
    * transposed constant kernels fold into relayouted constants, and CSE merges the
    * input transposes of convolutions sharing an operand. */
   hlo_pipeline_add_pass(p, "conv-layout", hlo_pass_conv_layout);
-  hlo_pipeline *layout = hlo_pipeline_new("conv-layout-cleanup");
-  hlo_pipeline_add_pass(layout, "algsimp", hlo_pass_algebraic_simplifier);
-  if (constant_folding) hlo_pipeline_add_pass(layout, "constant-folding", constant_folding);
-  hlo_pipeline_add_pass(layout, "cse", hlo_pass_cse);
-  hlo_pipeline_add_pass(layout, "dce", hlo_pass_dce);
-  hlo_pipeline_add_fix(p, layout, HLO_FIX_DEFAULT_MAX_ITERS);
+  add_simplification(p, "conv-layout-cleanup", constant_folding);
   hlo_pipeline_add_pass(p, "dot-canonicalize", hlo_pass_dot_canonicalize);
   /* Canonicalization's reshapes and transposes often cancel against neighbours, and
    * those it puts on constant weights fold into relayouted constants (which the
