@@ -179,8 +179,8 @@ static kiln_status encapsulate_one(jit_state *st, jit_cluster *cl) {
   cl->name = name;
   graph *f;
   kiln_status s = graph_add_function(g, name, &f);
-  /* Copies of the members, by node id (members are few; a linear map is enough). */
-  graph_node **copy = calloc((size_t)cl->n_members + 1, sizeof *copy);
+  /* Copies of the members, by node id (clusters reach thousands of members). */
+  graph_node **copy = calloc((size_t)st->id_limit + 1, sizeof *copy);
   graph_node **arg_nodes = calloc((size_t)b.n_in + 1, sizeof *arg_nodes);
   if (!copy || !arg_nodes) abort();
   for (int i = 0; i < b.n_in && !s; i++) {
@@ -189,36 +189,30 @@ static kiln_status encapsulate_one(jit_state *st, jit_cluster *cl) {
     graph_shape shp = value_shape(st, &b.in[i]);
     s = graph_add_input(f, graph_unique_name(f, an), value_dtype(st, &b.in[i]), &shp, &arg_nodes[i]);
   }
-  for (int i = 0; i < cl->n_members && !s; i++) s = copy_node(f, st->nodes[cl->members[i]].node, &copy[i]);
+  for (int i = 0; i < cl->n_members && !s; i++)
+    s = copy_node(f, st->nodes[cl->members[i]].node, &copy[cl->members[i]]);
   for (int i = 0; i < cl->n_members && !s; i++) {
-    graph_node *m = st->nodes[cl->members[i]].node;
+    graph_node *m = st->nodes[cl->members[i]].node, *mc = copy[m->id];
     for (int k = 0; k < m->n_inputs && !s; k++) {
       graph_node *src = m->inputs[k].node;
       int port = m->inputs[k].port;
       if (in_cluster(st, src, cl->id)) {
-        int j = 0;
-        while (st->nodes[cl->members[j]].node != src) j++;
-        s = graph_add_edge(copy[j], port, copy[i]);
+        s = graph_add_edge(copy[src->id], port, mc);
       } else {
         int j = 0;
         while (b.in[j].node != src || b.in[j].port != port) j++;
-        s = graph_add_edge(arg_nodes[j], 0, copy[i]);
+        s = graph_add_edge(arg_nodes[j], 0, mc);
       }
     }
     for (int k = 0; k < m->n_control && !s; k++) {
       graph_node *src = m->control_inputs[k];
-      if (!in_cluster(st, src, cl->id)) continue;
-      int j = 0;
-      while (st->nodes[cl->members[j]].node != src) j++;
-      s = graph_add_control_edge(copy[j], copy[i]);
+      if (in_cluster(st, src, cl->id)) s = graph_add_control_edge(copy[src->id], mc);
     }
   }
   for (int o = 0; o < b.n_out && !s; o++) {
-    int j = 0;
-    while (st->nodes[cl->members[j]].node != b.out[o].node) j++;
     char rn[32];
     snprintf(rn, sizeof rn, "out_%d", o);
-    s = graph_add_result(f, rn, copy[j], b.out[o].port);
+    s = graph_add_result(f, rn, copy[b.out[o].node->id], b.out[o].port);
   }
   /* The call node. */
   graph_node *call = NULL;

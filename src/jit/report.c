@@ -83,9 +83,13 @@ static void dot_id(FILE *f, const char *s) {
   fputc('"', f);
 }
 
-static const jit_node_report *find_report(const jit_report *r, const char *name) {
-  for (int i = 0; i < r->n_nodes; i++)
-    if (strcmp(r->nodes[i].name, name) == 0) return &r->nodes[i];
+/* The report entry of original->nodes[i]: the report lists the graph's nodes in order
+ * and `original` is a clone taken before the rewrite, so the positions agree; the
+ * search only serves a graph that does not match. */
+static const jit_node_report *find_report(const jit_report *r, int i, const char *name) {
+  if (i < r->n_nodes && strcmp(r->nodes[i].name, name) == 0) return &r->nodes[i];
+  for (int k = 0; k < r->n_nodes; k++)
+    if (strcmp(r->nodes[k].name, name) == 0) return &r->nodes[k];
   return NULL;
 }
 
@@ -104,7 +108,7 @@ kiln_status jit_report_write_dot(const jit_report *r, const graph *original, con
     }
     for (int i = 0; i < original->n_nodes; i++) {
       const graph_node *n = original->nodes[i];
-      const jit_node_report *nr = find_report(r, n->name);
+      const jit_node_report *nr = find_report(r, i, n->name);
       if ((nr ? nr->cluster : -1) != c) continue;
       fprintf(f, "    ");
       dot_id(f, n->name);
