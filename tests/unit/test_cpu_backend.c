@@ -12,7 +12,13 @@
  * [-50, 50]) of glibc (checked when they were written), as XLA:CPU's own vectorized
  * versions are; a wrong formula (errors of order 1) still fails. Dots that oneDNN does not take run as naive loops accumulating
  * like the evaluator (double for floats, wrapping 64-bit for integers): integers are
- * exact; f64 sums may be associated differently, so they get 1e-12 relative. */
+ * exact; f64 sums may be associated differently, so they get 1e-12 relative.
+ * Reductions over an input's minor dimension of 32 or more elements fold in 16 lanes
+ * (cpu_elemental.c, REDUCE_LANES): integer, min and max results stay exact (which of
+ * several NaN payloads a max returns aside), float sums differ from the evaluator's
+ * sequential order by rounding, so they are compared with 1e-5 of the largest result
+ * magnitude (a sum of n terms in f32 is off by at most about n * 6e-8 of the sum of
+ * magnitudes; n <= 1000 here and the magnitudes are of the results' order). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,6 +128,26 @@ static void check_exact(const char *text, uint64_t seed, bool with_specials) {
   bool same = same_bits(r.cpu, r.ref, text);
   if (!same) fprintf(stderr, "module:\n%s\n", text);
   CHECK(same);
+  run_result_free(&r);
+}
+
+/* Float results that may be associated differently from the evaluator: every element
+ * within rel of the largest reference magnitude of the result (inf and NaN must match). */
+static void check_close_scaled(const char *text, uint64_t seed, double rel) {
+  run_result r;
+  if (!run_both(text, seed, false, &r)) return;
+  CHECK(r.cpu->n == r.ref->n);
+  double scale = 0;
+  for (int64_t i = 0; i < r.ref->n; i++)
+    if (isfinite(literal_get_f64(r.ref, i)) && fabs(literal_get_f64(r.ref, i)) > scale) scale = fabs(literal_get_f64(r.ref, i));
+  int bad = 0;
+  for (int64_t i = 0; i < r.cpu->n && i < r.ref->n; i++) {
+    double a = literal_get_f64(r.cpu, i), b = literal_get_f64(r.ref, i);
+    if ((isnan(a) && isnan(b)) || a == b) continue;
+    if (!(fabs(a - b) <= rel * scale) && bad++ < 3)
+      fprintf(stderr, "  element %lld: cpu %.9g evaluator %.9g (scale %g)\n", (long long)i, a, b, scale);
+  }
+  CHECK(bad == 0);
   run_result_free(&r);
 }
 
@@ -429,21 +455,73 @@ static void test_reduce_window(void) {
 
 static void test_fused_chain(void) {
   /* Goes through the cpu pipeline's fusion: a kLoop fusion with broadcasts and a kInput
-   * reduce fusion; exact ops only, so bitwise. */
+   * reduce fusion. The loop part is exact; the row sums fold in lanes. */
+  static const char *chain =
+      "HloModule fz\n\n%sENTRY main {\n  a = f32[64,130] parameter(0)\n  b = f32[130] parameter(1)\n"
+      "  bb = f32[64,130] broadcast(b), dimensions={1}\n  c = f32[] constant(1.5)\n"
+      "  cb = f32[64,130] broadcast(c), dimensions={}\n"
+      "  x = f32[64,130] multiply(a, bb)\n  y = f32[64,130] subtract(x, cb)\n"
+      "  mm = f32[64,130] maximum(y, a)\n  d = f32[64,130] divide(mm, bb)\n"
+      "  h = f16[64,130] convert(d)\n  hf = f32[64,130] convert(h)\n"
+      "  z = f32[] constant(0)\n"
+      "  s = f32[64] reduce(hf, z), dimensions={1}, to_apply=add_f32\n"
+      "  ROOT t = %s\n}\n";
   char text[4096];
-  snprintf(text, sizeof text,
-           "HloModule fz\n\n%sENTRY main {\n  a = f32[64,130] parameter(0)\n  b = f32[130] parameter(1)\n"
-           "  bb = f32[64,130] broadcast(b), dimensions={1}\n  c = f32[] constant(1.5)\n"
-           "  cb = f32[64,130] broadcast(c), dimensions={}\n"
-           "  x = f32[64,130] multiply(a, bb)\n  y = f32[64,130] subtract(x, cb)\n"
-           "  mm = f32[64,130] maximum(y, a)\n  d = f32[64,130] divide(mm, bb)\n"
-           "  h = f16[64,130] convert(d)\n  hf = f32[64,130] convert(h)\n"
-           "  z = f32[] constant(0)\n"
-           "  s = f32[64] reduce(hf, z), dimensions={1}, to_apply=add_f32\n"
-           "  ROOT t = (f32[64,130], f32[64]) tuple(hf, s)\n}\n",
-           reducers);
+  snprintf(text, sizeof text, chain, reducers, "f32[64,130] add(hf, hf)");
   check_exact(text, 51, false);
   check_exact(text, 52, true);
+  snprintf(text, sizeof text, chain, reducers, "f32[64] add(s, s)");
+  check_close_scaled(text, 53, 1e-5);
+}
+
+/* Reductions the kernels restructure: over the minor dimension in lanes (lengths below,
+ * at, and past whole blocks of 16, with a non-identity init value that must be counted
+ * once), and column reductions that keep the minor dimension (a global average pool of
+ * a fused swish in NHWC, a reduction over the major dimension). Integer and max results
+ * bitwise, float sums scaled-close. */
+static void test_restructured_reductions(void) {
+  char text[4096];
+  static const int64_t lengths[] = {31, 32, 48, 1000};
+  for (int i = 0; i < 4; i++) {
+    long long n = (long long)lengths[i];
+    snprintf(text, sizeof text,
+             "HloModule lanes\n\n%sENTRY main {\n  a = s32[7,%lld] parameter(0)\n  f = f32[7,%lld] parameter(1)\n"
+             "  z = s32[] constant(5)\n  ninf = f32[] constant(-inf)\n"
+             "  si = s32[7] reduce(a, z), dimensions={1}, to_apply=add_s32\n"
+             "  fm = f32[7] reduce(f, ninf), dimensions={1}, to_apply=max_f32\n"
+             "  ROOT t = (s32[7], f32[7]) tuple(si, fm)\n}\n",
+             reducers, n, n);
+    check_exact(text, 150 + (uint64_t)i, false); /* with NaNs of two payloads, which one wins depends on order */
+    snprintf(text, sizeof text,
+             "HloModule lanes\n\n%sENTRY main {\n  f = f32[7,%lld] parameter(0)\n  one = f32[] constant(1)\n"
+             "  ROOT s = f32[7] reduce(f, one), dimensions={1}, to_apply=add_f32\n}\n",
+             reducers, n);
+    check_close_scaled(text, 160 + (uint64_t)i, 1e-5);
+  }
+  snprintf(text, sizeof text,
+           "HloModule gap\n\n%sENTRY main {\n  x = f32[2,7,7,100] parameter(0)\n  z = f32[] constant(0)\n"
+           "  ninf = f32[] constant(-inf)\n  l = f32[2,7,7,100] logistic(x)\n  sw = f32[2,7,7,100] multiply(x, l)\n"
+           "  sum = f32[2,100] reduce(sw, z), dimensions={1,2}, to_apply=add_f32\n"
+           "  xm = f32[2,100] reduce(x, ninf), dimensions={1,2}, to_apply=max_f32\n"
+           "  ROOT t = (f32[2,100], f32[2,100]) tuple(sum, xm)\n}\n",
+           reducers);
+  check_close(text, 170, 1e-6); /* sequential order: only logistic's ulps differ */
+  snprintf(text, sizeof text,
+           "HloModule col\n\n%sENTRY main {\n  a = s32[37,3,70] parameter(0)\n  z = s32[] constant(0)\n"
+           "  ROOT r = s32[3,70] reduce(a, z), dimensions={0}, to_apply=add_s32\n}\n",
+           reducers);
+  check_exact(text, 171, true);
+}
+
+/* Reshapes whose dims split into groups (size-1 dims inserted or dropped, dims split or
+ * merged) read the right elements, alone and under a transpose. */
+static void test_grouped_reshapes(void) {
+  check_exact("HloModule rs\n\nENTRY main {\n  a = f32[6,1,40] parameter(0)\n"
+              "  r = f32[6,5,8] reshape(a)\n  t = f32[5,6,8] transpose(r), dimensions={1,0,2}\n"
+              "  b = f32[1,6,1,40] reshape(a)\n  c = f32[240] reshape(a)\n  d = f32[2,3,2,20] reshape(c)\n"
+              "  e = f32[2,3,2,20] negate(d)\n"
+              "  ROOT o = (f32[5,6,8], f32[1,6,1,40], f32[2,3,2,20]) tuple(t, b, e)\n}\n",
+              181, true);
 }
 
 static void test_transcendentals(void) {
@@ -588,6 +666,6 @@ static void test_bad_arguments(void) {
 }
 
 TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact),
-          TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window),
+          TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
           TEST(test_fused_chain), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_bad_arguments))

@@ -143,6 +143,40 @@ static void print_profile(const cpu_executable *x) {
             hlo_opcode_name(t->ins->op), fk[0] ? ":" : "", fk, shape);
     free(shape);
   }
+  /* Then the whole run by what computes it (kernel fusion:kLoop, onednn convolution,
+   * ...), so the shares of the thunks below the top ones are visible too. */
+  typedef struct group {
+    int kind;
+    const char *op, *fusion_kind;
+    int n;
+    int64_t ns;
+  } group;
+  group *groups = calloc((size_t)x->n_thunks + 1, sizeof *groups);
+  int n_groups = 0;
+  for (int i = 0; groups && i < x->n_thunks; i++) {
+    const thunk *t = &x->thunks[i];
+    const char *op = hlo_opcode_name(t->ins->op);
+    const char *fk = t->ins->op == HLO_OP_FUSION && t->ins->fusion_kind ? t->ins->fusion_kind : "";
+    int g = 0;
+    while (g < n_groups && !(groups[g].kind == (int)t->kind && strcmp(groups[g].op, op) == 0 &&
+                             strcmp(groups[g].fusion_kind, fk) == 0))
+      g++;
+    if (g == n_groups) groups[n_groups++] = (group){(int)t->kind, op, fk, 0, 0};
+    groups[g].n++;
+    groups[g].ns += t->ns;
+  }
+  for (int a = 1; a < n_groups; a++) /* insertion sort, most time first */
+    for (int b = a; b > 0 && groups[b].ns > groups[b - 1].ns; b--) {
+      group tmp = groups[b];
+      groups[b] = groups[b - 1];
+      groups[b - 1] = tmp;
+    }
+  if (n_groups) fprintf(stderr, "  by kind:\n");
+  for (int g = 0; g < n_groups; g++)
+    fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s%s%s (%d)\n", 100.0 * (double)groups[g].ns / (double)total,
+            (double)groups[g].ns / 1e6 / (double)runs, kinds[groups[g].kind], groups[g].op,
+            groups[g].fusion_kind[0] ? ":" : "", groups[g].fusion_kind, groups[g].n);
+  free(groups);
   free(order);
 }
 

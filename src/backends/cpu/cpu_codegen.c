@@ -56,6 +56,86 @@ static bool reduces_minor_dim(const hlo_instr *v) {
   return false;
 }
 
+/* Output columns per work unit of a column reduction: a few vectors' worth, so that a
+ * global pool over a [1, H, W, C] input still splits into enough units for the pool. */
+#define COLUMN_CHUNK 32
+
+/* A reduce that keeps the input's last dimension (a global average pool in NHWC, a
+ * column sum) with something to reduce. Computed element by element, each output would
+ * run its own reduction loop innermost: scalar, and one row of outputs is one unit. */
+static bool is_column_reduce(const hlo_instr *v) {
+  return v->op == HLO_OP_REDUCE && !reduces_minor_dim(v) && v->dimensions.n > 0 && v->shape.rank > 0 &&
+         shape_elements(&v->operands[0]->shape) > 0;
+}
+
+/* The body of a column reduction: a unit is a chunk of COLUMN_CHUNK outputs of one
+ * output row. The outputs are initialised, then for every reduced position in row-major
+ * order (the evaluator's order, so results are exact) the inner loop folds one input
+ * element into each output of the chunk: contiguous loads, independent accumulators
+ * kept in the output buffer (never shared with an input: only kLoop fusions and
+ * elementwise ops run in place), which the vectorizer turns into vector code. */
+static void emit_column_reduce(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e, const hlo_instr *v,
+                               const hlo_shape *os, int n_out, LLVMTypeRef *et, LLVMValueRef *out,
+                               LLVMValueRef unit, LLVMValueRef *latch) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(unit));
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  const hlo_shape *is = &v->operands[0]->shape;
+  int r = os->rank;
+  int64_t cols = os->dims[r - 1], chunks = (cols + COLUMN_CHUNK - 1) / COLUMN_CHUNK;
+  LLVMValueRef k_chunks = LLVMConstInt(i64, (unsigned long long)chunks, 0);
+  LLVMValueRef row = LLVMBuildUDiv(b, unit, k_chunks, "row");
+  LLVMValueRef c0 = LLVMBuildMul(b, LLVMBuildURem(b, unit, k_chunks, ""), LLVMConstInt(i64, COLUMN_CHUNK, 0), "");
+  LLVMValueRef c1 = LLVMBuildAdd(b, c0, LLVMConstInt(i64, COLUMN_CHUNK, 0), "");
+  LLVMValueRef k_cols = LLVMConstInt(i64, (unsigned long long)cols, 0);
+  c1 = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, c1, k_cols, ""), c1, k_cols, "");
+  LLVMValueRef row_base = LLVMBuildMul(b, row, k_cols, "");
+  /* output indices of the row (all dims but the last), once per unit */
+  LLVMValueRef kept_ix[HLO_MAX_RANK];
+  LLVMValueRef rest = row;
+  for (int d = r - 2; d >= 0; d--) {
+    if (d == 0) {
+      kept_ix[0] = rest;
+    } else {
+      LLVMValueRef dim = LLVMConstInt(i64, (unsigned long long)os->dims[d], 0);
+      kept_ix[d] = LLVMBuildURem(b, rest, dim, "");
+      rest = LLVMBuildUDiv(b, rest, dim, "");
+    }
+  }
+  LLVMValueRef init[CPU_MAX_KERNEL_OUTPUTS], acc[CPU_MAX_KERNEL_OUTPUTS], ptr[CPU_MAX_KERNEL_OUTPUTS];
+  cpu_emit_reduce_init(e, v, init);
+  cpu_loop l;
+  cpu_loop_begin(b, fn, &l, c0, c1, "col");
+  LLVMValueRef lin = LLVMBuildAdd(b, row_base, l.index, "");
+  for (int k = 0; k < n_out; k++) LLVMBuildStore(b, init[k], LLVMBuildInBoundsGEP2(b, et[k], out[k], &lin, 1, ""));
+  cpu_loop_end(b, &l);
+
+  bool reduced[HLO_MAX_RANK] = {false};
+  for (int i = 0; i < v->dimensions.n; i++) reduced[v->dimensions.v[i]] = true;
+  cpu_index ix = {.rank = is->rank};
+  cpu_loop loops[HLO_MAX_RANK];
+  int n_loops = 0, kept = 0;
+  for (int d = 0; d < is->rank - 1; d++) {
+    if (!reduced[d]) {
+      ix.v[d] = kept_ix[kept++];
+      continue;
+    }
+    cpu_loop_begin(b, fn, &loops[n_loops], LLVMConstInt(i64, 0, 0), LLVMConstInt(i64, (unsigned long long)is->dims[d], 0), "r");
+    ix.v[d] = loops[n_loops++].index;
+  }
+  cpu_loop col;
+  cpu_loop_begin(b, fn, &col, c0, c1, "col");
+  ix.v[is->rank - 1] = col.index;
+  lin = LLVMBuildAdd(b, row_base, col.index, "");
+  for (int k = 0; k < n_out; k++) {
+    ptr[k] = LLVMBuildInBoundsGEP2(b, et[k], out[k], &lin, 1, "");
+    acc[k] = LLVMBuildLoad2(b, et[k], ptr[k], "");
+  }
+  cpu_emit_reduce_step(e, v, &ix, acc);
+  for (int k = 0; k < n_out; k++) LLVMBuildStore(b, acc[k], ptr[k]);
+  *latch = cpu_loop_end(b, &col);
+  for (int i = n_loops - 1; i >= 0; i--) cpu_loop_end(b, &loops[i]);
+}
+
 kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name, cpu_kernel_space *space) {
   LLVMContextRef c = jm->ctx;
   LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
@@ -98,8 +178,13 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   cpu_loop_begin(b, fn, &outer, begin, end, "unit");
   LLVMValueRef lin;
   LLVMValueRef store_latch = NULL; /* the innermost loop that stores the output */
-  bool reduces_minor = !flat && os->rank > 0 && reduces_minor_dim(cpu_kernel_value_instr(ins));
-  if (reduces_minor) {
+  bool reduces_minor = !flat && os->rank > 0 && reduces_minor_dim(value);
+  if (!flat && is_column_reduce(value)) {
+    int64_t cols = os->dims[os->rank - 1];
+    space->units = cols ? n / cols * ((cols + COLUMN_CHUNK - 1) / COLUMN_CHUNK) : 0;
+    space->unit_cost = reduce_factor * (cols < COLUMN_CHUNK ? cols : COLUMN_CHUNK);
+    emit_column_reduce(b, fn, e, value, os, n_out, et, out, outer.index, &store_latch);
+  } else if (reduces_minor) {
     /* One output element per unit: the inner loop is the reduction itself, reading the
      * input contiguously. A row of outputs as the inner loop would make LLVM vectorize
      * across outputs with strided gathers. */

@@ -350,6 +350,41 @@ static cpu_index *delinearize(cpu_emitter *e, const hlo_shape *s, LLVMValueRef l
   return ix;
 }
 
+/* The operand index of a reshape from `in` to `out` at output index ix, group by group:
+ * the shapes split into runs of dims with equal products (size-1 dims belong to no run),
+ * a run of one dim on each side maps through unchanged, and only the other runs go
+ * through a linear position. Reshapes that insert or drop size-1 dims, or split or merge
+ * a few dims, then cost no division for the dims they leave alone. `in` has elements. */
+static cpu_index *reshape_index(cpu_emitter *e, const hlo_shape *out, const cpu_index *ix, const hlo_shape *in) {
+  cpu_index *oix = new_index(e, in->rank, false);
+  int a = 0, b = 0;
+  for (;;) {
+    while (a < in->rank && in->dims[a] == 1) oix->v[a++] = c64(e, 0);
+    while (b < out->rank && out->dims[b] == 1) b++;
+    if (a == in->rank || b == out->rank) break;
+    int a1 = a + 1, b1 = b + 1;
+    int64_t pa = in->dims[a], pb = out->dims[b];
+    while (pa != pb) {
+      if (pa < pb) pa *= in->dims[a1++];
+      else pb *= out->dims[b1++];
+    }
+    if (a1 - a == 1 && b1 - b == 1) {
+      oix->v[a] = ix->v[b];
+    } else {
+      LLVMValueRef lin = NULL;
+      for (int d = b; d < b1; d++)
+        lin = lin ? LLVMBuildAdd(e->b, LLVMBuildMul(e->b, lin, c64(e, out->dims[d]), ""), ix->v[d], "") : ix->v[d];
+      for (int d = a1 - 1; d >= a; d--) {
+        oix->v[d] = d == a ? lin : LLVMBuildURem(e->b, lin, c64(e, in->dims[d]), "");
+        if (d > a) lin = LLVMBuildUDiv(e->b, lin, c64(e, in->dims[d]), "");
+      }
+    }
+    a = a1;
+    b = b1;
+  }
+  return oix;
+}
+
 static LLVMValueRef buffer_pointer(cpu_emitter *e, int slot, hlo_type t) {
   return LLVMBuildBitCast(e->b, e->slot_pointers[slot], LLVMPointerType(cpu_llvm_type(e->c, t), 0), "");
 }
@@ -495,6 +530,33 @@ static LLVMValueRef tanh_f32(cpu_emitter *e, LLVMValueRef x) {
   return LLVMBuildSelect(e->b, is_nan(e, x), LLVMBuildFAdd(e->b, x, x, ""), r, "");
 }
 
+/* erf on f32, vectorizable like exp_f32 (GELU evaluates it per activation; a libm call
+ * per element was the largest cost of vit_b_16 on cpu): erf(x) = x P(x^2) / Q(x^2) on
+ * |x| <= 4, degrees 6 and 5, coefficients fitted by us (iterated weighted least squares
+ * against mpmath's erf on [0, 4], then rounded to f32); +-1 past 4, where erf rounds to
+ * +-1 in f32. Evaluated in f32 it is within 6 ulps of the exact value over every f32
+ * in [0, 4] (3.5e-7 absolute at most), odd by construction (erf(-0) = -0), NaN stays
+ * NaN. */
+static LLVMValueRef erf_f32(cpu_emitter *e, LLVMValueRef x) {
+  LLVMTypeRef f = e->f32;
+  static const double p[] = {-1.1465355775897024e-08, 4.3402928895375226e-06, 0.00036700916825793684,
+                             0.0038299451116472483, 0.05408335477113724, 0.1856781393289566, 1.128379225730896};
+  static const double q[] = {5.983457594993524e-05, 0.0012865262106060982, 0.015379637479782104,
+                             0.1138920858502388, 0.4978863298892975, 1.0};
+  LLVMValueRef ax = intrinsic1(e, "fabs", x);
+  LLVMValueRef big = LLVMBuildFCmp(e->b, LLVMRealOGT, ax, fconst(f, 4), "");
+  LLVMValueRef xc = LLVMBuildSelect(e->b, big, fconst(f, 0), x, ""); /* keeps the polynomials finite */
+  LLVMValueRef t = LLVMBuildFMul(e->b, xc, xc, "");
+  LLVMValueRef num = fconst(f, p[0]), den = fconst(f, q[0]);
+  for (int i = 1; i < 7; i++) num = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, num, t, ""), fconst(f, p[i]), "");
+  for (int i = 1; i < 6; i++) den = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, den, t, ""), fconst(f, q[i]), "");
+  LLVMValueRef r = LLVMBuildFDiv(e->b, LLVMBuildFMul(e->b, xc, num, ""), den, "");
+  /* |r| can round a hair past 1 just below |x| = 4 */
+  r = call2(e, "llvm.copysign.f32", f, call2(e, "llvm.minnum.f32", f, intrinsic1(e, "fabs", r), fconst(f, 1)), x);
+  r = LLVMBuildSelect(e->b, big, call2(e, "llvm.copysign.f32", f, fconst(f, 1), x), r, "");
+  return LLVMBuildSelect(e->b, is_nan(e, x), LLVMBuildFAdd(e->b, x, x, ""), r, "");
+}
+
 static LLVMValueRef exp_any(cpu_emitter *e, LLVMValueRef x) {
   return LLVMTypeOf(x) == e->f32 ? exp_f32(e, x) : libm1(e, "exp", x);
 }
@@ -508,7 +570,7 @@ static LLVMValueRef float_op(cpu_emitter *e, hlo_opcode op, LLVMValueRef a, LLVM
     case HLO_OP_CBRT: return libm1(e, "cbrt", a);
     case HLO_OP_CEIL: return intrinsic1(e, "ceil", a);
     case HLO_OP_COSINE: return libm1(e, "cos", a);
-    case HLO_OP_ERF: return libm1(e, "erf", a);
+    case HLO_OP_ERF: return t == e->f32 ? erf_f32(e, a) : libm1(e, "erf", a);
     case HLO_OP_EXP: return exp_any(e, a);
     case HLO_OP_EXPM1: return libm1(e, "expm1", a);
     case HLO_OP_FLOOR: return intrinsic1(e, "floor", a);
@@ -1038,8 +1100,84 @@ LLVMValueRef cpu_entry_alloca(LLVMValueRef fn, LLVMTypeRef t, const char *name) 
   return a;
 }
 
+/* Lanes of a reduction over the input's minor dimension: element i is folded into lane
+ * i mod REDUCE_LANES, the lanes into the accumulator at the end. One accumulator would
+ * make every step wait for the previous one (a float add or compare has a latency of
+ * several cycles); independent lanes are what the vectorizer turns into one vector
+ * accumulator. The reducer of an HLO reduce is associative and commutative by
+ * contract (XLA leaves the order unspecified), so for integers, min and max nothing
+ * changes and float sums differ from the evaluator's sequential order by rounding
+ * only (the conformance suite's NMSE bound, docs/CONFORMANCE.md). */
+#define REDUCE_LANES 16
+
+static LLVMValueRef lane_ptr(cpu_emitter *e, LLVMTypeRef array_t, LLVMValueRef lanes, LLVMValueRef j) {
+  LLVMValueRef idx[2] = {c64(e, 0), j};
+  return LLVMBuildInBoundsGEP2(e->b, array_t, lanes, idx, 2, "");
+}
+
+/* Folds the minor reduced dimension of `ins` (size d >= 2 lanes) into acc[] at the
+ * outer position iix (its other reduced dims already bound by enclosing loops). */
+static void emit_reduce_minor_in_lanes(cpu_emitter *e, const hlo_instr *ins, const cpu_index *iix,
+                                       LLVMTypeRef *et, LLVMValueRef *acc) {
+  int n = ins->n_operands / 2, last = iix->rank - 1;
+  int64_t d = ins->operands[0]->shape.dims[last], blocks = d / REDUCE_LANES;
+  LLVMTypeRef at[CPU_MAX_KERNEL_OUTPUTS];
+  LLVMValueRef lanes[CPU_MAX_KERNEL_OUTPUTS], args[2 * CPU_MAX_KERNEL_OUTPUTS], next[CPU_MAX_KERNEL_OUTPUTS];
+  for (int k = 0; k < n; k++) {
+    at[k] = LLVMArrayType(et[k], REDUCE_LANES);
+    lanes[k] = cpu_entry_alloca(e->fn, at[k], "lanes");
+  }
+  /* lane j starts at element j: no identity element is assumed of the init value */
+  cpu_loop l;
+  cpu_loop_begin(e->b, e->fn, &l, c64(e, 0), c64(e, REDUCE_LANES), "lane");
+  cpu_index *x0 = new_index(e, iix->rank, false);
+  *x0 = *iix;
+  x0->v[last] = l.index;
+  for (int k = 0; k < n; k++) args[k] = operand_at(e, ins, k, x0);
+  for (int k = 0; k < n; k++) LLVMBuildStore(e->b, args[k], lane_ptr(e, at[k], lanes[k], l.index));
+  cpu_loop_end(e->b, &l);
+  /* blocks 1 .. blocks-1, each lane independent of the others */
+  cpu_loop blk, lane;
+  cpu_loop_begin(e->b, e->fn, &blk, c64(e, 1), c64(e, blocks), "block");
+  cpu_loop_begin(e->b, e->fn, &lane, c64(e, 0), c64(e, REDUCE_LANES), "lane");
+  cpu_index *xb = new_index(e, iix->rank, false);
+  *xb = *iix;
+  xb->v[last] = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk.index, c64(e, REDUCE_LANES), ""), lane.index, "");
+  for (int k = 0; k < n; k++) {
+    args[k] = LLVMBuildLoad2(e->b, et[k], lane_ptr(e, at[k], lanes[k], lane.index), "");
+    args[n + k] = operand_at(e, ins, k, xb);
+  }
+  emit_scalar_call(e, ins->called[0], args, next);
+  for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], lane_ptr(e, at[k], lanes[k], lane.index));
+  cpu_loop_end(e->b, &lane);
+  cpu_loop_end(e->b, &blk);
+  /* the lanes, then the tail past the last whole block, into the accumulator */
+  for (int j = 0; j < REDUCE_LANES; j++) {
+    for (int k = 0; k < n; k++) {
+      args[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
+      args[n + k] = LLVMBuildLoad2(e->b, et[k], lane_ptr(e, at[k], lanes[k], c64(e, j)), "");
+    }
+    emit_scalar_call(e, ins->called[0], args, next);
+    for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], acc[k]);
+  }
+  if (blocks * REDUCE_LANES == d) return;
+  cpu_loop tail;
+  cpu_loop_begin(e->b, e->fn, &tail, c64(e, blocks * REDUCE_LANES), c64(e, d), "tail");
+  cpu_index *xt = new_index(e, iix->rank, false);
+  *xt = *iix;
+  xt->v[last] = tail.index;
+  for (int k = 0; k < n; k++) {
+    args[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
+    args[n + k] = operand_at(e, ins, k, xt);
+  }
+  emit_scalar_call(e, ins->called[0], args, next);
+  for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], acc[k]);
+  cpu_loop_end(e->b, &tail);
+}
+
 /* reduce with n = operands / 2 accumulators, folded in row-major order of the reduced
- * dimensions as the evaluator does; writes the n results. */
+ * dimensions as the evaluator does (the minor dimension, when reduced and long enough,
+ * in lanes); writes the n results. */
 static void emit_reduce_values(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix, LLVMValueRef *results) {
   int n = ins->n_operands / 2;
   const hlo_shape *is = &ins->operands[0]->shape;
@@ -1053,6 +1191,8 @@ static void emit_reduce_values(cpu_emitter *e, const hlo_instr *ins, const cpu_i
   bool reduced[HLO_MAX_RANK] = {false};
   for (int i = 0; i < ins->dimensions.n; i++) reduced[ins->dimensions.v[i]] = true;
   if (shape_elements(is) > 0) {
+    int last = is->rank - 1;
+    bool in_lanes = reduced[last] && is->dims[last] >= 2 * REDUCE_LANES;
     cpu_index *iix = new_index(e, is->rank, false);
     cpu_loop loops[HLO_MAX_RANK];
     int n_loops = 0, kept = 0;
@@ -1061,16 +1201,21 @@ static void emit_reduce_values(cpu_emitter *e, const hlo_instr *ins, const cpu_i
         iix->v[d] = ix->v[kept++];
         continue;
       }
+      if (d == last && in_lanes) continue;
       cpu_loop_begin(e->b, e->fn, &loops[n_loops], c64(e, 0), c64(e, is->dims[d]), "r");
       iix->v[d] = loops[n_loops++].index;
     }
-    LLVMValueRef args[2 * CPU_MAX_KERNEL_OUTPUTS], next[CPU_MAX_KERNEL_OUTPUTS];
-    for (int k = 0; k < n; k++) {
-      args[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
-      args[n + k] = operand_at(e, ins, k, iix);
+    if (in_lanes) {
+      emit_reduce_minor_in_lanes(e, ins, iix, et, acc);
+    } else {
+      LLVMValueRef args[2 * CPU_MAX_KERNEL_OUTPUTS], next[CPU_MAX_KERNEL_OUTPUTS];
+      for (int k = 0; k < n; k++) {
+        args[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
+        args[n + k] = operand_at(e, ins, k, iix);
+      }
+      emit_scalar_call(e, ins->called[0], args, next);
+      for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], acc[k]);
     }
-    emit_scalar_call(e, ins->called[0], args, next);
-    for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], acc[k]);
     for (int i = n_loops - 1; i >= 0; i--) cpu_loop_end(e->b, &loops[i]);
   }
   for (int k = 0; k < n; k++) results[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
@@ -1302,7 +1447,8 @@ static LLVMValueRef emit_uncached(cpu_emitter *e, const hlo_instr *ins, const cp
     case HLO_OP_BITCAST: {
       const hlo_shape *os = &ins->operands[0]->shape;
       if (ix->flat) return operand_at(e, ins, 0, ix);
-      return operand_at(e, ins, 0, delinearize(e, os, linearize(e, &ins->shape, ix)));
+      if (shape_elements(os) == 0) return operand_at(e, ins, 0, delinearize(e, os, linearize(e, &ins->shape, ix)));
+      return operand_at(e, ins, 0, reshape_index(e, &ins->shape, ix, os));
     }
     case HLO_OP_TRANSPOSE: {
       cpu_index *oix = new_index(e, ix->rank, false);
@@ -1360,6 +1506,21 @@ static LLVMValueRef emit(cpu_emitter *e, const hlo_instr *ins, const cpu_index *
   }
   e->cache[e->n_cache++] = (cache_entry){ins, ix, v};
   return v;
+}
+
+void cpu_emit_reduce_init(cpu_emitter *e, const hlo_instr *reduce, LLVMValueRef *init) {
+  int n = reduce->n_operands / 2;
+  for (int k = 0; k < n; k++) init[k] = operand_at(e, reduce, n + k, scalar_index(e));
+}
+
+void cpu_emit_reduce_step(cpu_emitter *e, const hlo_instr *reduce, const cpu_index *ix, LLVMValueRef *acc) {
+  int n = reduce->n_operands / 2;
+  LLVMValueRef args[2 * CPU_MAX_KERNEL_OUTPUTS];
+  for (int k = 0; k < n; k++) {
+    args[k] = acc[k];
+    args[n + k] = operand_at(e, reduce, k, ix);
+  }
+  emit_scalar_call(e, reduce->called[0], args, acc);
 }
 
 void cpu_emit_root(cpu_emitter *e, const cpu_index *ix, LLVMValueRef *values) {

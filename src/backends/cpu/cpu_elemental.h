@@ -5,9 +5,11 @@
  *
  * Values are kept in their storage type (pred as i8 0/1, f16/bf16 as their 16-bit
  * patterns): every f16/bf16 operation widens to float and rounds back once, exactly as
- * the evaluator does, so the two agree bit for bit on everything but transcendentals:
- * those call the same libm functions (and so usually agree too), except f32 exp and
- * tanh, which are emitted inline so that they vectorize (within 1 and 2 ulps of libm). */
+ * the evaluator does, so the two agree bit for bit on everything but transcendentals
+ * and float sums: transcendentals call the same libm functions (and so usually agree
+ * too), except f32 exp, tanh and erf, which are emitted inline so that they vectorize
+ * (within 1, 2 and 6 ulps); a reduction over the input's minor dimension folds in lanes
+ * (a different association for float sums, see emit_reduce_minor_in_lanes). */
 #ifndef KILN_BACKENDS_CPU_CPU_ELEMENTAL_H
 #define KILN_BACKENDS_CPU_CPU_ELEMENTAL_H
 
@@ -44,6 +46,12 @@ void cpu_emitter_free(cpu_emitter *e);
 /* The values of the kernel's results at `ix` (the fused root for a fusion; one per
  * accumulator of a variadic reduce). */
 void cpu_emit_root(cpu_emitter *e, const cpu_index *ix, LLVMValueRef *values);
+/* For kernels that run the loops of their value reduce themselves (cpu_codegen's column
+ * reductions): the reduce's init values, and one reducer step folding the input
+ * elements at input index ix into acc (read as the current values, written with the
+ * next). Each call site must use its own index object. */
+void cpu_emit_reduce_init(cpu_emitter *e, const hlo_instr *reduce, LLVMValueRef *init);
+void cpu_emit_reduce_step(cpu_emitter *e, const hlo_instr *reduce, const cpu_index *ix, LLVMValueRef *acc);
 /* How many arrays the kernel writes, and the shape of each. */
 int cpu_kernel_output_count(const hlo_instr *root);
 const hlo_shape *cpu_kernel_output_shape(const hlo_instr *root, int k);

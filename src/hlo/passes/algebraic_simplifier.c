@@ -324,7 +324,78 @@ static hlo_instr *simplify_reduce(hlo_computation *c, hlo_instr *ins) {
   return try_build(hlo_build_binary(c, HLO_OP_ADD, prod, init_b, &out), &out);
 }
 
+/* Maps the dims of `big` onto `small` when small is big with some size-1 dims dropped:
+ * to[i] = small's dim for big's dim i, or -1 for a dropped one. Greedy left to right,
+ * which finds a mapping whenever one exists (a size-1 dim matched early or dropped
+ * addresses the same elements). */
+static bool drops_unit_dims(const hlo_shape *big, const hlo_shape *small, int *to) {
+  if (small->rank >= big->rank) return false;
+  int j = 0;
+  for (int i = 0; i < big->rank; i++) {
+    if (j < small->rank && big->dims[i] == small->dims[j]) to[i] = j++;
+    else if (big->dims[i] == 1) to[i] = -1;
+    else return false;
+  }
+  return j == small->rank;
+}
+
+/* E(.., reshape(x), ..) -> reshape(E'(.., x, ..)) when the reshape only inserts size-1
+ * dims: a dot canonicalized to rank 2 is reshaped back before its bias add and
+ * activation, and the reshape would keep them from fusing into the dot as post-ops.
+ * Every other operand is re-expressed at x's dims: a broadcast by renaming its dims,
+ * another such reshape by its source, anything else by a reshape (free: the backend
+ * aliases it). Exact: reshape keeps the row-major element order, so each output
+ * element is computed from the same operand elements. The rule only lowers ranks, so
+ * it cannot undo itself. */
+static hlo_instr *sink_unit_reshape(hlo_computation *c, hlo_instr *ins) {
+  const hlo_shape *small = NULL;
+  int to[HLO_MAX_RANK];
+  for (int k = 0; k < ins->n_operands && !small; k++) {
+    const hlo_instr *o = ins->operands[k];
+    if (o->op == HLO_OP_RESHAPE && drops_unit_dims(&o->shape, &o->operands[0]->shape, to))
+      small = &o->operands[0]->shape;
+  }
+  if (!small) return NULL;
+  hlo_instr *ops[3];
+  if (ins->n_operands > 3) return NULL;
+  for (int k = 0; k < ins->n_operands; k++) {
+    hlo_instr *o = ins->operands[k], *r = NULL;
+    if (o->shape.rank == 0) { /* clamp / select scalar bounds */
+      ops[k] = o;
+      continue;
+    }
+    if (!shape_same_dims(&o->shape, &ins->shape)) return NULL;
+    if (o->op == HLO_OP_RESHAPE && shape_same_dims(&o->operands[0]->shape, small)) {
+      ops[k] = o->operands[0];
+      continue;
+    }
+    if (o->op == HLO_OP_BROADCAST) {
+      int64_t dims[HLO_MAX_RANK];
+      bool mapped = true;
+      for (int j = 0; j < o->dimensions.n && mapped; j++) mapped = (dims[j] = to[o->dimensions.v[j]]) >= 0;
+      if (mapped && (r = try_build(hlo_build_broadcast(c, o->operands[0], small->rank, small->dims,
+                                                       o->dimensions.n ? dims : NULL, &r), &r))) {
+        ops[k] = r;
+        continue;
+      }
+    }
+    if (!(ops[k] = try_build(hlo_build_reshape(c, o, small->rank, small->dims, &r), &r))) return NULL;
+  }
+  hlo_instr tmpl = *ins, *e = NULL, *out = NULL;
+  tmpl.name = NULL;
+  tmpl.literal = NULL;
+  tmpl.user_data = NULL;
+  tmpl.operands = ops;
+  tmpl.shape.has_layout = false;
+  if (!(e = try_build(hlo_build_instr(c, &tmpl, &e), &e))) return NULL;
+  return try_build(hlo_build_reshape(c, e, ins->shape.rank, ins->shape.dims, &out), &out);
+}
+
 static hlo_instr *simplify(hlo_computation *c, hlo_instr *ins) {
+  if (hlo_opcode_is_elementwise(ins->op) && ins->shape.rank > 0) {
+    hlo_instr *r = sink_unit_reshape(c, ins);
+    if (r) return r;
+  }
   switch (ins->op) {
     case HLO_OP_ADD:
     case HLO_OP_SUBTRACT:

@@ -15,7 +15,9 @@
  * needed outside the groups formed so far becomes a group root that absorbs its operands,
  * nearest producer first. A producer all of whose users are exclusive members of the
  * group moves in; one with other users is copied in only if it is cheap (an expensive
- * op - transcendental, divide, power - stays outside so it is computed once), and an
+ * op - transcendental, divide, power - stays outside so it is computed once) and its
+ * copy reads no more bytes than the value it replaces (else copies of copies recompute
+ * long chains, e.g. a transformer's residual stream, in every consumer), and an
  * expensive producer is never fused below a broadcast, which would recompute it per
  * output element. A group is only built if it absorbed something besides constants.
  * Fusion copies instructions without changing them, so results are bit-identical. The
@@ -314,11 +316,33 @@ static void form_output_groups(fusion_ctx *x) {
 
 /* ---- kLoop / kInput ---- */
 
+/* Bytes a copy of `ins` reads per evaluation of all its elements: each distinct operand
+ * once, a broadcast counted as what it broadcasts and a one-element value as free (both
+ * are copied along and stay in cache). */
+static int64_t bytes_read_by_copy(const hlo_instr *ins) {
+  int64_t total = 0;
+  for (int k = 0; k < ins->n_operands; k++) {
+    const hlo_instr *o = ins->operands[k];
+    bool seen = false;
+    for (int j = 0; j < k && !seen; j++) seen = ins->operands[j] == o;
+    if (seen) continue;
+    while (o->op == HLO_OP_BROADCAST && o->n_operands == 1) o = o->operands[0];
+    if (shape_is_array(&o->shape) && shape_elements(&o->shape) > 1) total += shape_byte_size(&o->shape);
+  }
+  return total;
+}
+
 static bool may_join(const fusion_ctx *x, const group *g, int p) {
   hlo_instr *ins = x->c->instrs[p];
   if (x->output_root[p] || x->group_of_root[p] >= 0 || !is_loop_fusible(ins)) return false;
+  bool copied = !all_users_exclusive(x, g, p);
+  /* A copy that reads more than the value it replaces adds memory traffic, and copies
+   * of copies compound: a residual stream of adds would be recomputed from the first
+   * layer inside every later layer's kernels. Such a producer is fused only where it
+   * dies (XLA's global unfusibility rule, simplified to this group). */
+  if (copied && bytes_read_by_copy(ins) > shape_byte_size(&ins->shape)) return false;
   if (!is_expensive(ins->op)) return true;
-  if (!all_users_exclusive(x, g, p)) return false;
+  if (copied) return false;
   for (int u = x->user_start[p]; u < x->user_start[p + 1]; u++) {
     int ui = x->user_idx[u];
     if (is_member(g, ui) && (x->c->instrs[ui]->op == HLO_OP_BROADCAST || (g->state[ui] & MEMBER_REUSED)))
