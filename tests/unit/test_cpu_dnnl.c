@@ -435,6 +435,37 @@ static void test_fusion_conv_bias_relu(void) {
            16 * 9);
 }
 
+/* EfficientNet's swish after the bias add, and a logistic gate: oneDNN eltwise post-ops
+ * (their own exp, so within the tolerance above rather than bitwise). */
+static void test_fusion_swish_logistic(void) {
+  run_case("conv + bias + swish",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[2,7,7,16] parameter(0)\n  p1 = f32[3,3,16,24] parameter(1)\n"
+           "  p2 = f32[24] parameter(2)\n"
+           "  c = f32[2,7,7,24] convolution(p0, p1), window={size=3x3 pad=1_1x1_1}, "
+           "dim_labels=b01f_01io->b01f\n"
+           "  b = f32[2,7,7,24] broadcast(p2), dimensions={3}\n"
+           "  a = f32[2,7,7,24] add(c, b)\n"
+           "  l = f32[2,7,7,24] logistic(a)\n"
+           "  ROOT r = f32[2,7,7,24] multiply(l, a)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[2,7,7,16] parameter(0)\n  w = f32[3,3,16,24] parameter(1)\n"
+           "  bias = f32[24] parameter(2)\n"
+           "  ROOT f = f32[2,7,7,24] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           16 * 9);
+  run_case("dot + logistic",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[5,32] parameter(0)\n  p1 = f32[32,12] parameter(1)\n"
+           "  d = f32[5,12] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+           "  ROOT r = f32[5,12] logistic(d)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[5,32] parameter(0)\n  w = f32[32,12] parameter(1)\n"
+           "  ROOT f = f32[5,12] fusion(x, w), kind=kOutput, calls=fused\n}\n",
+           32);
+}
+
 static void test_fusion_dot_bias(void) {
   run_case("dot + bias",
            "HloModule m\n"
@@ -987,7 +1018,7 @@ TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batche
           TEST(test_conv_nchw), TEST(test_conv_nhwc), TEST(test_conv_stride_pad), TEST(test_conv_dilation),
           TEST(test_conv_depthwise), TEST(test_conv_grouped), TEST(test_conv_1d_3d), TEST(test_conv_constant_weights),
           TEST(test_conv_transposed),
-          TEST(test_fusion_conv_bias_relu), TEST(test_fusion_dot_bias), TEST(test_fusion_dot_residual),
+          TEST(test_fusion_conv_bias_relu), TEST(test_fusion_swish_logistic), TEST(test_fusion_dot_bias), TEST(test_fusion_dot_residual),
           TEST(test_fusion_clamp), TEST(test_fusion_repeated_eltwise), TEST(test_unusual_layouts), TEST(test_fusion_more),
           TEST(test_random_convs), TEST(test_random_dots),
           TEST(test_concurrent_prims), TEST(test_module_freed_after_create), TEST(test_result_aliases_residual),

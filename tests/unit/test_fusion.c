@@ -248,6 +248,59 @@ static void expensive_producer_not_duplicated(void) {
   hlo_module_free(m);
 }
 
+/* A cheap producer whose copy would read more than it replaces is not copied into a
+ * second consumer: in a residual stream h1 = h0 + a, h2 = h1 + b, ... every add has a
+ * user outside the next kernel (here the dots), and copying them would recompute the
+ * whole stream in every later kernel. Each add is computed once. */
+static void residual_stream_not_recomputed(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  h0 = f32[4,8] parameter(0)\n"
+      "  w = f32[8,8] parameter(1)\n"
+      "  a = f32[4,8] dot(h0, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  h1 = f32[4,8] add(h0, a)\n"
+      "  b = f32[4,8] dot(h1, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  h2 = f32[4,8] add(h1, b)\n"
+      "  c = f32[4,8] dot(h2, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  h3 = f32[4,8] add(h2, c)\n"
+      "  ROOT n = f32[4,8] negate(h3)\n"
+      "}\n",
+      hlo_pass_fusion, true);
+  CHECK(count_op_module(m, HLO_OP_ADD) == 3);
+  hlo_module_free(m);
+}
+
+/* conv -> bias add -> swish (x * logistic(x)): the add has two users, logistic and the
+ * multiply, and all three join the convolution's kOutput group (a oneDNN swish
+ * post-op); a logistic alone joins too. */
+static void output_fusion_swish_and_logistic(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[1,6,6,4] parameter(0)\n"
+      "  w = f32[1,1,4,8] parameter(1)\n"
+      "  bias = f32[8] parameter(2)\n"
+      "  c = f32[1,6,6,8] convolution(x, w), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+      "  bb = f32[1,6,6,8] broadcast(bias), dimensions={3}\n"
+      "  a = f32[1,6,6,8] add(c, bb)\n"
+      "  l = f32[1,6,6,8] logistic(a)\n"
+      "  s = f32[1,6,6,8] multiply(a, l)\n"
+      "  w2 = f32[1,1,8,8] parameter(3)\n"
+      "  d = f32[1,6,6,8] convolution(s, w2), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+      "  ROOT g = f32[1,6,6,8] logistic(d)\n"
+      "}\n",
+      hlo_pass_fusion, true);
+  CHECK(count_op(m->entry, HLO_OP_FUSION) == 2 && count_op(m->entry, HLO_OP_CONVOLUTION) == 0);
+  CHECK(count_op(m->entry, HLO_OP_LOGISTIC) == 0 && count_op(m->entry, HLO_OP_MULTIPLY) == 0);
+  hlo_instr *f = m->entry->root;
+  CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kOutput") == 0 && f->called[0]->root->op == HLO_OP_LOGISTIC);
+  hlo_instr *f1 = f->operands[0];
+  CHECK(f1->op == HLO_OP_FUSION && strcmp(f1->fusion_kind, "kOutput") == 0);
+  CHECK(f1->called[0]->root->op == HLO_OP_MULTIPLY && count_op(f1->called[0], HLO_OP_LOGISTIC) == 1);
+  hlo_module_free(m);
+}
+
 static void expensive_producer_not_under_broadcast(void) {
   hlo_module *m = run_pass(
       "HloModule t\n"
@@ -672,6 +725,7 @@ TEST_MAIN(TEST(loop_fusion_of_elementwise_chain), TEST(loop_fusion_pulls_cheap_p
           TEST(output_fusion_residual_and_scale),
           TEST(post_op_reading_two_dots),
           TEST(expensive_producer_not_duplicated), TEST(expensive_producer_not_under_broadcast),
+          TEST(residual_stream_not_recomputed), TEST(output_fusion_swish_and_logistic),
           TEST(nothing_fused_across_dot_or_parameter), TEST(side_effects_and_tuples_stay),
           TEST(names_avoid_existing_ones), TEST(fusion_inside_while_body), TEST(dot_canonical_untouched),
           TEST(dot_batch_and_multi_contracting), TEST(dot_matrix_vector_and_vector_vector),

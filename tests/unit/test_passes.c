@@ -197,6 +197,41 @@ static void algsimp_reshape_transpose(void) {
   hlo_module_free(m);
 }
 
+/* A reshape that only inserts size-1 dims moves below the elementwise ops that read it
+ * (a dot's bias add and activation), renaming broadcast dims, folding into another such
+ * reshape and reshaping a plain operand; one that changes dims otherwise stays. */
+static void algsimp_unit_reshape_sinks(void) {
+  hlo_module *m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  d = f32[8,6] parameter(0)\n"
+      "  bias = f32[6] parameter(1)\n"
+      "  res = f32[1,8,6] parameter(2)\n"
+      "  r = f32[1,8,6] reshape(d)\n"
+      "  bb = f32[1,8,6] broadcast(bias), dimensions={2}\n"
+      "  a = f32[1,8,6] add(r, bb)\n"
+      "  z = f32[] constant(0)\n"
+      "  zb = f32[1,8,6] broadcast(z), dimensions={}\n"
+      "  m = f32[1,8,6] maximum(a, zb)\n"
+      "  ROOT s = f32[1,8,6] add(m, res)\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, true);
+  /* one reshape at the end; the adds and the maximum run at rank 2 */
+  hlo_instr *root = m->entry->root;
+  CHECK(root->op == HLO_OP_RESHAPE && root->operands[0]->op == HLO_OP_ADD && root->operands[0]->shape.rank == 2);
+  hlo_instr *mx = root->operands[0]->operands[0];
+  CHECK(mx->op == HLO_OP_MAXIMUM && mx->shape.rank == 2);
+  hlo_instr *add = mx->operands[0];
+  CHECK(add->op == HLO_OP_ADD && add->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(add->operands[1]->op == HLO_OP_BROADCAST && add->operands[1]->dimensions.v[0] == 1);
+  hlo_module_free(m);
+  /* a split of a dim is not a unit-dim reshape: nothing to do */
+  m = run_pass("HloModule t\nENTRY main {\n  d = f32[8,6] parameter(0)\n  r = f32[2,4,6] reshape(d)\n"
+               "  ROOT n = f32[2,4,6] negate(r)\n}\n",
+               hlo_pass_algebraic_simplifier, false);
+  hlo_module_free(m);
+}
+
 static void algsimp_broadcast_slice(void) {
   hlo_module *m = run_pass(
       "HloModule t\n"
@@ -497,7 +532,7 @@ static void optimize_pipeline_runs(void) {
 
 TEST_MAIN(TEST(cse_merges_identical), TEST(cse_respects_attributes), TEST(cse_keeps_side_effects),
           TEST(algsimp_arith_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
-          TEST(algsimp_reshape_transpose), TEST(algsimp_broadcast_slice), TEST(algsimp_converts),
+          TEST(algsimp_reshape_transpose), TEST(algsimp_unit_reshape_sinks), TEST(algsimp_broadcast_slice), TEST(algsimp_converts),
           TEST(algsimp_structural), TEST(algsimp_float_compare_kept), TEST(algsimp_int_reduce_of_broadcast), TEST(folding_folds_constants),
           TEST(folding_respects_cap), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),
           TEST(transpose_batch_dims_fold), TEST(transpose_reordering_free_dims_kept),

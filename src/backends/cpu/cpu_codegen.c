@@ -30,9 +30,23 @@ static void store_values(LLVMBuilderRef b, int n, LLVMTypeRef *et, LLVMValueRef 
  * kernel reads at the same element (in place); without this, such a kernel would fail
  * LLVM's overlap check at run time and take the scalar loop. Accesses to allocas (loop
  * counters, accumulators, which mem2reg removes before any loop pass) are left out. */
-static void mark_parallel(LLVMContextRef c, LLVMValueRef fn, LLVMValueRef latch) {
+static void mark_parallel(LLVMContextRef c, LLVMValueRef fn, LLVMValueRef latch, int vector_width) {
   LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
-  LLVMMetadataRef loop_id = LLVMMDNodeInContext2(c, &self, 1);
+  LLVMMetadataRef items[3] = {self};
+  int n_items = 1;
+  if (vector_width > 0) {
+    /* A short loop of known length (a column chunk): one vector of this width per
+     * step and no interleaving, so that the vector body runs at all; the vectorizer's
+     * own choice (4 interleaved vectors) would leave every chunk to the scalar tail. */
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    LLVMMetadataRef w[2] = {LLVMMDStringInContext2(c, "llvm.loop.vectorize.width", 25),
+                            LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned long long)vector_width, 0))};
+    LLVMMetadataRef il[2] = {LLVMMDStringInContext2(c, "llvm.loop.interleave.count", 26),
+                             LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0))};
+    items[n_items++] = LLVMMDNodeInContext2(c, w, 2);
+    items[n_items++] = LLVMMDNodeInContext2(c, il, 2);
+  }
+  LLVMMetadataRef loop_id = LLVMMDNodeInContext2(c, items, (size_t)n_items);
   LLVMMetadataReplaceAllUsesWith(self, loop_id); /* loop IDs refer to themselves */
   LLVMValueRef id = LLVMMetadataAsValue(c, loop_id);
   LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), id);
@@ -59,6 +73,8 @@ static bool reduces_minor_dim(const hlo_instr *v) {
 /* Output columns per work unit of a column reduction: a few vectors' worth, so that a
  * global pool over a [1, H, W, C] input still splits into enough units for the pool. */
 #define COLUMN_CHUNK 32
+/* Lanes per vector step of a column chunk's loop: 16 f32 are one AVX-512 register. */
+#define COLUMN_VECTOR 16
 
 /* A reduce that keeps the input's last dimension (a global average pool in NHWC, a
  * column sum) with something to reduce. Computed element by element, each output would
@@ -179,7 +195,8 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   LLVMValueRef lin;
   LLVMValueRef store_latch = NULL; /* the innermost loop that stores the output */
   bool reduces_minor = !flat && os->rank > 0 && reduces_minor_dim(value);
-  if (!flat && is_column_reduce(value)) {
+  bool column = !flat && is_column_reduce(value);
+  if (column) {
     int64_t cols = os->dims[os->rank - 1];
     space->units = cols ? n / cols * ((cols + COLUMN_CHUNK - 1) / COLUMN_CHUNK) : 0;
     space->unit_cost = reduce_factor * (cols < COLUMN_CHUNK ? cols : COLUMN_CHUNK);
@@ -245,7 +262,7 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   LLVMValueRef outer_latch = cpu_loop_end(b, &outer);
   if (!store_latch && !reduces_minor) store_latch = outer_latch;
   LLVMBuildRetVoid(b);
-  if (store_latch) mark_parallel(c, fn, store_latch);
+  if (store_latch) mark_parallel(c, fn, store_latch, column ? COLUMN_VECTOR : 0);
   cpu_emitter_free(e);
   LLVMDisposeBuilder(b);
   return NULL;

@@ -399,6 +399,7 @@ static bool is_chain_op(const hlo_instr *x) {
     case HLO_OP_MAXIMUM:
     case HLO_OP_MINIMUM:
     case HLO_OP_CLAMP:
+    case HLO_OP_LOGISTIC:
       return true;
     default:
       return false;
@@ -500,9 +501,21 @@ static kiln_status add_min(const hlo_instr *ins, plan *p, const leaf *l) {
   return NULL;
 }
 
+/* For x = multiply(v, logistic(v)) (either order): the index of v; else -1. */
+static int swish_operand(const hlo_instr *x) {
+  if (x->op != HLO_OP_MULTIPLY || x->n_operands != 2) return -1;
+  for (int k = 0; k < 2; k++) {
+    const hlo_instr *l = x->operands[1 - k];
+    if (l->op == HLO_OP_LOGISTIC && l->n_operands == 1 && l->operands[0] == x->operands[k]) return k;
+  }
+  return -1;
+}
+
 /* One epilogue instruction X whose chain operand is operand CHAIN_IDX. */
 static kiln_status add_post(const hlo_instr *ins, plan *p, const hlo_instr *x, int chain_idx) {
   leaf a, b;
+  if (x->op == HLO_OP_LOGISTIC) return add_eltwise(ins, p, dnnl_eltwise_logistic, 0.0f, 0.0f);
+  if (swish_operand(x) >= 0) return add_eltwise(ins, p, dnnl_eltwise_swish, 1.0f, 0.0f);
   if (x->op == HLO_OP_CLAMP) {
     TRY(analyze_leaf(ins, p, x->operands[0], &a));
     TRY(analyze_leaf(ins, p, x->operands[2], &b));
@@ -552,6 +565,18 @@ static kiln_status plan_fusion_chain(const hlo_instr *ins, const hlo_instr **cor
     if (!is_chain_op(x))
       return unsupported(ins, "the fused computation is not a dot/convolution with an elementwise epilogue");
     if (*n_chain >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
+    int swish_idx = swish_operand(x);
+    if (swish_idx >= 0 || x->op == HLO_OP_LOGISTIC) {
+      if (x->op == HLO_OP_LOGISTIC && x->n_operands != 1) return unsupported(ins, "malformed epilogue operation");
+      if (!shape_same_dims(&x->shape, &ins->shape) || x->shape.type != HLO_F32)
+        return unsupported(ins, "the epilogue changes shape or type");
+      chain[*n_chain] = x;
+      chain_idx[*n_chain] = swish_idx >= 0 ? swish_idx : 0;
+      (*n_chain)++;
+      x = x->operands[swish_idx >= 0 ? swish_idx : 0];
+      if (!is_core(x) && !is_chain_op(x)) return unsupported(ins, "an epilogue operation does not use the dot/convolution result");
+      continue;
+    }
     if (x->n_operands != (x->op == HLO_OP_CLAMP ? 3 : 2)) return unsupported(ins, "malformed epilogue operation");
     int ci = -1;
     int candidates[2] = {0, 1}, nc = 2;

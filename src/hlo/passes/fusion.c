@@ -9,7 +9,8 @@
  *   kInput  - root a single-result reduce, producers as for kLoop;
  *   kOutput - a dot or convolution followed by a chain of add / multiply / maximum /
  *             minimum / clamp whose other operands are fusion parameters, broadcasts of
- *             them or broadcasts of scalar constants (what oneDNN post-ops express).
+ *             them or broadcasts of scalar constants, logistic, and swish
+ *             (x * logistic(x)) (what oneDNN post-ops express).
  * The decision procedure: output chains are found first; then instructions are visited
  * consumers-first (reverse definition order) and every instruction whose value is still
  * needed outside the groups formed so far becomes a group root that absorbs its operands,
@@ -173,7 +174,7 @@ static bool is_input_fusion_root(const hlo_instr *ins) {
 
 static bool is_output_post_op(hlo_opcode op) {
   return op == HLO_OP_ADD || op == HLO_OP_MULTIPLY || op == HLO_OP_MAXIMUM || op == HLO_OP_MINIMUM ||
-         op == HLO_OP_CLAMP;
+         op == HLO_OP_CLAMP || op == HLO_OP_LOGISTIC;
 }
 
 /* ------------------------------------------------------------ groups ---- */
@@ -276,23 +277,51 @@ static bool transposed_convolution(const hlo_instr *d) {
   return false;
 }
 
+/* t's users are exactly L = logistic(t), used only by M, and M = multiply(t, L) in
+ * either order: swish (SiLU), one oneDNN post-op. Returns M and sets *lg to L. */
+static hlo_instr *swish_of(const fusion_ctx *x, const hlo_instr *t, hlo_instr **lg) {
+  int ti = x->index_of_id[t->id];
+  if (n_users(x, ti) != 2) return NULL;
+  hlo_instr *a = x->c->instrs[x->user_idx[x->user_start[ti]]], *b = x->c->instrs[x->user_idx[x->user_start[ti] + 1]];
+  if (a->op != HLO_OP_LOGISTIC) {
+    hlo_instr *tmp = a;
+    a = b;
+    b = tmp;
+  }
+  if (a->op != HLO_OP_LOGISTIC || b->op != HLO_OP_MULTIPLY || b->n_operands != 2 || x->c->root == a) return NULL;
+  if (n_users(x, x->index_of_id[a->id]) != 1) return NULL;
+  if (!((b->operands[0] == t && b->operands[1] == a) || (b->operands[0] == a && b->operands[1] == t))) return NULL;
+  *lg = a;
+  return b;
+}
+
 static void form_output_groups(fusion_ctx *x) {
   hlo_computation *c = x->c;
   for (int i = 0; i < x->n; i++) {
     hlo_instr *d = c->instrs[i];
     if ((d->op != HLO_OP_DOT && d->op != HLO_OP_CONVOLUTION) || !shape_is_array(&d->shape)) continue;
     if (transposed_convolution(d)) continue;
-    /* Walk the chain of single-use post-ops. */
-    int chain[64], n_chain = 0;
+    /* Walk the chain of single-use post-ops (swish's two uses counted as one). */
+    int chain[64], side[64], n_chain = 0;
     hlo_instr *t = d;
-    while (n_chain < 64 && t != c->root && n_users(x, x->index_of_id[t->id]) == 1) {
-      hlo_instr *u = c->instrs[x->user_idx[x->user_start[x->index_of_id[t->id]]]];
+    while (n_chain < 64 && t != c->root) {
+      hlo_instr *lg = NULL, *u = swish_of(x, t, &lg);
+      if (u) {
+        if (x->in_output_chain[x->index_of_id[u->id]] || !shape_compatible(&u->shape, &d->shape)) break;
+        side[n_chain] = x->index_of_id[lg->id];
+        chain[n_chain++] = x->index_of_id[u->id];
+        t = u;
+        continue;
+      }
+      if (n_users(x, x->index_of_id[t->id]) != 1) break;
+      u = c->instrs[x->user_idx[x->user_start[x->index_of_id[t->id]]]];
       /* a post-op reading two dots belongs to the chain of the first one only */
       if (x->in_output_chain[x->index_of_id[u->id]]) break;
       if (!is_output_post_op(u->op) || !shape_compatible(&u->shape, &d->shape)) break;
       int uses = 0;
       for (int k = 0; k < u->n_operands; k++) uses += u->operands[k] == t;
       if (uses != 1 || (u->op == HLO_OP_CLAMP && (u->n_operands != 3 || u->operands[1] != t))) break;
+      side[n_chain] = -1;
       chain[n_chain++] = x->index_of_id[u->id];
       t = u;
     }
@@ -304,13 +333,20 @@ static void form_output_groups(fusion_ctx *x) {
       hlo_instr *u = c->instrs[chain[k]];
       hlo_instr *prev = k > 0 ? c->instrs[chain[k - 1]] : d;
       if (k < n_chain - 1) g->state[chain[k]] = MEMBER_EXCL;
+      if (side[k] >= 0) {
+        g->state[side[k]] = MEMBER_EXCL;
+        continue;
+      }
       for (int o = 0; o < u->n_operands; o++)
         if (u->operands[o] != prev) add_post_op_operand(x, g, u->operands[o]);
     }
     g->state[i] = MEMBER_EXCL;
     x->output_root[root] = true;
     x->in_output_chain[i] = true;
-    for (int k = 0; k < n_chain; k++) x->in_output_chain[chain[k]] = true;
+    for (int k = 0; k < n_chain; k++) {
+      x->in_output_chain[chain[k]] = true;
+      if (side[k] >= 0) x->in_output_chain[side[k]] = true;
+    }
   }
 }
 
