@@ -32,19 +32,23 @@ static void store_values(LLVMBuilderRef b, int n, LLVMTypeRef *et, LLVMValueRef 
  * counters, accumulators, which mem2reg removes before any loop pass) are left out. */
 static void mark_parallel(LLVMContextRef c, LLVMValueRef fn, LLVMValueRef latch, int vector_width) {
   LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
-  LLVMMetadataRef items[3] = {self};
+  LLVMMetadataRef items[4] = {self};
   int n_items = 1;
   if (vector_width > 0) {
     /* A short loop of known length (a column chunk): one vector of this width per
      * step and no interleaving, so that the vector body runs at all; the vectorizer's
-     * own choice (4 interleaved vectors) would leave every chunk to the scalar tail. */
+     * own choice (4 interleaved vectors) would leave every chunk to the scalar tail.
+     * Not unrolled before that: a fully unrolled body loses the loop's no-overlap
+     * promise and stays scalar. */
     LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
     LLVMMetadataRef w[2] = {LLVMMDStringInContext2(c, "llvm.loop.vectorize.width", 25),
                             LLVMValueAsMetadata(LLVMConstInt(i32, (unsigned long long)vector_width, 0))};
     LLVMMetadataRef il[2] = {LLVMMDStringInContext2(c, "llvm.loop.interleave.count", 26),
                              LLVMValueAsMetadata(LLVMConstInt(i32, 1, 0))};
+    LLVMMetadataRef nu = LLVMMDStringInContext2(c, "llvm.loop.unroll.disable", 24);
     items[n_items++] = LLVMMDNodeInContext2(c, w, 2);
     items[n_items++] = LLVMMDNodeInContext2(c, il, 2);
+    items[n_items++] = LLVMMDNodeInContext2(c, &nu, 1);
   }
   LLVMMetadataRef loop_id = LLVMMDNodeInContext2(c, items, (size_t)n_items);
   LLVMMetadataReplaceAllUsesWith(self, loop_id); /* loop IDs refer to themselves */

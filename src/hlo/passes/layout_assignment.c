@@ -9,7 +9,8 @@
  * Step 1, per convolution of a computation with at least two: x' = transpose(x) to
  * NHWC, the kernel transposed to 01io (a constant kernel is folded into a relayouted
  * constant by constant folding), the convolution on x', and transpose(y', {0,3,1,2})
- * back to NCHW for its users.
+ * back to NCHW for its users. A parameter input of at most 4 channels (the image a
+ * network starts from) stays NCHW (bf01_01io->b01f).
  *
  * Step 2, sinking: an instruction U whose operands are transpose(v, P) with that same
  * P = {0,3,1,2} (or a broadcast or constant, re-expressed in v's dimension order, or a
@@ -45,6 +46,8 @@ static const int64_t TO_NCHW[LAYOUT_RANK] = {0, 3, 1, 2};
 /* Cap on sinking sweeps; each sweep moves transposes down a whole chain of users, so
  * real models settle in a few. */
 #define MAX_SWEEPS 64
+/* Input channels up to which a convolution keeps a channels-first input (images). */
+#define FEW_CHANNELS 4
 
 static kiln_status built(kiln_status s, const hlo_instr *about) {
   return status_wrap(s, "conv-layout: rewriting %s", about->name);
@@ -81,8 +84,12 @@ static bool is_identity(int n, const int64_t *perm) {
 /* The convolution on NHWC activations and a 01io kernel, between two transposes. */
 static kiln_status relayout_conv(hlo_computation *c, hlo_instr *cv) {
   const hlo_conv_dnums *d = &cv->conv;
-  hlo_instr *x = NULL, *k = cv->operands[1], *y = NULL, *back = NULL;
-  TRY(built(hlo_build_transpose(c, cv->operands[0], TO_NHWC, &x), cv));
+  hlo_instr *x = cv->operands[0], *k = cv->operands[1], *y = NULL, *back = NULL;
+  /* A network's first convolution reads the image (3 channels), a parameter: no
+   * transpose of it to cancel, and a transpose kernel with a 3-wide inner dimension is
+   * slower than oneDNN's own reorder behind a channels-first input. */
+  bool keep_input = x->shape.dims[1] <= FEW_CHANNELS && x->op == HLO_OP_PARAMETER;
+  if (!keep_input) TRY(built(hlo_build_transpose(c, cv->operands[0], TO_NHWC, &x), cv));
   int64_t kperm[LAYOUT_RANK] = {d->kernel_spatial[0], d->kernel_spatial[1], d->kernel_input_feature,
                                 d->kernel_output_feature};
   if (!is_identity(LAYOUT_RANK, kperm)) TRY(built(hlo_build_transpose(c, cv->operands[1], kperm, &k), cv));
@@ -99,6 +106,7 @@ static kiln_status relayout_conv(hlo_computation *c, hlo_instr *cv) {
   nd.input_spatial[0] = nd.output_spatial[0] = 1;
   nd.input_spatial[1] = nd.output_spatial[1] = 2;
   nd.input_feature = nd.output_feature = 3;
+  if (keep_input) nd.input_feature = 1, nd.input_spatial[0] = 2, nd.input_spatial[1] = 3;
   nd.kernel_spatial[0] = 0, nd.kernel_spatial[1] = 1;
   nd.kernel_input_feature = 2, nd.kernel_output_feature = 3;
   tmpl.conv = nd;
