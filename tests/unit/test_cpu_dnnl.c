@@ -435,7 +435,8 @@ static void test_fusion_conv_bias_relu(void) {
            16 * 9);
 }
 
-/* EfficientNet's swish after the bias add, and a logistic gate: oneDNN eltwise post-ops
+/* EfficientNet's swish after the bias add, MobileNetV3's hardswish, and a logistic
+ * gate: oneDNN eltwise post-ops
  * (their own exp, so within the tolerance above rather than bitwise). */
 static void test_fusion_swish_logistic(void) {
   run_case("conv + bias + swish",
@@ -454,6 +455,27 @@ static void test_fusion_swish_logistic(void) {
            "  bias = f32[24] parameter(2)\n"
            "  ROOT f = f32[2,7,7,24] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
            16 * 9);
+  /* MobileNetV3's hardswish as PyTorch's HardSwish lowers: x * clamp(x / 6 + 0.5, 0, 1) */
+  run_case("conv + bias + hardswish",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[2,6,6,8] parameter(0)\n  p1 = f32[1,1,8,16] parameter(1)\n"
+           "  p2 = f32[16] parameter(2)\n"
+           "  c = f32[2,6,6,16] convolution(p0, p1), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+           "  b = f32[2,6,6,16] broadcast(p2), dimensions={3}\n"
+           "  a = f32[2,6,6,16] add(c, b)\n"
+           "  k6 = f32[] constant(0.166666672)\n  k6b = f32[2,6,6,16] broadcast(k6), dimensions={}\n"
+           "  h = f32[] constant(0.5)\n  hb = f32[2,6,6,16] broadcast(h), dimensions={}\n"
+           "  one = f32[] constant(1)\n  oneb = f32[2,6,6,16] broadcast(one), dimensions={}\n"
+           "  z = f32[] constant(0)\n  zb = f32[2,6,6,16] broadcast(z), dimensions={}\n"
+           "  s = f32[2,6,6,16] multiply(a, k6b)\n  t = f32[2,6,6,16] add(s, hb)\n"
+           "  mn = f32[2,6,6,16] minimum(t, oneb)\n  mx = f32[2,6,6,16] maximum(mn, zb)\n"
+           "  ROOT r = f32[2,6,6,16] multiply(a, mx)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[2,6,6,8] parameter(0)\n  w = f32[1,1,8,16] parameter(1)\n"
+           "  bias = f32[16] parameter(2)\n"
+           "  ROOT f = f32[2,6,6,16] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           8);
   run_case("dot + logistic",
            "HloModule m\n"
            "fused {\n"

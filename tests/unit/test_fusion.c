@@ -273,7 +273,7 @@ static void residual_stream_not_recomputed(void) {
 
 /* conv -> bias add -> swish (x * logistic(x)): the add has two users, logistic and the
  * multiply, and all three join the convolution's kOutput group (a oneDNN swish
- * post-op); a logistic alone joins too. */
+ * post-op); a logistic alone joins too, and so does a hardswish after a dot. */
 static void output_fusion_swish_and_logistic(void) {
   hlo_module *m = run_pass(
       "HloModule t\n"
@@ -298,6 +298,25 @@ static void output_fusion_swish_and_logistic(void) {
   hlo_instr *f1 = f->operands[0];
   CHECK(f1->op == HLO_OP_FUSION && strcmp(f1->fusion_kind, "kOutput") == 0);
   CHECK(f1->called[0]->root->op == HLO_OP_MULTIPLY && count_op(f1->called[0], HLO_OP_LOGISTIC) == 1);
+  hlo_module_free(m);
+  /* hardswish: x * clamp(x * (1/6) + 0.5, 0, 1), the clamp as maximum(minimum) */
+  m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[4,8] parameter(0)\n"
+      "  w = f32[8,8] parameter(1)\n"
+      "  d = f32[4,8] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  k6 = f32[] constant(0.166666672)\n  k6b = f32[4,8] broadcast(k6), dimensions={}\n"
+      "  h = f32[] constant(0.5)\n  hb = f32[4,8] broadcast(h), dimensions={}\n"
+      "  one = f32[] constant(1)\n  oneb = f32[4,8] broadcast(one), dimensions={}\n"
+      "  z = f32[] constant(0)\n  zb = f32[4,8] broadcast(z), dimensions={}\n"
+      "  s = f32[4,8] multiply(k6b, d)\n  t = f32[4,8] add(s, hb)\n"
+      "  mn = f32[4,8] minimum(oneb, t)\n  mx = f32[4,8] maximum(mn, zb)\n"
+      "  ROOT r = f32[4,8] multiply(mx, d)\n"
+      "}\n",
+      hlo_pass_fusion, true);
+  CHECK(m->entry->n_instrs == 3 && m->entry->root->op == HLO_OP_FUSION);
+  CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && count_op(m->entry->root->called[0], HLO_OP_DOT) == 1);
   hlo_module_free(m);
 }
 

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hlo/passes/pass_util.h"
 #include "hlo/shape.h"
 
 #define MAX_POST_OPS 16
@@ -501,21 +502,24 @@ static kiln_status add_min(const hlo_instr *ins, plan *p, const leaf *l) {
   return NULL;
 }
 
-/* For x = multiply(v, logistic(v)) (either order): the index of v; else -1. */
-static int swish_operand(const hlo_instr *x) {
-  if (x->op != HLO_OP_MULTIPLY || x->n_operands != 2) return -1;
-  for (int k = 0; k < 2; k++) {
-    const hlo_instr *l = x->operands[1 - k];
-    if (l->op == HLO_OP_LOGISTIC && l->n_operands == 1 && l->operands[0] == x->operands[k]) return k;
-  }
-  return -1;
+/* For an activation multiply (hlo_pass_match_activation): the index of the activated
+ * operand; else -1. */
+static int activation_operand(const hlo_instr *x, hlo_activation *kind) {
+  const hlo_instr *v = NULL, *inner[HLO_ACTIVATION_MAX_INNER];
+  int n = 0;
+  *kind = hlo_pass_match_activation(x, &v, inner, &n);
+  if (*kind == HLO_ACTIVATION_NONE) return -1;
+  return x->operands[0] == v ? 0 : 1;
 }
 
 /* One epilogue instruction X whose chain operand is operand CHAIN_IDX. */
 static kiln_status add_post(const hlo_instr *ins, plan *p, const hlo_instr *x, int chain_idx) {
   leaf a, b;
   if (x->op == HLO_OP_LOGISTIC) return add_eltwise(ins, p, dnnl_eltwise_logistic, 0.0f, 0.0f);
-  if (swish_operand(x) >= 0) return add_eltwise(ins, p, dnnl_eltwise_swish, 1.0f, 0.0f);
+  hlo_activation act;
+  if (activation_operand(x, &act) >= 0)
+    return act == HLO_ACTIVATION_SWISH ? add_eltwise(ins, p, dnnl_eltwise_swish, 1.0f, 0.0f)
+                                       : add_eltwise(ins, p, dnnl_eltwise_hardswish, 0.0f, 0.0f);
   if (x->op == HLO_OP_CLAMP) {
     TRY(analyze_leaf(ins, p, x->operands[0], &a));
     TRY(analyze_leaf(ins, p, x->operands[2], &b));
@@ -565,15 +569,16 @@ static kiln_status plan_fusion_chain(const hlo_instr *ins, const hlo_instr **cor
     if (!is_chain_op(x))
       return unsupported(ins, "the fused computation is not a dot/convolution with an elementwise epilogue");
     if (*n_chain >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
-    int swish_idx = swish_operand(x);
-    if (swish_idx >= 0 || x->op == HLO_OP_LOGISTIC) {
+    hlo_activation act;
+    int act_idx = activation_operand(x, &act);
+    if (act_idx >= 0 || x->op == HLO_OP_LOGISTIC) {
       if (x->op == HLO_OP_LOGISTIC && x->n_operands != 1) return unsupported(ins, "malformed epilogue operation");
       if (!shape_same_dims(&x->shape, &ins->shape) || x->shape.type != HLO_F32)
         return unsupported(ins, "the epilogue changes shape or type");
       chain[*n_chain] = x;
-      chain_idx[*n_chain] = swish_idx >= 0 ? swish_idx : 0;
+      chain_idx[*n_chain] = act_idx >= 0 ? act_idx : 0;
       (*n_chain)++;
-      x = x->operands[swish_idx >= 0 ? swish_idx : 0];
+      x = x->operands[act_idx >= 0 ? act_idx : 0];
       if (!is_core(x) && !is_chain_op(x)) return unsupported(ins, "an epilogue operation does not use the dot/convolution result");
       continue;
     }

@@ -9,8 +9,8 @@
  *   kInput  - root a single-result reduce, producers as for kLoop;
  *   kOutput - a dot or convolution followed by a chain of add / multiply / maximum /
  *             minimum / clamp whose other operands are fusion parameters, broadcasts of
- *             them or broadcasts of scalar constants, logistic, and swish
- *             (x * logistic(x)) (what oneDNN post-ops express).
+ *             them or broadcasts of scalar constants, logistic, swish and hardswish
+ *             (hlo_pass_match_activation) (what oneDNN post-ops express).
  * The decision procedure: output chains are found first; then instructions are visited
  * consumers-first (reverse definition order) and every instruction whose value is still
  * needed outside the groups formed so far becomes a group root that absorbs its operands,
@@ -257,8 +257,12 @@ static void add_member(const fusion_ctx *x, group *g, int i) {
 
 /* Accepts the non-chain operand `o` of a post-op: any value outside the chain becomes a
  * fusion parameter; a broadcast is pulled in (oneDNN's per-channel bias / scale) and so
- * is a scalar constant under it. */
+ * is a scalar constant under it or used directly (clamp bounds). */
 static void add_post_op_operand(const fusion_ctx *x, group *g, hlo_instr *o) {
+  if (o->op == HLO_OP_CONSTANT && o->shape.rank == 0) { /* a clamp's scalar bound */
+    add_member(x, g, x->index_of_id[o->id]);
+    return;
+  }
   if (o->op != HLO_OP_BROADCAST || o->n_operands != 1) return;
   int bi = x->index_of_id[o->id];
   add_member(x, g, bi);
@@ -277,22 +281,23 @@ static bool transposed_convolution(const hlo_instr *d) {
   return false;
 }
 
-/* t's users are exactly L = logistic(t), used only by M, and M = multiply(t, L) in
- * either order: swish (SiLU), one oneDNN post-op. Returns M and sets *lg to L. */
-static hlo_instr *swish_of(const fusion_ctx *x, const hlo_instr *t, hlo_instr **lg) {
+/* An activation oneDNN applies as one post-op (hlo_pass_match_activation): t's users
+ * are exactly the activation's first inner instruction and its final multiply M, and
+ * each inner instruction has one user. Returns M and the inner instructions. */
+static hlo_instr *activation_of(const fusion_ctx *x, const hlo_instr *t, const hlo_instr **inner, int *n_inner) {
   int ti = x->index_of_id[t->id];
   if (n_users(x, ti) != 2) return NULL;
-  hlo_instr *a = x->c->instrs[x->user_idx[x->user_start[ti]]], *b = x->c->instrs[x->user_idx[x->user_start[ti] + 1]];
-  if (a->op != HLO_OP_LOGISTIC) {
-    hlo_instr *tmp = a;
-    a = b;
-    b = tmp;
+  for (int k = 0; k < 2; k++) {
+    hlo_instr *m = x->c->instrs[x->user_idx[x->user_start[ti] + k]];
+    hlo_instr *first = x->c->instrs[x->user_idx[x->user_start[ti] + 1 - k]];
+    const hlo_instr *v = NULL;
+    if (!hlo_pass_match_activation(m, &v, inner, n_inner) || v != t || inner[0] != first) continue;
+    bool single = true;
+    for (int i = 0; i < *n_inner && single; i++)
+      single = inner[i] != x->c->root && n_users(x, x->index_of_id[inner[i]->id]) == 1;
+    if (single) return m;
   }
-  if (a->op != HLO_OP_LOGISTIC || b->op != HLO_OP_MULTIPLY || b->n_operands != 2 || x->c->root == a) return NULL;
-  if (n_users(x, x->index_of_id[a->id]) != 1) return NULL;
-  if (!((b->operands[0] == t && b->operands[1] == a) || (b->operands[0] == a && b->operands[1] == t))) return NULL;
-  *lg = a;
-  return b;
+  return NULL;
 }
 
 static void form_output_groups(fusion_ctx *x) {
@@ -301,14 +306,17 @@ static void form_output_groups(fusion_ctx *x) {
     hlo_instr *d = c->instrs[i];
     if ((d->op != HLO_OP_DOT && d->op != HLO_OP_CONVOLUTION) || !shape_is_array(&d->shape)) continue;
     if (transposed_convolution(d)) continue;
-    /* Walk the chain of single-use post-ops (swish's two uses counted as one). */
-    int chain[64], side[64], n_chain = 0;
+    /* Walk the chain of single-use post-ops (an activation's two uses counted as one). */
+    int chain[64], n_side[64], side[64][HLO_ACTIVATION_MAX_INNER], n_chain = 0;
     hlo_instr *t = d;
     while (n_chain < 64 && t != c->root) {
-      hlo_instr *lg = NULL, *u = swish_of(x, t, &lg);
+      const hlo_instr *inner[HLO_ACTIVATION_MAX_INNER];
+      int n_inner = 0;
+      hlo_instr *u = activation_of(x, t, inner, &n_inner);
       if (u) {
         if (x->in_output_chain[x->index_of_id[u->id]] || !shape_compatible(&u->shape, &d->shape)) break;
-        side[n_chain] = x->index_of_id[lg->id];
+        n_side[n_chain] = n_inner;
+        for (int i = 0; i < n_inner; i++) side[n_chain][i] = x->index_of_id[inner[i]->id];
         chain[n_chain++] = x->index_of_id[u->id];
         t = u;
         continue;
@@ -321,7 +329,7 @@ static void form_output_groups(fusion_ctx *x) {
       int uses = 0;
       for (int k = 0; k < u->n_operands; k++) uses += u->operands[k] == t;
       if (uses != 1 || (u->op == HLO_OP_CLAMP && (u->n_operands != 3 || u->operands[1] != t))) break;
-      side[n_chain] = -1;
+      n_side[n_chain] = 0;
       chain[n_chain++] = x->index_of_id[u->id];
       t = u;
     }
@@ -333,8 +341,14 @@ static void form_output_groups(fusion_ctx *x) {
       hlo_instr *u = c->instrs[chain[k]];
       hlo_instr *prev = k > 0 ? c->instrs[chain[k - 1]] : d;
       if (k < n_chain - 1) g->state[chain[k]] = MEMBER_EXCL;
-      if (side[k] >= 0) {
-        g->state[side[k]] = MEMBER_EXCL;
+      if (n_side[k] > 0) { /* an activation: its inner ops join with their constants */
+        for (int i = n_side[k] - 1; i >= 0; i--) {
+          hlo_instr *in = c->instrs[side[k][i]];
+          g->state[side[k][i]] = MEMBER_EXCL;
+          for (int o = 0; o < in->n_operands; o++)
+            if (in->operands[o] != prev && (i == 0 || in->operands[o] != c->instrs[side[k][i - 1]]))
+              add_post_op_operand(x, g, in->operands[o]);
+        }
         continue;
       }
       for (int o = 0; o < u->n_operands; o++)
@@ -345,7 +359,7 @@ static void form_output_groups(fusion_ctx *x) {
     x->in_output_chain[i] = true;
     for (int k = 0; k < n_chain; k++) {
       x->in_output_chain[chain[k]] = true;
-      if (side[k] >= 0) x->in_output_chain[side[k]] = true;
+      for (int i = 0; i < n_side[k]; i++) x->in_output_chain[side[k][i]] = true;
     }
   }
 }

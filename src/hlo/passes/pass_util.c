@@ -136,3 +136,57 @@ bool hlo_pass_is_float_constant(const hlo_instr *ins, double value, bool negativ
   double v = literal_get_f64(l, 0);
   return v == value && (signbit(v) != 0) == negative;
 }
+
+/* The operand of binary `b` that is not the float constant `value` (either order). */
+static const hlo_instr *other_than_constant(const hlo_instr *b, double value) {
+  if (b->n_operands != 2) return NULL;
+  for (int k = 0; k < 2; k++)
+    if (hlo_pass_is_float_constant(b->operands[1 - k], value, false)) return b->operands[k];
+  return NULL;
+}
+
+/* The value g clamps to [0, 1], or NULL; records the clamp's instructions (outer first). */
+static const hlo_instr *unit_clamp_input(const hlo_instr *g, const hlo_instr **ops, int *n) {
+  if (g->op == HLO_OP_CLAMP && g->n_operands == 3 && hlo_pass_is_float_constant(g->operands[0], 0.0, false) &&
+      hlo_pass_is_float_constant(g->operands[2], 1.0, false)) {
+    ops[(*n)++] = g;
+    return g->operands[1];
+  }
+  hlo_opcode outer = g->op, inner = outer == HLO_OP_MAXIMUM ? HLO_OP_MINIMUM : HLO_OP_MAXIMUM;
+  if (outer != HLO_OP_MAXIMUM && outer != HLO_OP_MINIMUM) return NULL;
+  const hlo_instr *h = other_than_constant(g, outer == HLO_OP_MAXIMUM ? 0.0 : 1.0);
+  if (!h || h->op != inner) return NULL;
+  const hlo_instr *a = other_than_constant(h, inner == HLO_OP_MAXIMUM ? 0.0 : 1.0);
+  if (!a) return NULL;
+  ops[(*n)++] = g;
+  ops[(*n)++] = h;
+  return a;
+}
+
+hlo_activation hlo_pass_match_activation(const hlo_instr *m, const hlo_instr **x, const hlo_instr **inner,
+                                         int *n_inner) {
+  *n_inner = 0;
+  if (m->op != HLO_OP_MULTIPLY || m->n_operands != 2) return HLO_ACTIVATION_NONE;
+  for (int k = 0; k < 2; k++) {
+    const hlo_instr *v = m->operands[k], *g = m->operands[1 - k];
+    if (g->op == HLO_OP_LOGISTIC && g->n_operands == 1 && g->operands[0] == v) {
+      *x = v;
+      inner[0] = g;
+      *n_inner = 1;
+      return HLO_ACTIVATION_SWISH;
+    }
+    const hlo_instr *ops[HLO_ACTIVATION_MAX_INNER];
+    int n = 0;
+    const hlo_instr *a = unit_clamp_input(g, ops, &n);
+    if (!a || a->op != HLO_OP_ADD) continue;
+    const hlo_instr *s = other_than_constant(a, 0.5);
+    if (!s || s->op != HLO_OP_MULTIPLY || other_than_constant(s, (double)(1.0f / 6.0f)) != v) continue;
+    ops[n++] = a;
+    ops[n++] = s;
+    *x = v;
+    for (int i = 0; i < n; i++) inner[i] = ops[n - 1 - i]; /* the one reading x first */
+    *n_inner = n;
+    return HLO_ACTIVATION_HARDSWISH;
+  }
+  return HLO_ACTIVATION_NONE;
+}
