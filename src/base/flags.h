@@ -39,6 +39,7 @@
   X(dot, '\0', STRING, "", "kiln cluster: write the clustered graph as Graphviz DOT to this file")  \
   X(dump_to, '\0', STRING, "", "directory to dump the module before optimizations and after passes") \
   X(dump_pass_re, '\0', STRING, ".*", "POSIX extended regex: dump after the passes whose name matches") \
+  X(dump_large_constants, '\0', BOOL, "false", "print constants of more than 10 elements in dumps in full (default {...})") \
   X(disable_passes, '\0', STRING, "", "comma-separated pass names the pipeline skips")             \
   X(max_literal_bytes, '\0', INT, "8589934592", "largest single tensor kiln allocates, in bytes")  \
   X(plugin, '\0', LIST, "", "plugin manifest (NAME.kiln-plugin.json) to load besides KILN_PLUGIN_PATH; repeatable") \

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/flags.h"
 #include "base/log.h"
 #include "eval/eval.h"
 #include "exec/exec_internal.h"
@@ -677,7 +678,7 @@ static char *file_safe(const char *name) {
 
 /* Best effort: a dump that cannot be written only logs a warning. */
 static void dump_module(executor *e, const cluster_call *cc, const hlo_module *m) {
-  char *text = hlo_module_to_string(m, NULL);
+  char *text = hlo_module_to_dump_string(m, kiln_flags.dump_large_constants);
   char *safe = file_safe(cc->name);
   size_t n = strlen(e->dump_dir) + strlen(safe) + 32;
   char *path = malloc(n);

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/flags.h"
 #include "base/log.h"
 #include "exec/exec_internal.h"
 #include "hlo/builder.h"
@@ -126,7 +127,7 @@ int exec_cache_static_key(exec_cache *c, const graph_node *n) {
 
 /* Best effort: a dump that cannot be written only logs a warning. */
 static void dump_module(executor *e, const graph_node *node, const hlo_module *m) {
-  char *text = hlo_module_to_string(m, NULL);
+  char *text = hlo_module_to_dump_string(m, kiln_flags.dump_large_constants);
   size_t n = strlen(e->dump_dir) + strlen(node->op) + 32;
   char *path = malloc(n);
   if (!path) abort();

@@ -407,6 +407,12 @@ static const hlo_instr *root_of(const hlo_computation *c) {
   return c->n_instrs ? c->instrs[c->n_instrs - 1] : NULL;
 }
 
+char *hlo_module_to_dump_string(const hlo_module *m, bool large_constants) {
+  hlo_print_options o = hlo_print_options_default();
+  o.print_large_constants = large_constants;
+  return hlo_module_to_string(m, &o);
+}
+
 void hlo_print_computation(strbuf *b, const hlo_computation *c, const hlo_print_options *opts) {
   hlo_print_options def = hlo_print_options_default();
   const hlo_print_options *o = opts ? opts : &def;

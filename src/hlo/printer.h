@@ -20,6 +20,10 @@ typedef struct hlo_print_options {
 hlo_print_options hlo_print_options_default(void);
 /* opts may be NULL for defaults. Returns a malloc'ed string. */
 char *hlo_module_to_string(const hlo_module *m, const hlo_print_options *opts);
+/* The text of a debugging dump (--dump_to): a real model's weights printed in every dump
+ * would be gigabytes, so, as XLA does, constants over 10 elements are {...} unless
+ * large_constants (--dump_large_constants). */
+char *hlo_module_to_dump_string(const hlo_module *m, bool large_constants);
 void hlo_print_computation(strbuf *b, const hlo_computation *c, const hlo_print_options *opts);
 void hlo_print_instr(strbuf *b, const hlo_instr *ins, const hlo_print_options *opts);
 

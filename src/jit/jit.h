@@ -45,6 +45,7 @@ typedef struct jit_options {
   int min_cluster_size; /* clusters with fewer counted nodes dissolve (Identity, Const don't count) */
   int max_cluster_size;
   const char *dump_to;  /* NULL/"": no dumps */
+  bool dump_large_constants; /* false: tensors over 10 elements dump as {...} */
   bool clustering_debug;
   bool log_placement;   /* print node -> device on stdout after placement */
   /* A node its requested device cannot run is an error instead of a host fallback. */
@@ -52,7 +53,8 @@ typedef struct jit_options {
 } jit_options;
 
 /* Defaults, then overridden by the flags (--jit, --device, --jit_ops,
- * --jit_exclude_ops, --min_cluster_size, --dump_to, --clustering_debug,
+ * --jit_exclude_ops, --min_cluster_size, --dump_to, --dump_large_constants,
+ * --clustering_debug,
  * --log_placement, --no_host_fallback). */
 jit_options jit_options_default(void);
 jit_options jit_options_from_flags(void);

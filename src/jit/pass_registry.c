@@ -54,6 +54,7 @@ jit_options jit_options_from_flags(void) {
   o.min_cluster_size = (int)kiln_flags.min_cluster_size;
   o.max_cluster_size = (int)kiln_flags.max_cluster_size;
   o.dump_to = kiln_flags.dump_to;
+  o.dump_large_constants = kiln_flags.dump_large_constants;
   o.clustering_debug = kiln_flags.clustering_debug;
   o.log_placement = kiln_flags.log_placement;
   o.no_host_fallback = kiln_flags.no_host_fallback;
@@ -170,11 +171,15 @@ static void dump_graph(const jit_state *st, int seq, const char *pass, const cha
   if (!st->opts->dump_to || !st->opts->dump_to[0]) return;
   char path[4096];
   snprintf(path, sizeof path, "%s/jit_%04d.%s.%s.txt", st->opts->dump_to, seq, pass, when);
-  char *text = graph_to_string(st->g);
+  /* a model's weights in every dump would be gigabytes: elided unless asked */
+  graph_print_options po = {.max_tensor_elements = st->opts->dump_large_constants ? 0 : 10};
+  strbuf b;
+  strbuf_init(&b);
+  graph_print(&b, st->g, &po);
   FILE *f = fopen(path, "w");
-  if (!f || fputs(text, f) < 0) log_warning("cannot write the graph dump %s", path);
+  if (!f || fputs(strbuf_cstr(&b), f) < 0) log_warning("cannot write the graph dump %s", path);
   if (f) fclose(f);
-  free(text);
+  strbuf_free(&b);
 }
 
 /* ------------------------------------------------------------------ report ---- */

@@ -435,8 +435,8 @@ static void test_fusion_conv_bias_relu(void) {
            16 * 9);
 }
 
-/* EfficientNet's swish after the bias add, MobileNetV3's hardswish, and a logistic
- * gate: oneDNN eltwise post-ops
+/* EfficientNet's swish after the bias add, MobileNetV3's hardswish, ViT's GELU and a
+ * logistic gate: oneDNN eltwise post-ops
  * (their own exp, so within the tolerance above rather than bitwise). */
 static void test_fusion_swish_logistic(void) {
   run_case("conv + bias + swish",
@@ -476,6 +476,23 @@ static void test_fusion_swish_logistic(void) {
            "  bias = f32[16] parameter(2)\n"
            "  ROOT f = f32[2,6,6,16] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
            8);
+  /* ViT's GELU (erf form) after the bias add */
+  run_case("dot + bias + gelu",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[6,40] parameter(0)\n  p1 = f32[40,24] parameter(1)\n  p2 = f32[24] parameter(2)\n"
+           "  d = f32[6,24] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+           "  b = f32[6,24] broadcast(p2), dimensions={1}\n  a = f32[6,24] add(d, b)\n"
+           "  r2 = f32[] constant(1.41421354)\n  r2b = f32[6,24] broadcast(r2), dimensions={}\n"
+           "  one = f32[] constant(1)\n  oneb = f32[6,24] broadcast(one), dimensions={}\n"
+           "  h = f32[] constant(0.5)\n  hb = f32[6,24] broadcast(h), dimensions={}\n"
+           "  q = f32[6,24] divide(a, r2b)\n  e = f32[6,24] erf(q)\n  e1 = f32[6,24] add(e, oneb)\n"
+           "  m1 = f32[6,24] multiply(a, e1)\n"
+           "  ROOT g = f32[6,24] multiply(m1, hb)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[6,40] parameter(0)\n  w = f32[40,24] parameter(1)\n  bias = f32[24] parameter(2)\n"
+           "  ROOT f = f32[6,24] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           40);
   run_case("dot + logistic",
            "HloModule m\n"
            "fused {\n"

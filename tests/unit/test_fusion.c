@@ -273,7 +273,7 @@ static void residual_stream_not_recomputed(void) {
 
 /* conv -> bias add -> swish (x * logistic(x)): the add has two users, logistic and the
  * multiply, and all three join the convolution's kOutput group (a oneDNN swish
- * post-op); a logistic alone joins too, and so does a hardswish after a dot. */
+ * post-op); a logistic alone joins too, and so do a hardswish and a GELU after a dot. */
 static void output_fusion_swish_and_logistic(void) {
   hlo_module *m = run_pass(
       "HloModule t\n"
@@ -317,6 +317,27 @@ static void output_fusion_swish_and_logistic(void) {
       hlo_pass_fusion, true);
   CHECK(m->entry->n_instrs == 3 && m->entry->root->op == HLO_OP_FUSION);
   CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && count_op(m->entry->root->called[0], HLO_OP_DOT) == 1);
+  hlo_module_free(m);
+  /* GELU as PyTorch exports it: (x * (erf(x / sqrt(2)) + 1)) * 0.5 after the bias add */
+  m = run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[4,8] parameter(0)\n"
+      "  w = f32[8,8] parameter(1)\n"
+      "  bias = f32[8] parameter(2)\n"
+      "  d = f32[4,8] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  bb = f32[4,8] broadcast(bias), dimensions={1}\n"
+      "  a = f32[4,8] add(d, bb)\n"
+      "  r2 = f32[] constant(1.41421354)\n  r2b = f32[4,8] broadcast(r2), dimensions={}\n"
+      "  one = f32[] constant(1)\n  oneb = f32[4,8] broadcast(one), dimensions={}\n"
+      "  h = f32[] constant(0.5)\n  hb = f32[4,8] broadcast(h), dimensions={}\n"
+      "  q = f32[4,8] divide(a, r2b)\n  e = f32[4,8] erf(q)\n  e1 = f32[4,8] add(e, oneb)\n"
+      "  m1 = f32[4,8] multiply(a, e1)\n"
+      "  ROOT g = f32[4,8] multiply(m1, hb)\n"
+      "}\n",
+      hlo_pass_fusion, true);
+  CHECK(m->entry->n_instrs == 4 && m->entry->root->op == HLO_OP_FUSION);
+  CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && count_op(m->entry->root->called[0], HLO_OP_ERF) == 1);
   hlo_module_free(m);
 }
 

@@ -502,14 +502,13 @@ static kiln_status add_min(const hlo_instr *ins, plan *p, const leaf *l) {
   return NULL;
 }
 
-/* For an activation multiply (hlo_pass_match_activation): the index of the activated
- * operand; else -1. */
-static int activation_operand(const hlo_instr *x, hlo_activation *kind) {
+/* For an activation's final multiply (hlo_pass_match_activation): the activated value;
+ * else NULL. */
+static const hlo_instr *activation_input(const hlo_instr *x, hlo_activation *kind) {
   const hlo_instr *v = NULL, *inner[HLO_ACTIVATION_MAX_INNER];
   int n = 0;
   *kind = hlo_pass_match_activation(x, &v, inner, &n);
-  if (*kind == HLO_ACTIVATION_NONE) return -1;
-  return x->operands[0] == v ? 0 : 1;
+  return *kind == HLO_ACTIVATION_NONE ? NULL : v;
 }
 
 /* One epilogue instruction X whose chain operand is operand CHAIN_IDX. */
@@ -517,9 +516,12 @@ static kiln_status add_post(const hlo_instr *ins, plan *p, const hlo_instr *x, i
   leaf a, b;
   if (x->op == HLO_OP_LOGISTIC) return add_eltwise(ins, p, dnnl_eltwise_logistic, 0.0f, 0.0f);
   hlo_activation act;
-  if (activation_operand(x, &act) >= 0)
-    return act == HLO_ACTIVATION_SWISH ? add_eltwise(ins, p, dnnl_eltwise_swish, 1.0f, 0.0f)
-                                       : add_eltwise(ins, p, dnnl_eltwise_hardswish, 0.0f, 0.0f);
+  if (activation_input(x, &act))
+    return add_eltwise(ins, p,
+                       act == HLO_ACTIVATION_SWISH       ? dnnl_eltwise_swish
+                       : act == HLO_ACTIVATION_HARDSWISH ? dnnl_eltwise_hardswish
+                                                         : dnnl_eltwise_gelu_erf,
+                       act == HLO_ACTIVATION_SWISH ? 1.0f : 0.0f, 0.0f);
   if (x->op == HLO_OP_CLAMP) {
     TRY(analyze_leaf(ins, p, x->operands[0], &a));
     TRY(analyze_leaf(ins, p, x->operands[2], &b));
@@ -570,15 +572,15 @@ static kiln_status plan_fusion_chain(const hlo_instr *ins, const hlo_instr **cor
       return unsupported(ins, "the fused computation is not a dot/convolution with an elementwise epilogue");
     if (*n_chain >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
     hlo_activation act;
-    int act_idx = activation_operand(x, &act);
-    if (act_idx >= 0 || x->op == HLO_OP_LOGISTIC) {
+    const hlo_instr *act_in = activation_input(x, &act);
+    if (act_in || x->op == HLO_OP_LOGISTIC) {
       if (x->op == HLO_OP_LOGISTIC && x->n_operands != 1) return unsupported(ins, "malformed epilogue operation");
       if (!shape_same_dims(&x->shape, &ins->shape) || x->shape.type != HLO_F32)
         return unsupported(ins, "the epilogue changes shape or type");
       chain[*n_chain] = x;
-      chain_idx[*n_chain] = act_idx >= 0 ? act_idx : 0;
+      chain_idx[*n_chain] = 0; /* unused for activations */
       (*n_chain)++;
-      x = x->operands[act_idx >= 0 ? act_idx : 0];
+      x = act_in ? act_in : x->operands[0];
       if (!is_core(x) && !is_chain_op(x)) return unsupported(ins, "an epilogue operation does not use the dot/convolution result");
       continue;
     }

@@ -281,21 +281,33 @@ static bool transposed_convolution(const hlo_instr *d) {
   return false;
 }
 
-/* An activation oneDNN applies as one post-op (hlo_pass_match_activation): t's users
- * are exactly the activation's first inner instruction and its final multiply M, and
- * each inner instruction has one user. Returns M and the inner instructions. */
+/* An activation oneDNN applies as one post-op (hlo_pass_match_activation) on t: found
+ * by following single-user chains from t's users; t's users are all inside it and each
+ * inner instruction has one user. Returns its final multiply and the inner
+ * instructions. */
 static hlo_instr *activation_of(const fusion_ctx *x, const hlo_instr *t, const hlo_instr **inner, int *n_inner) {
   int ti = x->index_of_id[t->id];
   if (n_users(x, ti) != 2) return NULL;
   for (int k = 0; k < 2; k++) {
     hlo_instr *m = x->c->instrs[x->user_idx[x->user_start[ti] + k]];
-    hlo_instr *first = x->c->instrs[x->user_idx[x->user_start[ti] + 1 - k]];
-    const hlo_instr *v = NULL;
-    if (!hlo_pass_match_activation(m, &v, inner, n_inner) || v != t || inner[0] != first) continue;
-    bool single = true;
-    for (int i = 0; i < *n_inner && single; i++)
-      single = inner[i] != x->c->root && n_users(x, x->index_of_id[inner[i]->id]) == 1;
-    if (single) return m;
+    for (int step = 0; step <= HLO_ACTIVATION_MAX_INNER; step++) {
+      const hlo_instr *v = NULL;
+      if (hlo_pass_match_activation(m, &v, inner, n_inner) && v == t) {
+        bool ok = true;
+        for (int i = 0; i < *n_inner && ok; i++)
+          ok = inner[i] != x->c->root && n_users(x, x->index_of_id[inner[i]->id]) == 1;
+        for (int u = 0; u < 2 && ok; u++) { /* both users of t inside */
+          const hlo_instr *tu = x->c->instrs[x->user_idx[x->user_start[ti] + u]];
+          bool inside = tu == m;
+          for (int i = 0; i < *n_inner && !inside; i++) inside = tu == inner[i];
+          ok = inside;
+        }
+        if (ok) return m;
+      }
+      int mi = x->index_of_id[m->id];
+      if (m == x->c->root || n_users(x, mi) != 1) break;
+      m = x->c->instrs[x->user_idx[x->user_start[mi]]];
+    }
   }
   return NULL;
 }
@@ -341,13 +353,15 @@ static void form_output_groups(fusion_ctx *x) {
       hlo_instr *u = c->instrs[chain[k]];
       hlo_instr *prev = k > 0 ? c->instrs[chain[k - 1]] : d;
       if (k < n_chain - 1) g->state[chain[k]] = MEMBER_EXCL;
-      if (n_side[k] > 0) { /* an activation: its inner ops join with their constants */
-        for (int i = n_side[k] - 1; i >= 0; i--) {
-          hlo_instr *in = c->instrs[side[k][i]];
-          g->state[side[k][i]] = MEMBER_EXCL;
-          for (int o = 0; o < in->n_operands; o++)
-            if (in->operands[o] != prev && (i == 0 || in->operands[o] != c->instrs[side[k][i - 1]]))
-              add_post_op_operand(x, g, in->operands[o]);
+      if (n_side[k] > 0) { /* an activation: its inner ops join, with their constants */
+        for (int i = n_side[k]; i >= 0; i--) {
+          hlo_instr *in = i == n_side[k] ? u : c->instrs[side[k][i]];
+          if (i < n_side[k]) g->state[side[k][i]] = MEMBER_EXCL;
+          for (int o = 0; o < in->n_operands; o++) {
+            bool member = in->operands[o] == prev;
+            for (int j = 0; j < n_side[k] && !member; j++) member = in->operands[o] == c->instrs[side[k][j]];
+            if (!member) add_post_op_operand(x, g, in->operands[o]);
+          }
         }
         continue;
       }

@@ -163,10 +163,33 @@ static const hlo_instr *unit_clamp_input(const hlo_instr *g, const hlo_instr **o
   return a;
 }
 
+/* GELU (erf form) as PyTorch exports it: m = (x * (erf(x / sqrt2) + 1)) * 0.5. */
+static bool match_gelu(const hlo_instr *m, const hlo_instr **x, const hlo_instr **inner, int *n_inner) {
+  const hlo_instr *m1 = other_than_constant(m, 0.5);
+  if (!m1 || m1->op != HLO_OP_MULTIPLY || m1->n_operands != 2) return false;
+  for (int k = 0; k < 2; k++) {
+    const hlo_instr *v = m1->operands[k], *a = m1->operands[1 - k];
+    if (a->op != HLO_OP_ADD) continue;
+    const hlo_instr *e = other_than_constant(a, 1.0);
+    if (!e || e->op != HLO_OP_ERF || e->n_operands != 1) continue;
+    const hlo_instr *d = e->operands[0];
+    bool scaled = (d->op == HLO_OP_DIVIDE && d->n_operands == 2 && d->operands[0] == v &&
+                   hlo_pass_is_float_constant(d->operands[1], (double)(float)M_SQRT2, false)) ||
+                  (d->op == HLO_OP_MULTIPLY && other_than_constant(d, (double)(float)M_SQRT1_2) == v);
+    if (!scaled) continue;
+    *x = v;
+    inner[0] = d, inner[1] = e, inner[2] = a, inner[3] = m1;
+    *n_inner = 4;
+    return true;
+  }
+  return false;
+}
+
 hlo_activation hlo_pass_match_activation(const hlo_instr *m, const hlo_instr **x, const hlo_instr **inner,
                                          int *n_inner) {
   *n_inner = 0;
   if (m->op != HLO_OP_MULTIPLY || m->n_operands != 2) return HLO_ACTIVATION_NONE;
+  if (match_gelu(m, x, inner, n_inner)) return HLO_ACTIVATION_GELU;
   for (int k = 0; k < 2; k++) {
     const hlo_instr *v = m->operands[k], *g = m->operands[1 - k];
     if (g->op == HLO_OP_LOGISTIC && g->n_operands == 1 && g->operands[0] == v) {

@@ -35,14 +35,20 @@ bool hlo_pass_is_int_constant(const hlo_instr *ins, int64_t value);
 bool hlo_pass_is_float_constant(const hlo_instr *ins, double value, bool negative);
 
 /* Activations a dot/convolution epilogue can end with as one oneDNN post-op, matched on
- * the multiply that produces them: swish x * logistic(x), and hardswish
+ * the multiply that produces them: swish x * logistic(x); hardswish
  * x * clamp(x * (1/6) + 0.5, 0, 1) as PyTorch's HardSwish lowers (the clamp as
- * maximum(minimum(., 1), 0), minimum(maximum(., 0), 1) or clamp; operands of the
- * commutative ops in either order; the constants scalar or broadcast). Sets *x to the
- * activated value and inner[0 .. *n_inner) to the instructions between x and m, the one
- * reading x first (at most HLO_ACTIVATION_MAX_INNER); fusing them is only right when
- * each has m's chain as its one user, which the caller checks. */
-typedef enum { HLO_ACTIVATION_NONE, HLO_ACTIVATION_SWISH, HLO_ACTIVATION_HARDSWISH } hlo_activation;
+ * maximum(minimum(., 1), 0), minimum(maximum(., 0), 1) or clamp); GELU
+ * (x * (erf(x / sqrt(2)) + 1)) * 0.5 (or x * (1/sqrt(2)) inside the erf). Operands of
+ * the commutative ops in either order, the constants scalar or broadcast. Sets *x to
+ * the activated value and inner[0 .. *n_inner) to the instructions between x and m, the
+ * one reading x first (at most HLO_ACTIVATION_MAX_INNER); fusing them is only right
+ * when each has one user, which the caller checks. */
+typedef enum {
+  HLO_ACTIVATION_NONE,
+  HLO_ACTIVATION_SWISH,
+  HLO_ACTIVATION_HARDSWISH,
+  HLO_ACTIVATION_GELU
+} hlo_activation;
 #define HLO_ACTIVATION_MAX_INNER 4
 hlo_activation hlo_pass_match_activation(const hlo_instr *m, const hlo_instr **x, const hlo_instr **inner,
                                          int *n_inner);

@@ -60,6 +60,7 @@ hlo_pipeline_options hlo_pipeline_options_from_flags(void) {
   hlo_pipeline_options o = hlo_pipeline_options_default();
   o.dump_to = kiln_flags.dump_to;
   o.dump_pass_re = kiln_flags.dump_pass_re;
+  o.dump_large_constants = kiln_flags.dump_large_constants;
   o.disabled_passes = kiln_flags.disable_passes;
   return o;
 }
@@ -144,7 +145,7 @@ static kiln_status make_dirs(const char *path) {
 }
 
 static kiln_status write_dump(run_state *rs, const hlo_module *m, const char *suffix) {
-  char *text = hlo_module_to_string(m, NULL);
+  char *text = hlo_module_to_dump_string(m, rs->opts->dump_large_constants);
   size_t n = strlen(rs->opts->dump_to) + strlen(rs->module_tag) + strlen(suffix) + 16;
   char *path = xalloc(malloc(n));
   snprintf(path, n, "%s/%s.%s.hlo", rs->opts->dump_to, rs->module_tag, suffix);

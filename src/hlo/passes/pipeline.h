@@ -33,6 +33,7 @@ typedef struct hlo_pipeline hlo_pipeline;
 typedef struct hlo_pipeline_options {
   const char *dump_to;        /* NULL or "": no dumps */
   const char *dump_pass_re;   /* NULL: ".*" */
+  bool dump_large_constants;  /* false: constants over 10 elements dump as {...} */
   const char *disabled_passes; /* comma-separated pass names; NULL: none */
   bool verify;                /* run hlo_verify_module after each changing pass */
   int module_id;              /* NNNN in dump file names */
@@ -40,7 +41,8 @@ typedef struct hlo_pipeline_options {
 
 /* Defaults: no dumps, verify on, module_id 0. */
 hlo_pipeline_options hlo_pipeline_options_default(void);
-/* Defaults overridden by --dump_to, --dump_pass_re and --disable_passes. */
+/* Defaults overridden by --dump_to, --dump_pass_re, --dump_large_constants and
+ * --disable_passes. */
 hlo_pipeline_options hlo_pipeline_options_from_flags(void);
 
 /* The default fix() cap, as XLA's HloPassFix uses. */
