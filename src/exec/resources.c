@@ -223,7 +223,7 @@ kiln_status exec_var_handle(exec_node_ctx *c) {
 
 static kiln_status get_var(exec_node_ctx *c, exec_variable **out) {
   TRY(need_inputs(c, 1));
-  int idx;
+  int idx = 0;
   TRY(read_handle(c->inputs[0], HANDLE_VAR, c->e->res->n_vars, &idx));
   *out = &c->e->res->vars[idx];
   return NULL;
@@ -297,7 +297,7 @@ kiln_status exec_var_assign_sub(exec_node_ctx *c) { return assign_update(c, -1);
  * (the cluster runner reads every variable at cluster entry and writes back at exit). */
 kiln_status exec_var_lookup(executor *e, const graph_tensor *handle, const char **name, graph_dtype *declared,
                             const graph_tensor **value) {
-  int idx;
+  int idx = 0;
   TRY(read_handle(handle, HANDLE_VAR, e->res->n_vars, &idx));
   const exec_variable *v = &e->res->vars[idx];
   *name = v->name;
@@ -308,7 +308,7 @@ kiln_status exec_var_lookup(executor *e, const graph_tensor *handle, const char 
 
 kiln_status exec_var_read_value(executor *e, const graph_tensor *handle, graph_tensor **out) {
   *out = NULL;
-  int idx;
+  int idx = 0;
   TRY(read_handle(handle, HANDLE_VAR, e->res->n_vars, &idx));
   const exec_variable *v = &e->res->vars[idx];
   if (!v->value) return ERR_INVALID("variable %s is read before it was assigned a value", v->name);
@@ -317,7 +317,7 @@ kiln_status exec_var_read_value(executor *e, const graph_tensor *handle, graph_t
 }
 
 kiln_status exec_var_write_value(executor *e, const graph_tensor *handle, graph_tensor *value) {
-  int idx;
+  int idx = 0;
   kiln_status s = read_handle(handle, HANDLE_VAR, e->res->n_vars, &idx);
   if (!s) {
     exec_variable *v = &e->res->vars[idx];
@@ -401,7 +401,7 @@ kiln_status exec_ta_new(exec_node_ctx *c) {
 
 static kiln_status get_ta(exec_node_ctx *c, exec_ta **out) {
   TRY(need_inputs(c, 1));
-  int idx;
+  int idx = 0;
   TRY(read_handle(c->inputs[0], HANDLE_TA, c->e->res->n_tas, &idx));
   *out = c->e->res->tas[idx];
   if ((*out)->closed) return ERR_INVALID("the TensorArray was already closed");
@@ -622,7 +622,7 @@ static kiln_status new_list(exec_node_ctx *c, graph_dtype dtype, const graph_sha
 
 static kiln_status get_list(exec_node_ctx *c, int input, exec_list **out) {
   TRY(need_inputs(c, input + 1));
-  int idx;
+  int idx = 0;
   TRY(read_handle(c->inputs[input], HANDLE_TL, c->e->res->n_lists, &idx));
   *out = c->e->res->lists[idx];
   return NULL;

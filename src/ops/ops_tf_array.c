@@ -191,8 +191,8 @@ static kiln_status lower_Shape(op_lower_ctx *ctx) {
   TRY(tf_check_inputs(ctx, 1, -1));
   TRY(tf_attr_hlo_type(ctx->node, "out_type", HLO_S32, &t));
   for (int i = 0; i < ctx->n_inputs; i++) { /* ShapeN: one output per input */
-    int rank;
-    const int64_t *dims;
+    int rank = 0;
+    const int64_t *dims = NULL;
     hlo_instr *r;
     TRY(shape_input_dims(ctx, i, &rank, &dims));
     T(oplib_const_vector(ctx->comp, t, rank, dims, &r));
@@ -203,8 +203,8 @@ static kiln_status lower_Shape(op_lower_ctx *ctx) {
 
 static kiln_status lower_Size(op_lower_ctx *ctx) {
   hlo_type t;
-  int rank;
-  const int64_t *dims;
+  int rank = 0;
+  const int64_t *dims = NULL;
   hlo_instr *r;
   TRY(tf_check_inputs(ctx, 1, 1));
   TRY(tf_attr_hlo_type(ctx->node, "out_type", HLO_S32, &t));
@@ -217,8 +217,8 @@ static kiln_status lower_Size(op_lower_ctx *ctx) {
 }
 
 static kiln_status lower_Rank(op_lower_ctx *ctx) {
-  int rank;
-  const int64_t *dims;
+  int rank = 0;
+  const int64_t *dims = NULL;
   hlo_instr *r;
   TRY(tf_check_inputs(ctx, 1, 1));
   TRY(shape_input_dims(ctx, 0, &rank, &dims));

@@ -312,7 +312,7 @@ static kiln_status nms(op_host_ctx *ctx, int version) {
   int64_t max_out = tensor_get_s64(mos, 0);
   if (max_out < 0) return op_error(node, KILN_INVALID_ARGUMENT, "max_output_size must be non-negative");
   if (max_out > INT32_MAX) max_out = INT32_MAX;
-  float iou_threshold, score_threshold = -INFINITY, sigma = 0;
+  float iou_threshold = 0.5f, score_threshold = -INFINITY, sigma = 0;
   if (version == 1)
     iou_threshold = graph_node_attr_float_or(node, "iou_threshold", 0.5f);
   else

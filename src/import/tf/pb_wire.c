@@ -46,7 +46,7 @@ kiln_status pb_next(pb_reader *r, pb_field *f, bool *done) {
     return NULL;
   }
   size_t offset = (size_t)(r->p - r->base);
-  uint64_t tag;
+  uint64_t tag = 0;
   kiln_status s = pb_read_varint(&r->p, r->end, &tag);
   if (s) return status_wrap(s, "byte %zu: field tag", offset);
   uint64_t number = tag >> 3;
@@ -77,7 +77,7 @@ kiln_status pb_next(pb_reader *r, pb_field *f, bool *done) {
       r->p += 4;
       return NULL;
     case PB_LEN: {
-      uint64_t len;
+      uint64_t len = 0;
       s = pb_read_varint(&r->p, r->end, &len);
       if (s) return status_wrap(s, "byte %zu: field %u length", offset, f->number);
       if (len > (uint64_t)(r->end - r->p))
@@ -134,7 +134,7 @@ kiln_status pb_packed_each(const pb_field *f, pb_wire_type elem_wire, pb_value_f
   const uint8_t *p = f->data, *end = f->data + f->len;
   if (elem_wire == PB_VARINT) {
     while (p < end) {
-      uint64_t v;
+      uint64_t v = 0;
       kiln_status s = pb_read_varint(&p, end, &v);
       if (s) return status_wrap(s, "byte %zu: packed field %u", f->offset, f->number);
       TRY(fn(ctx, v));

@@ -223,7 +223,7 @@ static kiln_status parse_func(tf_ctx *c, const pb_reader *r, graph_func_ref *out
     } else if (f.number == 2) {
       pb_reader e;
       TRY(pb_sub(&s, &f, &e));
-      const char *name;
+      const char *name = NULL;
       graph_attr_value v;
       TRY(parse_attr_entry(c, &e, &name, &v));
       if (v.kind == GRAPH_ATTR_NONE) continue;
@@ -391,7 +391,7 @@ static kiln_status parse_attr_value(tf_ctx *c, const pb_reader *r, graph_attr_va
         break;
       }
       case AV_PLACEHOLDER: {
-        const char *name;
+        const char *name = NULL;
         TRY(read_name(c, &f, "attribute placeholder", &name));
         v.kind = GRAPH_ATTR_STRING;
         v.s.data = arena_printf(c->scratch, "$%s", name);
@@ -425,7 +425,7 @@ static kiln_status parse_node_fields(tf_ctx *c, const pb_reader *r, tf_node_def 
       case ND_OP: TRY(read_name(c, &f, "NodeDef.op", &n->op)); break;
       case ND_DEVICE: TRY(read_name(c, &f, "NodeDef.device", &n->device)); break;
       case ND_INPUT: {
-        const char *in;
+        const char *in = NULL;
         TRY(read_name(c, &f, "NodeDef.input", &in));
         tf_node_add_input(c, n, in);
         break;
@@ -433,7 +433,7 @@ static kiln_status parse_node_fields(tf_ctx *c, const pb_reader *r, tf_node_def 
       case ND_ATTR: {
         pb_reader e;
         TRY(pb_sub(&s, &f, &e));
-        const char *name;
+        const char *name = NULL;
         graph_attr_value v;
         TRY(parse_attr_entry(c, &e, &name, &v));
         if (v.kind != GRAPH_ATTR_NONE) tf_node_add_attr(c, n, name, &v);
