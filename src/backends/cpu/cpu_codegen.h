@@ -6,9 +6,11 @@
  * operand k (fused parameter k); [begin, end) is a range of work units. A unit is one
  * element for "flat" kernels (same-size elementwise work, addressed by linear position:
  * the inner loop is a plain vectorizable loop), one output element for reductions over
- * the input's last dimension (the inner loop is the reduction, reading contiguously),
- * and one row of the output's last dimension otherwise (outer indices are computed once
- * per row; the inner loop runs over the last dimension). */
+ * the input's last dimension (the inner loop is the reduction, reading contiguously), a
+ * chunk of 32 outputs of one row for reductions that keep the last dimension (the inner
+ * loop runs over the chunk's columns once per reduced position, accumulating in the
+ * output), and one row of the output's last dimension otherwise (outer indices are
+ * computed once per row; the inner loop runs over the last dimension). */
 #ifndef KILN_BACKENDS_CPU_CPU_CODEGEN_H
 #define KILN_BACKENDS_CPU_CPU_CODEGEN_H
 
