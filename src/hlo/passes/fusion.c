@@ -9,8 +9,9 @@
  *   kInput  - root a single-result reduce, producers as for kLoop;
  *   kOutput - a dot or convolution followed by a chain of add / multiply / maximum /
  *             minimum / clamp whose other operands are fusion parameters, broadcasts of
- *             them or broadcasts of scalar constants, logistic, swish and hardswish
- *             (hlo_pass_match_activation) (what oneDNN post-ops express).
+ *             them or broadcasts of scalar constants, logistic, and the activations
+ *             hlo_pass_match_activation finds (swish, hardswish, GELU): what oneDNN
+ *             post-ops express.
  * The decision procedure: output chains are found first; then instructions are visited
  * consumers-first (reverse definition order) and every instruction whose value is still
  * needed outside the groups formed so far becomes a group root that absorbs its operands,
