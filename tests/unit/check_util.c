@@ -59,3 +59,23 @@ void check_same_eval(const hlo_module *a, const hlo_module *b, uint64_t seed) {
   literal_free(ra);
   literal_free(rb);
 }
+
+hlo_module *check_run_pass(const char *text, hlo_pass_fn pass, bool expect_changed) {
+  hlo_module *before = check_parse_hlo(text);
+  hlo_module *m = check_parse_hlo(text);
+  bool changed = false, dce_changed = false;
+  CHECK_OK(pass(m, &changed));
+  CHECK(changed == expect_changed);
+  CHECK_OK(hlo_verify_module(m));
+  CHECK_OK(hlo_pass_dce(m, &dce_changed));
+  CHECK_OK(hlo_verify_module(m));
+  check_same_eval(before, m, 17);
+  hlo_module_free(before);
+  return m;
+}
+
+int check_count_op(const hlo_computation *c, hlo_opcode op) {
+  int n = 0;
+  for (int i = 0; i < c->n_instrs; i++) n += c->instrs[i]->op == op;
+  return n;
+}

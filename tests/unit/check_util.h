@@ -1,6 +1,6 @@
 /* Helpers the unit tests share: parse-and-verify HLO text, parse graph text, evaluate a
  * module on deterministic pseudo-random arguments, compare two modules' results bit for
- * bit. */
+ * bit, run one HLO pass under those checks, count instructions by opcode. */
 #ifndef KILN_TESTS_CHECK_UTIL_H
 #define KILN_TESTS_CHECK_UTIL_H
 
@@ -8,6 +8,7 @@
 
 #include "graph/graph.h"
 #include "hlo/ir.h"
+#include "hlo/passes/pipeline.h"
 
 /* Parses and verifies text; on failure reports it and aborts the test program (every
  * later check would only crash on the missing module). */
@@ -23,5 +24,13 @@ hlo_literal *check_eval_random(const hlo_module *m, uint64_t seed, kiln_status *
 
 /* Both modules evaluate (same seed) to bitwise-equal results. */
 void check_same_eval(const hlo_module *a, const hlo_module *b, uint64_t seed);
+
+/* Runs pass then DCE on a fresh parse of text; checks `changed`, verification after each
+ * and that the results match the module as written bit for bit (seed 17). Returns the
+ * rewritten module. */
+hlo_module *check_run_pass(const char *text, hlo_pass_fn pass, bool expect_changed);
+
+/* How many instructions of c have opcode op. */
+int check_count_op(const hlo_computation *c, hlo_opcode op);
 
 #endif

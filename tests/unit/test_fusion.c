@@ -20,31 +20,9 @@
 #include "hlo/printer.h"
 #include "hlo/verifier.h"
 
-/* Runs pass then DCE on a parse of text, checks verification and bit-identical results;
- * returns the rewritten module. */
-static hlo_module *run_pass(const char *text, hlo_pass_fn pass, bool expect_changed) {
-  hlo_module *before = check_parse_hlo(text);
-  hlo_module *m = check_parse_hlo(text);
-  bool changed = false, dce_changed = false;
-  CHECK_OK(pass(m, &changed));
-  CHECK(changed == expect_changed);
-  CHECK_OK(hlo_verify_module(m));
-  CHECK_OK(hlo_pass_dce(m, &dce_changed));
-  CHECK_OK(hlo_verify_module(m));
-  check_same_eval(before, m, 17);
-  hlo_module_free(before);
-  return m;
-}
-
-static int count_op(const hlo_computation *c, hlo_opcode op) {
-  int n = 0;
-  for (int i = 0; i < c->n_instrs; i++) n += c->instrs[i]->op == op;
-  return n;
-}
-
 static int count_op_module(const hlo_module *m, hlo_opcode op) {
   int n = 0;
-  for (int i = 0; i < m->n_comps; i++) n += count_op(m->comps[i], op);
+  for (int i = 0; i < m->n_comps; i++) n += check_count_op(m->comps[i], op);
   return n;
 }
 
@@ -57,7 +35,7 @@ static hlo_instr *find_op(const hlo_computation *c, hlo_opcode op) {
 /* ---- fusion ---- */
 
 static void loop_fusion_of_elementwise_chain(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = f32[4,3] parameter(0)\n"
@@ -74,7 +52,7 @@ static void loop_fusion_of_elementwise_chain(void) {
   CHECK(f->n_operands == 3 && f->n_called == 1);
   hlo_computation *fc = f->called[0];
   CHECK(fc->is_fusion_computation && strcmp(fc->name, "fused_computation") == 0);
-  CHECK(fc->root->op == HLO_OP_ADD && count_op(fc, HLO_OP_MULTIPLY) == 1 && fc->n_params == 3);
+  CHECK(fc->root->op == HLO_OP_ADD && check_count_op(fc, HLO_OP_MULTIPLY) == 1 && fc->n_params == 3);
   CHECK(strcmp(fc->params[0]->name, "param_0") == 0);
   /* The fused module prints the XLA way and reads back to the same program. */
   char *text = hlo_module_to_string(m, NULL);
@@ -89,7 +67,7 @@ static void loop_fusion_of_elementwise_chain(void) {
 
 static void loop_fusion_pulls_cheap_producers(void) {
   /* broadcast of a scalar constant, a transpose and a convert all join one kernel */
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = f32[3,4] parameter(0)\n"
@@ -104,14 +82,14 @@ static void loop_fusion_pulls_cheap_producers(void) {
       hlo_pass_fusion, true);
   CHECK(m->entry->n_instrs == 3 && m->entry->root->op == HLO_OP_FUSION);
   hlo_computation *fc = m->entry->root->called[0];
-  CHECK(count_op(fc, HLO_OP_CONSTANT) == 1 && count_op(fc, HLO_OP_BROADCAST) == 1);
-  CHECK(count_op(fc, HLO_OP_TRANSPOSE) == 1 && count_op(fc, HLO_OP_CONVERT) == 1);
+  CHECK(check_count_op(fc, HLO_OP_CONSTANT) == 1 && check_count_op(fc, HLO_OP_BROADCAST) == 1);
+  CHECK(check_count_op(fc, HLO_OP_TRANSPOSE) == 1 && check_count_op(fc, HLO_OP_CONVERT) == 1);
   CHECK(fc->n_params == 2);
   hlo_module_free(m);
 }
 
 static void input_fusion_of_reduce(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "add_f32 {\n"
       "  x = f32[] parameter(0)\n"
@@ -128,13 +106,13 @@ static void input_fusion_of_reduce(void) {
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kInput") == 0);
   hlo_computation *fc = f->called[0];
-  CHECK(fc->root->op == HLO_OP_REDUCE && count_op(fc, HLO_OP_EXP) == 1 && fc->n_params == 1);
-  CHECK(count_op(m->entry, HLO_OP_EXP) == 0);
+  CHECK(fc->root->op == HLO_OP_REDUCE && check_count_op(fc, HLO_OP_EXP) == 1 && fc->n_params == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_EXP) == 0);
   hlo_module_free(m);
 }
 
 static void output_fusion_dot_bias_relu(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[8,16] parameter(0)\n"
@@ -150,10 +128,10 @@ static void output_fusion_dot_bias_relu(void) {
       hlo_pass_fusion, true);
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kOutput") == 0);
-  CHECK(count_op(m->entry, HLO_OP_DOT) == 0 && m->entry->n_instrs == 4);
+  CHECK(check_count_op(m->entry, HLO_OP_DOT) == 0 && m->entry->n_instrs == 4);
   hlo_computation *fc = f->called[0];
-  CHECK(fc->root->op == HLO_OP_MAXIMUM && count_op(fc, HLO_OP_DOT) == 1 && count_op(fc, HLO_OP_ADD) == 1);
-  CHECK(count_op(fc, HLO_OP_BROADCAST) == 2 && fc->n_params == 3);
+  CHECK(fc->root->op == HLO_OP_MAXIMUM && check_count_op(fc, HLO_OP_DOT) == 1 && check_count_op(fc, HLO_OP_ADD) == 1);
+  CHECK(check_count_op(fc, HLO_OP_BROADCAST) == 2 && fc->n_params == 3);
   /* the chain is root <- add <- dot; the dot reads fusion parameters directly */
   hlo_instr *dot = find_op(fc, HLO_OP_DOT);
   CHECK(dot && dot->operands[0]->op == HLO_OP_PARAMETER && dot->operands[1]->op == HLO_OP_PARAMETER);
@@ -163,7 +141,7 @@ static void output_fusion_dot_bias_relu(void) {
 /* A transposed convolution keeps its bias add out of any kOutput fusion (oneDNN's
  * deconvolution takes no binary post-ops); the add becomes a loop fusion. */
 static void no_output_fusion_for_transposed_convolution(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[1,4,4,3] parameter(0)\n"
@@ -177,13 +155,13 @@ static void no_output_fusion_for_transposed_convolution(void) {
       hlo_pass_fusion, true);
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kLoop") == 0);
-  CHECK(count_op(m->entry, HLO_OP_CONVOLUTION) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_CONVOLUTION) == 1);
   hlo_module_free(m);
 }
 
 static void output_fusion_residual_and_scale(void) {
   /* conv + residual add + scale by broadcast parameter + clamp */
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[1,5,5,2] parameter(0)\n"
@@ -202,13 +180,13 @@ static void output_fusion_residual_and_scale(void) {
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kOutput") == 0);
   hlo_computation *fc = f->called[0];
-  CHECK(fc->root->op == HLO_OP_CLAMP && count_op(fc, HLO_OP_CONVOLUTION) == 1);
+  CHECK(fc->root->op == HLO_OP_CLAMP && check_count_op(fc, HLO_OP_CONVOLUTION) == 1);
   hlo_module_free(m);
 }
 
 static void post_op_reading_two_dots(void) {
   /* add(dot1 + bias, dot2): the add joins dot1's chain; dot2 is its parameter */
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[4,6] parameter(0)\n"
@@ -221,14 +199,14 @@ static void post_op_reading_two_dots(void) {
       "  ROOT a2 = f32[4,5] add(a1, d2)\n"
       "}\n",
       hlo_pass_fusion, true);
-  CHECK(count_op(m->entry, HLO_OP_FUSION) == 1 && count_op(m->entry, HLO_OP_DOT) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_FUSION) == 1 && check_count_op(m->entry, HLO_OP_DOT) == 1);
   hlo_computation *fc = m->entry->root->called[0];
-  CHECK(count_op(fc, HLO_OP_DOT) == 1 && count_op(fc, HLO_OP_ADD) == 2 && fc->n_params == 4);
+  CHECK(check_count_op(fc, HLO_OP_DOT) == 1 && check_count_op(fc, HLO_OP_ADD) == 2 && fc->n_params == 4);
   hlo_module_free(m);
 }
 
 static void expensive_producer_not_duplicated(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[6] parameter(0)\n"
@@ -242,8 +220,8 @@ static void expensive_producer_not_duplicated(void) {
       hlo_pass_fusion, true);
   CHECK(count_op_module(m, HLO_OP_EXP) == 1);
   /* the cheap negate is copied into both consumers' fusions */
-  CHECK(count_op_module(m, HLO_OP_NEGATE) == 2 && count_op(m->entry, HLO_OP_NEGATE) == 0);
-  CHECK(count_op(m->entry, HLO_OP_FUSION) == 2);
+  CHECK(count_op_module(m, HLO_OP_NEGATE) == 2 && check_count_op(m->entry, HLO_OP_NEGATE) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_FUSION) == 2);
   CHECK(m->entry->root->op == HLO_OP_TUPLE);
   hlo_module_free(m);
 }
@@ -253,7 +231,7 @@ static void expensive_producer_not_duplicated(void) {
  * user outside the next kernel (here the dots), and copying them would recompute the
  * whole stream in every later kernel. Each add is computed once. */
 static void residual_stream_not_recomputed(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  h0 = f32[4,8] parameter(0)\n"
@@ -275,7 +253,7 @@ static void residual_stream_not_recomputed(void) {
  * multiply, and all three join the convolution's kOutput group (a oneDNN swish
  * post-op); a logistic alone joins too, and so do a hardswish and a GELU after a dot. */
 static void output_fusion_swish_and_logistic(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[1,6,6,4] parameter(0)\n"
@@ -291,16 +269,16 @@ static void output_fusion_swish_and_logistic(void) {
       "  ROOT g = f32[1,6,6,8] logistic(d)\n"
       "}\n",
       hlo_pass_fusion, true);
-  CHECK(count_op(m->entry, HLO_OP_FUSION) == 2 && count_op(m->entry, HLO_OP_CONVOLUTION) == 0);
-  CHECK(count_op(m->entry, HLO_OP_LOGISTIC) == 0 && count_op(m->entry, HLO_OP_MULTIPLY) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_FUSION) == 2 && check_count_op(m->entry, HLO_OP_CONVOLUTION) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_LOGISTIC) == 0 && check_count_op(m->entry, HLO_OP_MULTIPLY) == 0);
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kOutput") == 0 && f->called[0]->root->op == HLO_OP_LOGISTIC);
   hlo_instr *f1 = f->operands[0];
   CHECK(f1->op == HLO_OP_FUSION && strcmp(f1->fusion_kind, "kOutput") == 0);
-  CHECK(f1->called[0]->root->op == HLO_OP_MULTIPLY && count_op(f1->called[0], HLO_OP_LOGISTIC) == 1);
+  CHECK(f1->called[0]->root->op == HLO_OP_MULTIPLY && check_count_op(f1->called[0], HLO_OP_LOGISTIC) == 1);
   hlo_module_free(m);
   /* hardswish: x * clamp(x * (1/6) + 0.5, 0, 1), the clamp as maximum(minimum) */
-  m = run_pass(
+  m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[4,8] parameter(0)\n"
@@ -316,10 +294,10 @@ static void output_fusion_swish_and_logistic(void) {
       "}\n",
       hlo_pass_fusion, true);
   CHECK(m->entry->n_instrs == 3 && m->entry->root->op == HLO_OP_FUSION);
-  CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && count_op(m->entry->root->called[0], HLO_OP_DOT) == 1);
+  CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && check_count_op(m->entry->root->called[0], HLO_OP_DOT) == 1);
   hlo_module_free(m);
   /* GELU as PyTorch exports it: (x * (erf(x / sqrt(2)) + 1)) * 0.5 after the bias add */
-  m = run_pass(
+  m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[4,8] parameter(0)\n"
@@ -337,12 +315,12 @@ static void output_fusion_swish_and_logistic(void) {
       "}\n",
       hlo_pass_fusion, true);
   CHECK(m->entry->n_instrs == 4 && m->entry->root->op == HLO_OP_FUSION);
-  CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && count_op(m->entry->root->called[0], HLO_OP_ERF) == 1);
+  CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && check_count_op(m->entry->root->called[0], HLO_OP_ERF) == 1);
   hlo_module_free(m);
 }
 
 static void expensive_producer_not_under_broadcast(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[6] parameter(0)\n"
@@ -352,14 +330,14 @@ static void expensive_producer_not_under_broadcast(void) {
       "  ROOT r = f32[4,6] add(b, y)\n"
       "}\n",
       hlo_pass_fusion, true);
-  CHECK(count_op(m->entry, HLO_OP_EXP) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_EXP) == 1);
   hlo_computation *fc = m->entry->root->called[0];
-  CHECK(count_op(fc, HLO_OP_BROADCAST) == 1 && count_op(fc, HLO_OP_EXP) == 0);
+  CHECK(check_count_op(fc, HLO_OP_BROADCAST) == 1 && check_count_op(fc, HLO_OP_EXP) == 0);
   hlo_module_free(m);
 }
 
 static void nothing_fused_across_dot_or_parameter(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = f32[3,4] parameter(0)\n"
@@ -369,13 +347,13 @@ static void nothing_fused_across_dot_or_parameter(void) {
       "  ROOT e = f32[3,2] exponential(d)\n"
       "}\n",
       hlo_pass_fusion, false);
-  CHECK(count_op(m->entry, HLO_OP_DOT) == 1 && count_op(m->entry, HLO_OP_NEGATE) == 1);
-  CHECK(count_op(m->entry, HLO_OP_FUSION) == 0 && count_op(m->entry, HLO_OP_PARAMETER) == 2);
+  CHECK(check_count_op(m->entry, HLO_OP_DOT) == 1 && check_count_op(m->entry, HLO_OP_NEGATE) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_FUSION) == 0 && check_count_op(m->entry, HLO_OP_PARAMETER) == 2);
   hlo_module_free(m);
 }
 
 static void side_effects_and_tuples_stay(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  p0 = f32[4] parameter(0)\n"
@@ -386,12 +364,12 @@ static void side_effects_and_tuples_stay(void) {
       "  ROOT t = (f32[4], f32[4]) tuple(g1, g0)\n"
       "}\n",
       hlo_pass_fusion, false);
-  CHECK(count_op(m->entry, HLO_OP_FUSION) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_FUSION) == 0);
   hlo_module_free(m);
 }
 
 static void names_avoid_existing_ones(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "fused_computation {\n"
       "  q = f32[2] parameter(0)\n"
@@ -412,7 +390,7 @@ static void names_avoid_existing_ones(void) {
 }
 
 static void fusion_inside_while_body(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "cond {\n"
       "  cs = (s32[], f32[3]) parameter(0)\n"
@@ -441,7 +419,7 @@ static void fusion_inside_while_body(void) {
       "}\n",
       hlo_pass_fusion, true);
   hlo_computation *body = hlo_module_find_computation(m, "body");
-  CHECK(body && count_op(body, HLO_OP_FUSION) == 1 && count_op(body, HLO_OP_MULTIPLY) == 0);
+  CHECK(body && check_count_op(body, HLO_OP_FUSION) == 1 && check_count_op(body, HLO_OP_MULTIPLY) == 0);
   hlo_module_free(m);
 }
 
@@ -465,7 +443,7 @@ static bool all_dots_canonical(const hlo_module *m) {
 }
 
 static void dot_canonical_untouched(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = f32[2,3,4] parameter(0)\n"
@@ -480,7 +458,7 @@ static void dot_canonical_untouched(void) {
 
 static void dot_batch_and_multi_contracting(void) {
   /* batch dim last on lhs and middle on rhs, two contracting dims in swapped order */
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = f32[5,3,7,2] parameter(0)\n"
@@ -490,12 +468,12 @@ static void dot_batch_and_multi_contracting(void) {
       "}\n",
       hlo_pass_dot_canonicalize, true);
   CHECK(all_dots_canonical(m));
-  CHECK(count_op(m->entry, HLO_OP_DOT) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_DOT) == 1);
   hlo_module_free(m);
 }
 
 static void dot_matrix_vector_and_vector_vector(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = f32[3,6] parameter(0)\n"
@@ -509,12 +487,12 @@ static void dot_matrix_vector_and_vector_vector(void) {
       "}\n",
       hlo_pass_dot_canonicalize, true);
   CHECK(all_dots_canonical(m));
-  CHECK(count_op(m->entry, HLO_OP_DOT) == 4);
+  CHECK(check_count_op(m->entry, HLO_OP_DOT) == 4);
   hlo_module_free(m);
 }
 
 static void dot_integer_and_preferred_type(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = s8[4,3,2] parameter(0)\n"
@@ -603,7 +581,7 @@ static void cpu_pipeline_over_corpus(void) {
     CHECK_OK(st);
     CHECK_OK(hlo_verify_module(m));
     CHECK(all_dots_canonical(m));
-    fusions += count_op(m->entry, HLO_OP_FUSION);
+    fusions += check_count_op(m->entry, HLO_OP_FUSION);
     char *printed = hlo_module_to_string(m, NULL); /* fused modules read back as they print */
     hlo_module *reread = NULL;
     CHECK_OK(hlo_parse(printed, strlen(printed), names[i], &reread));
@@ -740,7 +718,7 @@ static void cpu_pipeline_on_random_programs(void) {
     hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
     CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
     CHECK_OK(hlo_verify_module(m));
-    int nf = count_op(m->entry, HLO_OP_FUSION);
+    int nf = check_count_op(m->entry, HLO_OP_FUSION);
     fused += nf > 0;
     for (int i = 0; i < m->entry->n_instrs; i++) {
       const hlo_instr *f = m->entry->instrs[i];

@@ -36,12 +36,6 @@ static bool run_layout(hlo_module *m) {
   return changed;
 }
 
-static int count_op(const hlo_computation *c, hlo_opcode op) {
-  int n = 0;
-  for (int i = 0; i < c->n_instrs; i++) n += c->instrs[i]->op == op;
-  return n;
-}
-
 /* Transposes with a convolution both among their operands' ancestors and among their
  * users' descendants: data movement the pass should have removed. */
 static int transposes_between_convs(const hlo_computation *c) {
@@ -117,8 +111,8 @@ static void conv_bias_relu_conv(void) {
   hlo_module *orig = NULL, *m = rewritten(text, &orig);
   CHECK(transposes_between_convs(m->entry) == 0);
   /* the two kernels to 01io, the result back to NCHW (x, 3 channels, is read NCHW) */
-  CHECK(count_op(m->entry, HLO_OP_TRANSPOSE) == 3);
-  CHECK(count_op(orig->entry, HLO_OP_TRANSPOSE) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_TRANSPOSE) == 3);
+  CHECK(check_count_op(orig->entry, HLO_OP_TRANSPOSE) == 0);
   hlo_module_free(orig);
   hlo_module_free(m);
 }
@@ -150,7 +144,7 @@ static void conv_pool_pad_conv(void) {
       "}\n";
   hlo_module *orig = NULL, *m = rewritten(text, &orig);
   CHECK(transposes_between_convs(m->entry) == 0);
-  CHECK(count_op(m->entry, HLO_OP_REDUCE_WINDOW) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_REDUCE_WINDOW) == 1);
   hlo_module_free(orig);
   hlo_module_free(m);
 }
@@ -182,7 +176,7 @@ static void residual_add(void) {
   hlo_module *orig = NULL, *m = rewritten(text, &orig);
   CHECK(transposes_between_convs(m->entry) == 0);
   /* k1 and k3 (parameters) relayouted, the result out; k2 folded; x read NCHW */
-  CHECK(count_op(m->entry, HLO_OP_TRANSPOSE) == 3);
+  CHECK(check_count_op(m->entry, HLO_OP_TRANSPOSE) == 3);
   hlo_module_free(orig);
   hlo_module_free(m);
 }
@@ -218,7 +212,7 @@ static void concat_branches_pool(void) {
   hlo_module *orig = NULL, *m = rewritten(text, &orig);
   CHECK(transposes_between_convs(m->entry) == 0);
   /* three kernels (x is read NCHW by both branches); nothing after the last conv */
-  CHECK(count_op(m->entry, HLO_OP_TRANSPOSE) == 3);
+  CHECK(check_count_op(m->entry, HLO_OP_TRANSPOSE) == 3);
   hlo_module_free(orig);
   hlo_module_free(m);
 }
@@ -329,7 +323,7 @@ static void lone_conv_untouched(void) {
   bool changed = true;
   CHECK_OK(hlo_pass_conv_layout(m, &changed));
   CHECK(!changed);
-  CHECK(count_op(m->entry, HLO_OP_TRANSPOSE) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_TRANSPOSE) == 0);
   hlo_module_free(m);
 }
 

@@ -16,37 +16,12 @@
 #include "hlo/passes/pipeline.h"
 #include "hlo/verifier.h"
 
-static int count_op(const hlo_module *m, hlo_opcode op) {
-  int n = 0;
-  for (int i = 0; i < m->entry->n_instrs; i++) n += m->entry->instrs[i]->op == op;
-  return n;
-}
-
 static hlo_opcode root_op(const hlo_module *m) { return m->entry->root->op; }
-
-/* Runs pass then DCE on a fresh parse of text; checks `changed`, verification and that
- * the results match the unoptimized module bit for bit. Returns the rewritten module. */
-static hlo_module *run_pass(const char *text, hlo_pass_fn pass, bool expect_changed) {
-  hlo_module *before = check_parse_hlo(text);
-  hlo_module *m = check_parse_hlo(text);
-  bool changed = false, dce_changed = false;
-  CHECK_OK(pass(m, &changed));
-  CHECK(changed == expect_changed);
-  CHECK_OK(hlo_verify_module(m));
-  CHECK_OK(hlo_pass_dce(m, &dce_changed));
-  CHECK_OK(hlo_verify_module(m));
-  hlo_literal *a = check_eval_random(before, 17, NULL), *b = check_eval_random(m, 17, NULL);
-  CHECK(a && b && literal_equal(a, b));
-  literal_free(a);
-  literal_free(b);
-  hlo_module_free(before);
-  return m;
-}
 
 /* ---- CSE ---- */
 
 static void cse_merges_identical(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  p = f32[4] parameter(0)\n"
@@ -59,16 +34,16 @@ static void cse_merges_identical(void) {
       "  ROOT r = f32[4] multiply(a1, a2)\n"
       "}\n",
       hlo_pass_cse, true);
-  CHECK(count_op(m, HLO_OP_CONSTANT) == 1);
-  CHECK(count_op(m, HLO_OP_BROADCAST) == 1);
-  CHECK(count_op(m, HLO_OP_ADD) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_CONSTANT) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_BROADCAST) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_ADD) == 1);
   CHECK(m->entry->root->operands[0] == m->entry->root->operands[1]);
   hlo_module_free(m);
 }
 
 static void cse_respects_attributes(void) {
   /* different constant values, broadcast dims, compare directions: nothing merges */
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  p = f32[2,2] parameter(0)\n"
@@ -83,9 +58,9 @@ static void cse_respects_attributes(void) {
       "  ROOT r = (pred[2,2], pred[2,2], f32[2,2], f32[2,2]) tuple(c1, c2, a, p)\n"
       "}\n",
       hlo_pass_cse, false);
-  CHECK(count_op(m, HLO_OP_CONSTANT) == 2);
-  CHECK(count_op(m, HLO_OP_BROADCAST) == 3);
-  CHECK(count_op(m, HLO_OP_COMPARE) == 2);
+  CHECK(check_count_op(m->entry, HLO_OP_CONSTANT) == 2);
+  CHECK(check_count_op(m->entry, HLO_OP_BROADCAST) == 3);
+  CHECK(check_count_op(m->entry, HLO_OP_COMPARE) == 2);
   hlo_module_free(m);
 }
 
@@ -102,14 +77,14 @@ static void cse_keeps_side_effects(void) {
   bool changed = true;
   CHECK_OK(hlo_pass_cse(m, &changed));
   CHECK(!changed);
-  CHECK(count_op(m, HLO_OP_CUSTOM_CALL) == 2);
+  CHECK(check_count_op(m->entry, HLO_OP_CUSTOM_CALL) == 2);
   hlo_module_free(m);
 }
 
 /* ---- algebraic simplifier ---- */
 
 static void algsimp_arith_identities(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[4] parameter(0)\n"
@@ -139,7 +114,7 @@ static void algsimp_arith_identities(void) {
 
 static void algsimp_not_where_inexact(void) {
   /* x + (+0.0) is not x for x = -0.0; x * 0.0 is not 0 for NaN, inf or negative x */
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[4] parameter(0)\n"
@@ -150,13 +125,13 @@ static void algsimp_not_where_inexact(void) {
       "  ROOT r = f32[4] subtract(zs, b)\n"
       "}\n",
       hlo_pass_algebraic_simplifier, false);
-  CHECK(count_op(m, HLO_OP_ADD) == 1);
-  CHECK(count_op(m, HLO_OP_MULTIPLY) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_ADD) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_MULTIPLY) == 1);
   hlo_module_free(m);
 }
 
 static void algsimp_int_times_zero(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = s32[4] parameter(0)\n"
@@ -166,12 +141,12 @@ static void algsimp_int_times_zero(void) {
       "}\n",
       hlo_pass_algebraic_simplifier, true);
   CHECK(root_op(m) == HLO_OP_BROADCAST);
-  CHECK(count_op(m, HLO_OP_MULTIPLY) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_MULTIPLY) == 0);
   hlo_module_free(m);
 }
 
 static void algsimp_reshape_transpose(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[2,3,4] parameter(0)\n"
@@ -193,7 +168,7 @@ static void algsimp_reshape_transpose(void) {
         root->operands[1]->dimensions.v[2] == 0);
   CHECK(root->operands[2]->op == HLO_OP_PARAMETER);
   CHECK(root->operands[3]->op == HLO_OP_PARAMETER);
-  CHECK(count_op(m, HLO_OP_RESHAPE) == 1 && count_op(m, HLO_OP_TRANSPOSE) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_RESHAPE) == 1 && check_count_op(m->entry, HLO_OP_TRANSPOSE) == 1);
   hlo_module_free(m);
 }
 
@@ -201,7 +176,7 @@ static void algsimp_reshape_transpose(void) {
  * (a dot's bias add and activation), renaming broadcast dims, folding into another such
  * reshape and reshaping a plain operand; one that changes dims otherwise stays. */
 static void algsimp_unit_reshape_sinks(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  d = f32[8,6] parameter(0)\n"
@@ -226,14 +201,14 @@ static void algsimp_unit_reshape_sinks(void) {
   CHECK(add->operands[1]->op == HLO_OP_BROADCAST && add->operands[1]->dimensions.v[0] == 1);
   hlo_module_free(m);
   /* a split of a dim is not a unit-dim reshape: nothing to do */
-  m = run_pass("HloModule t\nENTRY main {\n  d = f32[8,6] parameter(0)\n  r = f32[2,4,6] reshape(d)\n"
+  m = check_run_pass("HloModule t\nENTRY main {\n  d = f32[8,6] parameter(0)\n  r = f32[2,4,6] reshape(d)\n"
                "  ROOT n = f32[2,4,6] negate(r)\n}\n",
                hlo_pass_algebraic_simplifier, false);
   hlo_module_free(m);
 }
 
 static void algsimp_broadcast_slice(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[3] parameter(0)\n"
@@ -247,10 +222,10 @@ static void algsimp_broadcast_slice(void) {
       "}\n",
       hlo_pass_algebraic_simplifier, true);
   hlo_instr *root = m->entry->root;
-  CHECK(count_op(m, HLO_OP_BROADCAST) == 1 && root->operands[0]->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(check_count_op(m->entry, HLO_OP_BROADCAST) == 1 && root->operands[0]->operands[0]->op == HLO_OP_PARAMETER);
   CHECK(root->operands[0]->dimensions.n == 1 && root->operands[0]->dimensions.v[0] == 1);
   hlo_instr *s = root->operands[1];
-  CHECK(count_op(m, HLO_OP_SLICE) == 1 && s->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(check_count_op(m->entry, HLO_OP_SLICE) == 1 && s->operands[0]->op == HLO_OP_PARAMETER);
   CHECK(s->slice_start.v[0] == 3 && s->slice_stride.v[0] == 2 && s->slice_start.v[1] == 1 &&
         s->slice_stride.v[1] == 2);
   CHECK(root->operands[2]->op == HLO_OP_PARAMETER);
@@ -258,7 +233,7 @@ static void algsimp_broadcast_slice(void) {
 }
 
 static void algsimp_converts(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  h = f16[4] parameter(0)\n"
@@ -275,12 +250,12 @@ static void algsimp_converts(void) {
   CHECK(root->operands[0]->op == HLO_OP_PARAMETER);
   CHECK(root->operands[1]->op == HLO_OP_CONVERT); /* f32 -> f16 -> f32 loses bits */
   CHECK(root->operands[2]->op == HLO_OP_PARAMETER);
-  CHECK(count_op(m, HLO_OP_CONVERT) == 2);
+  CHECK(check_count_op(m->entry, HLO_OP_CONVERT) == 2);
   hlo_module_free(m);
 }
 
 static void algsimp_structural(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[4,5] parameter(0)\n"
@@ -304,16 +279,16 @@ static void algsimp_structural(void) {
   CHECK(root->operands[0]->op == HLO_OP_PARAMETER && root->operands[0]->parameter_number == 0);
   CHECK(root->operands[1]->op == HLO_OP_PARAMETER && root->operands[1]->parameter_number == 1);
   CHECK(root->operands[2]->op == HLO_OP_BROADCAST && root->operands[3]->op == HLO_OP_BROADCAST);
-  CHECK(count_op(m, HLO_OP_COMPARE) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_COMPARE) == 0);
   hlo_instr *ds = root->operands[4];
   CHECK(ds->op == HLO_OP_SLICE && ds->slice_start.v[0] == 2 && ds->slice_start.v[1] == 0);
-  CHECK(count_op(m, HLO_OP_DYNAMIC_SLICE) == 0 && count_op(m, HLO_OP_SELECT) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_DYNAMIC_SLICE) == 0 && check_count_op(m->entry, HLO_OP_SELECT) == 0);
   hlo_module_free(m);
 }
 
 static void algsimp_float_compare_kept(void) {
   /* x == x is false for NaN */
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  x = f32[4] parameter(0)\n"
@@ -354,18 +329,18 @@ static void algsimp_int_reduce_of_broadcast(void) {
       "  r3 = f32[3] reduce(fb, fz), dimensions={1}, to_apply=add_f32\n"
       "  ROOT r = (s32[3,4], s32[3,4], f32[3]) tuple(r1, r2, r3)\n"
       "}\n";
-  hlo_module *m = run_pass(text, hlo_pass_algebraic_simplifier, true);
+  hlo_module *m = check_run_pass(text, hlo_pass_algebraic_simplifier, true);
   hlo_instr *root = m->entry->root;
   CHECK(root->operands[0]->op == HLO_OP_ADD && root->operands[1]->op == HLO_OP_MAXIMUM);
   CHECK(root->operands[2]->op == HLO_OP_REDUCE); /* float sums are order-dependent */
-  CHECK(count_op(m, HLO_OP_REDUCE) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_REDUCE) == 1);
   hlo_module_free(m);
 }
 
 /* ---- constant folding ---- */
 
 static void folding_folds_constants(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "add_f32 {\n"
       "  a = f32[] parameter(0)\n"
@@ -384,15 +359,15 @@ static void folding_folds_constants(void) {
       "  ROOT r = f32[3] add(e, io)\n"
       "}\n",
       eval_pass_constant_folding, true);
-  CHECK(count_op(m, HLO_OP_MULTIPLY) == 0 && count_op(m, HLO_OP_REDUCE) == 0);
-  CHECK(count_op(m, HLO_OP_BROADCAST) == 1); /* broadcasts only grow the module */
-  CHECK(count_op(m, HLO_OP_IOTA) == 1);
-  CHECK(count_op(m, HLO_OP_ADD) == 2); /* depend on the parameter */
+  CHECK(check_count_op(m->entry, HLO_OP_MULTIPLY) == 0 && check_count_op(m->entry, HLO_OP_REDUCE) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_BROADCAST) == 1); /* broadcasts only grow the module */
+  CHECK(check_count_op(m->entry, HLO_OP_IOTA) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_ADD) == 2); /* depend on the parameter */
   hlo_module_free(m);
 }
 
 static void folding_does_not_grow(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  c = f32[2] constant({1, 2})\n"
@@ -405,7 +380,7 @@ static void folding_does_not_grow(void) {
 }
 
 static void folding_respects_cap(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  c = f32[] constant(1)\n"
@@ -435,10 +410,10 @@ static void batchnorm_expands(void) {
              "  ROOT bn = %s[2,3,4] batch-norm-inference(x, s, o, m, v), epsilon=0.001, feature_index=1\n"
              "}\n",
              T, T, T, T, T, T);
-    hlo_module *mod = run_pass(text, hlo_pass_batchnorm_expander, true);
-    CHECK(count_op(mod, HLO_OP_BATCH_NORM_INFERENCE) == 0);
+    hlo_module *mod = check_run_pass(text, hlo_pass_batchnorm_expander, true);
+    CHECK(check_count_op(mod->entry, HLO_OP_BATCH_NORM_INFERENCE) == 0);
     CHECK(root_op(mod) == HLO_OP_ADD);
-    CHECK(count_op(mod, HLO_OP_SQRT) == 1);
+    CHECK(check_count_op(mod->entry, HLO_OP_SQRT) == 1);
     hlo_module_free(mod);
   }
 }
@@ -446,7 +421,7 @@ static void batchnorm_expands(void) {
 /* ---- transpose folding ---- */
 
 static void transpose_folds_into_dot(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = f32[3,2] parameter(0)\n"
@@ -456,14 +431,14 @@ static void transpose_folds_into_dot(void) {
       "  ROOT d = f32[2,4] dot(at, bt), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
       "}\n",
       hlo_pass_transpose_folding, true);
-  CHECK(count_op(m, HLO_OP_TRANSPOSE) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_TRANSPOSE) == 0);
   CHECK(root_op(m) == HLO_OP_DOT);
   CHECK(m->entry->root->dot.lhs_contracting.v[0] == 0 && m->entry->root->dot.rhs_contracting.v[0] == 1);
   hlo_module_free(m);
 }
 
 static void transpose_batch_dims_fold(void) {
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = f32[3,5,2] parameter(0)\n"
@@ -473,14 +448,14 @@ static void transpose_batch_dims_fold(void) {
       "rhs_contracting_dims={1}\n"
       "}\n",
       hlo_pass_transpose_folding, true);
-  CHECK(count_op(m, HLO_OP_TRANSPOSE) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_TRANSPOSE) == 0);
   CHECK(m->entry->root->dot.lhs_batch.v[0] == 1 && m->entry->root->dot.lhs_contracting.v[0] == 0);
   hlo_module_free(m);
 }
 
 static void transpose_reordering_free_dims_kept(void) {
   /* the transpose swaps two free dims: the dot cannot express that */
-  hlo_module *m = run_pass(
+  hlo_module *m = check_run_pass(
       "HloModule t\n"
       "ENTRY main {\n"
       "  a = f32[4,2,3] parameter(0)\n"
@@ -489,7 +464,7 @@ static void transpose_reordering_free_dims_kept(void) {
       "  ROOT d = f32[2,4,5] dot(at, b), lhs_contracting_dims={2}, rhs_contracting_dims={0}\n"
       "}\n",
       hlo_pass_transpose_folding, false);
-  CHECK(count_op(m, HLO_OP_TRANSPOSE) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_TRANSPOSE) == 1);
   hlo_module_free(m);
 }
 
@@ -518,9 +493,9 @@ static void optimize_pipeline_runs(void) {
   bool changed = false;
   CHECK_OK(hlo_pipeline_run(p, m, &opts, &changed));
   CHECK(changed);
-  CHECK(count_op(m, HLO_OP_DOT) == 1 && count_op(m, HLO_OP_TRANSPOSE) == 0);
-  CHECK(count_op(m, HLO_OP_RESHAPE) == 0);
-  CHECK(count_op(m, HLO_OP_CONSTANT) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_DOT) == 1 && check_count_op(m->entry, HLO_OP_TRANSPOSE) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_RESHAPE) == 0);
+  CHECK(check_count_op(m->entry, HLO_OP_CONSTANT) == 1);
   hlo_literal *a = check_eval_random(before, 17, NULL), *b = check_eval_random(m, 17, NULL);
   CHECK(a && b && literal_equal(a, b));
   literal_free(a);
