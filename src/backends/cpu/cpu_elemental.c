@@ -1100,6 +1100,17 @@ LLVMValueRef cpu_entry_alloca(LLVMValueRef fn, LLVMTypeRef t, const char *name) 
   return a;
 }
 
+/* One reducer step on accumulators kept in memory (allocas): loads them, folds in the
+ * input elements at ix (cpu_emit_reduce_step) and stores the results back. */
+static void fold_into(cpu_emitter *e, const hlo_instr *ins, LLVMTypeRef *et, LLVMValueRef *acc_ptr,
+                      const cpu_index *ix) {
+  LLVMValueRef v[CPU_MAX_KERNEL_OUTPUTS];
+  int n = ins->n_operands / 2;
+  for (int k = 0; k < n; k++) v[k] = LLVMBuildLoad2(e->b, et[k], acc_ptr[k], "");
+  cpu_emit_reduce_step(e, ins, ix, v);
+  for (int k = 0; k < n; k++) LLVMBuildStore(e->b, v[k], acc_ptr[k]);
+}
+
 /* Lanes of a reduction over the input's minor dimension: element i is folded into lane
  * i mod REDUCE_LANES, the lanes into the accumulator at the end. One accumulator would
  * make every step wait for the previous one (a float add or compare has a latency of
@@ -1143,12 +1154,9 @@ static void emit_reduce_minor_in_lanes(cpu_emitter *e, const hlo_instr *ins, con
   cpu_index *xb = new_index(e, iix->rank, false);
   *xb = *iix;
   xb->v[last] = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk.index, c64(e, REDUCE_LANES), ""), lane.index, "");
-  for (int k = 0; k < n; k++) {
-    args[k] = LLVMBuildLoad2(e->b, et[k], lane_ptr(e, at[k], lanes[k], lane.index), "");
-    args[n + k] = operand_at(e, ins, k, xb);
-  }
-  emit_scalar_call(e, ins->called[0], args, next);
-  for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], lane_ptr(e, at[k], lanes[k], lane.index));
+  LLVMValueRef lane_acc[CPU_MAX_KERNEL_OUTPUTS];
+  for (int k = 0; k < n; k++) lane_acc[k] = lane_ptr(e, at[k], lanes[k], lane.index);
+  fold_into(e, ins, et, lane_acc, xb);
   cpu_loop_end(e->b, &lane);
   cpu_loop_end(e->b, &blk);
   /* the lanes, then the tail past the last whole block, into the accumulator */
@@ -1166,12 +1174,7 @@ static void emit_reduce_minor_in_lanes(cpu_emitter *e, const hlo_instr *ins, con
   cpu_index *xt = new_index(e, iix->rank, false);
   *xt = *iix;
   xt->v[last] = tail.index;
-  for (int k = 0; k < n; k++) {
-    args[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
-    args[n + k] = operand_at(e, ins, k, xt);
-  }
-  emit_scalar_call(e, ins->called[0], args, next);
-  for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], acc[k]);
+  fold_into(e, ins, et, acc, xt);
   cpu_loop_end(e->b, &tail);
 }
 
@@ -1183,10 +1186,12 @@ static void emit_reduce_values(cpu_emitter *e, const hlo_instr *ins, const cpu_i
   const hlo_shape *is = &ins->operands[0]->shape;
   LLVMValueRef acc[CPU_MAX_KERNEL_OUTPUTS];
   LLVMTypeRef et[CPU_MAX_KERNEL_OUTPUTS];
+  LLVMValueRef init[CPU_MAX_KERNEL_OUTPUTS];
+  cpu_emit_reduce_init(e, ins, init);
   for (int k = 0; k < n; k++) {
     et[k] = cpu_llvm_type(e->c, ins->operands[k]->shape.type);
     acc[k] = cpu_entry_alloca(e->fn, et[k], "acc");
-    LLVMBuildStore(e->b, operand_at(e, ins, n + k, scalar_index(e)), acc[k]);
+    LLVMBuildStore(e->b, init[k], acc[k]);
   }
   bool reduced[HLO_MAX_RANK] = {false};
   for (int i = 0; i < ins->dimensions.n; i++) reduced[ins->dimensions.v[i]] = true;
@@ -1205,17 +1210,10 @@ static void emit_reduce_values(cpu_emitter *e, const hlo_instr *ins, const cpu_i
       cpu_loop_begin(e->b, e->fn, &loops[n_loops], c64(e, 0), c64(e, is->dims[d]), "r");
       iix->v[d] = loops[n_loops++].index;
     }
-    if (in_lanes) {
+    if (in_lanes)
       emit_reduce_minor_in_lanes(e, ins, iix, et, acc);
-    } else {
-      LLVMValueRef args[2 * CPU_MAX_KERNEL_OUTPUTS], next[CPU_MAX_KERNEL_OUTPUTS];
-      for (int k = 0; k < n; k++) {
-        args[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
-        args[n + k] = operand_at(e, ins, k, iix);
-      }
-      emit_scalar_call(e, ins->called[0], args, next);
-      for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], acc[k]);
-    }
+    else
+      fold_into(e, ins, et, acc, iix);
     for (int i = n_loops - 1; i >= 0; i--) cpu_loop_end(e->b, &loops[i]);
   }
   for (int k = 0; k < n; k++) results[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
