@@ -572,39 +572,37 @@ static kiln_status plan_fusion_chain(const hlo_instr *ins, const hlo_instr **cor
       return unsupported(ins, "the fused computation is not a dot/convolution with an elementwise epilogue");
     if (*n_chain >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
     hlo_activation act;
-    const hlo_instr *act_in = activation_input(x, &act);
+    const hlo_instr *act_in = activation_input(x, &act), *next;
+    int ci = 0; /* the chain operand; add_post does not use it for activations */
     if (act_in || x->op == HLO_OP_LOGISTIC) {
       if (x->op == HLO_OP_LOGISTIC && x->n_operands != 1) return unsupported(ins, "malformed epilogue operation");
-      if (!shape_same_dims(&x->shape, &ins->shape) || x->shape.type != HLO_F32)
-        return unsupported(ins, "the epilogue changes shape or type");
-      chain[*n_chain] = x;
-      chain_idx[*n_chain] = 0; /* unused for activations */
-      (*n_chain)++;
-      x = act_in ? act_in : x->operands[0];
-      if (!is_core(x) && !is_chain_op(x)) return unsupported(ins, "an epilogue operation does not use the dot/convolution result");
-      continue;
-    }
-    if (x->n_operands != (x->op == HLO_OP_CLAMP ? 3 : 2)) return unsupported(ins, "malformed epilogue operation");
-    int ci = -1;
-    int candidates[2] = {0, 1}, nc = 2;
-    if (x->op == HLO_OP_CLAMP) candidates[0] = 1, nc = 1;
-    for (int k = 0; k < nc; k++) {
-      const hlo_instr *o = x->operands[candidates[k]];
-      if (is_core(o) || is_chain_op(o)) {
-        if (ci >= 0) return unsupported(ins, "an epilogue operation combines two computed values");
-        ci = candidates[k];
+      next = act_in ? act_in : x->operands[0];
+      if (!is_core(next) && !is_chain_op(next))
+        return unsupported(ins, "an epilogue operation does not use the dot/convolution result");
+    } else {
+      if (x->n_operands != (x->op == HLO_OP_CLAMP ? 3 : 2)) return unsupported(ins, "malformed epilogue operation");
+      ci = -1;
+      int candidates[2] = {0, 1}, nc = 2;
+      if (x->op == HLO_OP_CLAMP) candidates[0] = 1, nc = 1;
+      for (int k = 0; k < nc; k++) {
+        const hlo_instr *o = x->operands[candidates[k]];
+        if (is_core(o) || is_chain_op(o)) {
+          if (ci >= 0) return unsupported(ins, "an epilogue operation combines two computed values");
+          ci = candidates[k];
+        }
       }
+      if (ci < 0) return unsupported(ins, "an epilogue operation does not use the dot/convolution result");
+      if (x->op == HLO_OP_CLAMP && (is_chain_op(x->operands[0]) || is_chain_op(x->operands[2]) ||
+                                    is_core(x->operands[0]) || is_core(x->operands[2])))
+        return unsupported(ins, "clamp bounds are computed values");
+      next = x->operands[ci];
     }
-    if (ci < 0) return unsupported(ins, "an epilogue operation does not use the dot/convolution result");
-    if (x->op == HLO_OP_CLAMP && (is_chain_op(x->operands[0]) || is_chain_op(x->operands[2]) ||
-                                  is_core(x->operands[0]) || is_core(x->operands[2])))
-      return unsupported(ins, "clamp bounds are computed values");
     if (!shape_same_dims(&x->shape, &ins->shape) || x->shape.type != HLO_F32)
       return unsupported(ins, "the epilogue changes shape or type");
     chain[*n_chain] = x;
     chain_idx[*n_chain] = ci;
     (*n_chain)++;
-    x = x->operands[ci];
+    x = next;
   }
   *core = x;
   return NULL;
