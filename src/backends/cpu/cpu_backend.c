@@ -117,6 +117,23 @@ static int by_time(const void *a, const void *b) {
   return (x->ns < y->ns) - (x->ns > y->ns);
 }
 
+/* "kLoop" etc. for a fusion thunk, "" otherwise. */
+static const char *fusion_kind_of(const thunk *t) {
+  return t->ins->op == HLO_OP_FUSION && t->ins->fusion_kind ? t->ins->fusion_kind : "";
+}
+
+typedef struct profile_group {
+  int kind;
+  const char *op, *fusion_kind;
+  int n;
+  int64_t ns;
+} profile_group;
+
+static int group_by_time(const void *a, const void *b) {
+  const profile_group *x = a, *y = b;
+  return (x->ns < y->ns) - (x->ns > y->ns);
+}
+
 static void print_profile(const cpu_executable *x) {
   int64_t total = 0, runs = 0;
   const thunk **order = malloc(((size_t)x->n_thunks + 1) * sizeof *order);
@@ -137,7 +154,7 @@ static void print_profile(const cpu_executable *x) {
   for (int i = 0; i < x->n_thunks && i < 15; i++) {
     const thunk *t = order[i];
     char *shape = shape_to_string(&t->ins->shape);
-    const char *fk = t->ins->op == HLO_OP_FUSION && t->ins->fusion_kind ? t->ins->fusion_kind : "";
+    const char *fk = fusion_kind_of(t);
     fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s %s%s%s %s\n", 100.0 * (double)t->ns / (double)total,
             (double)t->ns / 1e6 / (double)(t->runs ? t->runs : 1), kinds[t->kind], t->ins->name,
             hlo_opcode_name(t->ins->op), fk[0] ? ":" : "", fk, shape);
@@ -145,32 +162,21 @@ static void print_profile(const cpu_executable *x) {
   }
   /* Then the whole run by what computes it (kernel fusion:kLoop, onednn convolution,
    * ...), so the shares of the thunks below the top ones are visible too. */
-  typedef struct group {
-    int kind;
-    const char *op, *fusion_kind;
-    int n;
-    int64_t ns;
-  } group;
-  group *groups = calloc((size_t)x->n_thunks + 1, sizeof *groups);
+  profile_group *groups = calloc((size_t)x->n_thunks + 1, sizeof *groups);
   int n_groups = 0;
   for (int i = 0; groups && i < x->n_thunks; i++) {
     const thunk *t = &x->thunks[i];
     const char *op = hlo_opcode_name(t->ins->op);
-    const char *fk = t->ins->op == HLO_OP_FUSION && t->ins->fusion_kind ? t->ins->fusion_kind : "";
+    const char *fk = fusion_kind_of(t);
     int g = 0;
     while (g < n_groups && !(groups[g].kind == (int)t->kind && strcmp(groups[g].op, op) == 0 &&
                              strcmp(groups[g].fusion_kind, fk) == 0))
       g++;
-    if (g == n_groups) groups[n_groups++] = (group){(int)t->kind, op, fk, 0, 0};
+    if (g == n_groups) groups[n_groups++] = (profile_group){(int)t->kind, op, fk, 0, 0};
     groups[g].n++;
     groups[g].ns += t->ns;
   }
-  for (int a = 1; a < n_groups; a++) /* insertion sort, most time first */
-    for (int b = a; b > 0 && groups[b].ns > groups[b - 1].ns; b--) {
-      group tmp = groups[b];
-      groups[b] = groups[b - 1];
-      groups[b - 1] = tmp;
-    }
+  if (n_groups) qsort(groups, (size_t)n_groups, sizeof *groups, group_by_time);
   if (n_groups) fprintf(stderr, "  by kind:\n");
   for (int g = 0; g < n_groups; g++)
     fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s%s%s (%d)\n", 100.0 * (double)groups[g].ns / (double)total,
