@@ -82,11 +82,7 @@ static kiln_status evaluate(hlo_module *m, const hlo_instr *ins, hlo_literal **o
   }
   hlo_instr *copy = NULL;
   if (!s) {
-    hlo_instr tmpl = *ins;
-    tmpl.name = NULL;
-    tmpl.literal = NULL;
-    tmpl.user_data = NULL;
-    tmpl.operands = ops;
+    hlo_instr tmpl = hlo_instr_template_from(ins, ops);
     s = hlo_build_instr(c, &tmpl, &copy);
   }
   if (!s) s = hlo_build_set_root(c, copy);

@@ -343,10 +343,7 @@ static kiln_status fold_constant(lowering *lw, hlo_instr *target, const graph_no
     hlo_instr **ops = calloc((size_t)ins->n_operands + 1, sizeof *ops);
     if (!ops) abort();
     for (int k = 0; k < ins->n_operands; k++) ops[k] = copies[ins->operands[k]->id];
-    hlo_instr tmpl = *ins;
-    tmpl.name = NULL;
-    tmpl.user_data = NULL;
-    tmpl.operands = ops;
+    hlo_instr tmpl = hlo_instr_template_from(ins, ops);
     tmpl.literal = ins->literal ? literal_clone(ins->literal) : NULL;
     s = hlo_build_instr(scratch, &tmpl, &copies[ins->id]);
     free(ops);

@@ -26,6 +26,15 @@ hlo_instr hlo_instr_template(hlo_opcode op) {
   return t;
 }
 
+hlo_instr hlo_instr_template_from(const hlo_instr *src, hlo_instr **operands) {
+  hlo_instr t = *src;
+  t.name = NULL;
+  t.literal = NULL;
+  t.user_data = NULL;
+  t.operands = operands;
+  return t;
+}
+
 /* ------------------------------------------------------------ the one path ---- */
 
 static kiln_status copy_ints(arena *a, hlo_ints *dst, const hlo_ints *src, const char *what) {

@@ -55,6 +55,11 @@
  * pass it to hlo_build_instr. */
 hlo_instr hlo_instr_template(hlo_opcode op);
 
+/* A template rebuilding src over `operands`: src's opcode, shape, attributes, called
+ * computations and metadata, with no name (one is generated), no literal and no user
+ * data. Passes that rewrite an instruction change the attributes they rename on it. */
+hlo_instr hlo_instr_template_from(const hlo_instr *src, hlo_instr **operands);
+
 /* Creates an instruction from a template: copies tmpl's name (NULL: generated; a name
  * already used in the module is an error), operands, called computations, attributes,
  * raw attributes and metadata into the module, infers the shape and appends it to c.

@@ -381,11 +381,7 @@ static hlo_instr *sink_unit_reshape(hlo_computation *c, hlo_instr *ins) {
     }
     if (!(ops[k] = try_build(hlo_build_reshape(c, o, small->rank, small->dims, &r), &r))) return NULL;
   }
-  hlo_instr tmpl = *ins, *e = NULL, *out = NULL;
-  tmpl.name = NULL;
-  tmpl.literal = NULL;
-  tmpl.user_data = NULL;
-  tmpl.operands = ops;
+  hlo_instr tmpl = hlo_instr_template_from(ins, ops), *e = NULL, *out = NULL;
   tmpl.shape.has_layout = false;
   if (!(e = try_build(hlo_build_instr(c, &tmpl, &e), &e))) return NULL;
   return try_build(hlo_build_reshape(c, e, ins->shape.rank, ins->shape.dims, &out), &out);

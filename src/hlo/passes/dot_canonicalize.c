@@ -93,12 +93,8 @@ static kiln_status canonicalize_dot(hlo_computation *c, hlo_instr *dot, hlo_inst
   TRY(canonical_operand(c, dot->operands[1], &dn->rhs_batch, &dn->rhs_contracting, true, &rhs));
   int64_t batch_dims[HLO_MAX_RANK], lc = nb + 1, rc = nb;
   for (int i = 0; i < nb; i++) batch_dims[i] = i;
-  hlo_instr tmpl = *dot; /* keeps the result type (preferred element type) and raw attrs */
-  tmpl.name = NULL;
-  tmpl.literal = NULL;
-  tmpl.user_data = NULL;
   hlo_instr *ops[2] = {lhs, rhs};
-  tmpl.operands = ops;
+  hlo_instr tmpl = hlo_instr_template_from(dot, ops); /* keeps the preferred element type and raw attrs */
   tmpl.dot.lhs_batch = (hlo_ints){nb, batch_dims};
   tmpl.dot.rhs_batch = (hlo_ints){nb, batch_dims};
   tmpl.dot.lhs_contracting = (hlo_ints){1, &lc};

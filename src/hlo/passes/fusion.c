@@ -520,16 +520,14 @@ static kiln_status build_group(fusion_ctx *x, const group *g, name_set *names, h
   for (int i = 0; i <= r && !st; i++) {
     if (!g->state[i]) continue;
     hlo_instr *ins = c->instrs[i];
-    hlo_instr tmpl = *ins;
     hlo_instr *ops[HLO_MAX_RANK * 4];
     hlo_instr **opv =
         ins->n_operands <= (int)(sizeof ops / sizeof ops[0]) ? ops : malloc((size_t)ins->n_operands * sizeof *opv);
     if (!opv) abort();
     for (int k = 0; k < ins->n_operands; k++) opv[k] = clone[x->index_of_id[ins->operands[k]->id]];
-    tmpl.operands = opv;
+    hlo_instr tmpl = hlo_instr_template_from(ins, opv);
     tmpl.name = unique_name(m, names, strip_number(m, ins->name));
     tmpl.literal = ins->literal ? literal_clone(ins->literal) : NULL;
-    tmpl.user_data = NULL;
     st = hlo_build_instr(fc, &tmpl, &clone[i]);
     if (opv != ops) free(opv);
   }

@@ -93,12 +93,8 @@ static kiln_status relayout_conv(hlo_computation *c, hlo_instr *cv) {
   int64_t kperm[LAYOUT_RANK] = {d->kernel_spatial[0], d->kernel_spatial[1], d->kernel_input_feature,
                                 d->kernel_output_feature};
   if (!is_identity(LAYOUT_RANK, kperm)) TRY(built(hlo_build_transpose(c, cv->operands[1], kperm, &k), cv));
-  hlo_instr tmpl = *cv; /* window, group counts, precision config, metadata */
-  tmpl.name = NULL;
-  tmpl.literal = NULL;
-  tmpl.user_data = NULL;
   hlo_instr *ops[2] = {x, k};
-  tmpl.operands = ops;
+  hlo_instr tmpl = hlo_instr_template_from(cv, ops); /* window, group counts, precision config, metadata */
   hlo_conv_dnums nd;
   memset(&nd, 0, sizeof nd);
   nd.n_spatial = 2;
@@ -302,11 +298,7 @@ static kiln_status sink_into(hlo_computation *c, const use_counts *uc, hlo_instr
     st = nhwc_operand(c, u->operands[k], &ops[k]);
     if (!st && !ops[k]) st = status_error(KILN_INTERNAL, "conv-layout: %s: operand %d has no NHWC form", u->name, k);
   }
-  hlo_instr tmpl = *u;
-  tmpl.name = NULL;
-  tmpl.literal = NULL;
-  tmpl.user_data = NULL;
-  tmpl.operands = ops;
+  hlo_instr tmpl = hlo_instr_template_from(u, ops);
   tmpl.shape.has_layout = false;
   int64_t b_dims[LAYOUT_RANK], b_lo[LAYOUT_RANK], b_hi[LAYOUT_RANK], b_in[LAYOUT_RANK], b_st[LAYOUT_RANK],
       b_li[LAYOUT_RANK], b_sd[LAYOUT_RANK];

@@ -56,12 +56,8 @@ static hlo_instr *fold_dot(hlo_computation *c, hlo_instr *dot) {
   if (fold_r && !fold_side(rhs, &dn->rhs_batch, &dn->rhs_contracting, rb, rc)) fold_r = false;
   if (!fold_l && !fold_r) return NULL;
 
-  hlo_instr tmpl = *dot; /* keeps preferred type, precision config and other raw attrs */
-  tmpl.name = NULL;
-  tmpl.literal = NULL;
-  tmpl.user_data = NULL;
   hlo_instr *ops[2] = {fold_l ? lhs->operands[0] : lhs, fold_r ? rhs->operands[0] : rhs};
-  tmpl.operands = ops;
+  hlo_instr tmpl = hlo_instr_template_from(dot, ops); /* keeps preferred type, precision config, raw attrs */
   tmpl.dot.lhs_batch = (hlo_ints){dn->lhs_batch.n, lb};
   tmpl.dot.lhs_contracting = (hlo_ints){dn->lhs_contracting.n, lc};
   tmpl.dot.rhs_batch = (hlo_ints){dn->rhs_batch.n, rb};
