@@ -29,13 +29,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "base/flags.h"
 #include "base/log.h"
 #include "eval/eval.h"
 #include "exec/exec_internal.h"
 #include "graph/cluster_op.h"
 #include "hlo/builder.h"
-#include "hlo/printer.h"
 #include "hlo/verifier.h"
 
 /* TensorFlow's kMaxNumberOfCompiles and kMegamorphicThreshold (device_compiler.h). */
@@ -673,24 +671,17 @@ static char *file_safe(const char *name) {
   return s;
 }
 
-/* Best effort: a dump that cannot be written only logs a warning. */
 static void dump_module(executor *e, const cluster_call *cc, const hlo_module *m) {
-  char *text = hlo_module_to_dump_string(m, kiln_flags.dump_large_constants);
   char *safe = file_safe(cc->name);
-  size_t n = strlen(e->dump_dir) + strlen(safe) + 32;
-  char *path = malloc(n);
-  if (!path) abort();
-  snprintf(path, n, "%s/cluster_%04lld.%s.hlo", e->dump_dir, (long long)e->stats.cluster_compiles, safe);
-  FILE *f = fopen(path, "w");
-  if (f) {
-    fprintf(f, "// cluster %s (node %s) for device %s\n%s", cc->name, cc->node->name, cc->device->name, text);
-    fclose(f);
-  } else {
-    log_warning("cannot write %s", path);
-  }
-  free(path);
+  strbuf file, header;
+  strbuf_init(&file);
+  strbuf_init(&header);
+  strbuf_printf(&file, "cluster_%04lld.%s.hlo", (long long)e->stats.cluster_compiles, safe);
+  strbuf_printf(&header, "cluster %s (node %s) for device %s", cc->name, cc->node->name, cc->device->name);
+  exec_dump_module(e, m, strbuf_cstr(&file), strbuf_cstr(&header));
+  strbuf_free(&file);
+  strbuf_free(&header);
   free(safe);
-  free(text);
 }
 
 /* Builds and compiles the module of the call's signature into sig. */

@@ -97,6 +97,12 @@ kiln_status exec_tf_call(exec_node_ctx *c);
  * or runs it op by op. */
 kiln_status exec_cluster(exec_node_ctx *c);
 
+typedef struct executor executor;
+/* --dump_to: writes "// HEADER", then the module's dump text (hlo_module_to_dump_string),
+ * to the dump directory's FILE_NAME. Best effort: a dump that cannot be written only
+ * logs a warning. */
+void exec_dump_module(const executor *e, const hlo_module *m, const char *file_name, const char *header);
+
 /* ---------------------------------------------------------------- resources ---- */
 
 typedef struct exec_resources exec_resources;

@@ -125,21 +125,19 @@ int exec_cache_static_key(exec_cache *c, const graph_node *n) {
 
 /* ------------------------------------------------------------- compiling --------- */
 
-/* Best effort: a dump that cannot be written only logs a warning. */
-static void dump_module(executor *e, const graph_node *node, const hlo_module *m) {
+void exec_dump_module(const executor *e, const hlo_module *m, const char *file_name, const char *header) {
+  strbuf path;
+  strbuf_init(&path);
+  strbuf_printf(&path, "%s/%s", e->dump_dir, file_name);
   char *text = hlo_module_to_dump_string(m, kiln_flags.dump_large_constants);
-  size_t n = strlen(e->dump_dir) + strlen(node->op) + 32;
-  char *path = malloc(n);
-  if (!path) abort();
-  snprintf(path, n, "%s/op_%04lld.%s.hlo", e->dump_dir, (long long)e->stats.compiles, graph_node_op_base(node));
-  FILE *f = fopen(path, "w");
+  FILE *f = fopen(strbuf_cstr(&path), "w");
   if (f) {
-    fprintf(f, "// node %s (%s)\n%s", node->name, node->op, text);
+    fprintf(f, "// %s\n%s", header, text);
     fclose(f);
   } else {
-    log_warning("cannot write %s", path);
+    log_warning("cannot write %s", strbuf_cstr(&path));
   }
-  free(path);
+  strbuf_free(&path);
   free(text);
 }
 
@@ -195,7 +193,16 @@ static kiln_status build_module(executor *e, const backend *device, const graph_
     hlo_build_set_entry(m, c);
     s = hlo_build_order_computations(m);
   }
-  if (!s && e->dump_dir) dump_module(e, node, m);
+  if (!s && e->dump_dir) {
+    strbuf file, header;
+    strbuf_init(&file);
+    strbuf_init(&header);
+    strbuf_printf(&file, "op_%04lld.%s.hlo", (long long)e->stats.compiles, graph_node_op_base(node));
+    strbuf_printf(&header, "node %s (%s)", node->name, node->op);
+    exec_dump_module(e, m, strbuf_cstr(&file), strbuf_cstr(&header));
+    strbuf_free(&file);
+    strbuf_free(&header);
+  }
   if (!s) s = status_wrap(hlo_verify_module(m), "the lowering built an invalid module");
   if (!s) {
     ce->module = m;
