@@ -1,10 +1,12 @@
 /* Unit tests for the optimization passes (CSE, algebraic simplifier, constant folding,
- * batch-norm expansion, transpose folding) and the optimize pipeline. Each case parses a
+ * batch-norm expansion, transpose folding, reduction splitting) and the optimize pipeline. Each case parses a
  * small module, runs one pass followed by DCE, and checks that the module still verifies,
  * that the IR has the expected shape (instruction counts, root opcode, attributes), and
  * that the evaluator computes bit-identical results before and after on pseudo-random
  * inputs. Cases where a rewrite would be wrong (x*0 and x+(+0) on floats, lossy convert
  * chains, side-effecting duplicates, reordering transposes) check that nothing fires. */
+#include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -468,6 +470,84 @@ static void transpose_reordering_free_dims_kept(void) {
   hlo_module_free(m);
 }
 
+/* ---- reduction splitting ---- */
+
+static const char *split_reducers =
+    "add_s32 {\n  a = s32[] parameter(0)\n  b = s32[] parameter(1)\n  ROOT s = s32[] add(a, b)\n}\n"
+    "max_f32 {\n  c = f32[] parameter(0)\n  d = f32[] parameter(1)\n  ROOT m = f32[] maximum(c, d)\n}\n"
+    "add_f32 {\n  e = f32[] parameter(0)\n  f = f32[] parameter(1)\n  ROOT t = f32[] add(e, f)\n}\n";
+
+/* A module reducing x of TYPE and X_SHAPE over DIMS from INIT with REDUCER. */
+static void split_module(char *text, size_t size, const char *type, const char *init, const char *reducer,
+                         const char *dims, const char *x_shape, const char *r_shape) {
+  snprintf(text, size,
+           "HloModule t\n%sENTRY main {\n  x = %s%s parameter(0)\n  i = %s[] constant(%s)\n"
+           "  ROOT r = %s%s reduce(x, i), dimensions={%s}, to_apply=%s\n}\n",
+           split_reducers, type, x_shape, type, init, type, r_shape, dims, reducer);
+}
+
+/* A global max pool / integer sum over [1,64,64,8] ([1,8]: one column chunk) becomes a
+ * reduce to [1,16,8] partials over a reshape splitting the 64 rows in 16, then a reduce
+ * of the partials; bitwise the same (max and integer sums do not depend on order). */
+static void reduction_splitter_splits_column_reductions(void) {
+  char text[2048];
+  static const char *cases[][3] = {{"f32", "-inf", "max_f32"}, {"s32", "0", "add_s32"}};
+  for (int i = 0; i < 2; i++) {
+    split_module(text, sizeof text, cases[i][0], cases[i][1], cases[i][2], "1,2", "[1,64,64,8]", "[1,8]");
+    hlo_module *m = check_run_pass(text, hlo_pass_reduction_splitter, true);
+    CHECK(check_count_op(m->entry, HLO_OP_REDUCE) == 2 && check_count_op(m->entry, HLO_OP_RESHAPE) == 1);
+    const hlo_instr *outer = m->entry->root, *inner = outer->operands[0];
+    CHECK(outer->op == HLO_OP_REDUCE && outer->dimensions.n == 1 && outer->dimensions.v[0] == 1);
+    CHECK(inner->op == HLO_OP_REDUCE && inner->shape.rank == 3 && inner->shape.dims[1] == 16);
+    CHECK(inner->operands[0]->op == HLO_OP_RESHAPE && inner->operands[0]->shape.rank == 5);
+    hlo_module_free(m);
+  }
+}
+
+/* Left alone: a non-identity init (it would be added twice), a reduction of the minor
+ * dimension (one unit per output already), too little to reduce per output, enough
+ * outputs for the threads, a reducer that is not a plain binary op. */
+static void reduction_splitter_leaves_others(void) {
+  char text[2048];
+  split_module(text, sizeof text, "f32", "1", "add_f32", "1,2", "[1,64,64,8]", "[1,8]");
+  hlo_module_free(check_run_pass(text, hlo_pass_reduction_splitter, false));
+  split_module(text, sizeof text, "f32", "0", "add_f32", "2,3", "[1,8,64,64]", "[1,8]");
+  hlo_module_free(check_run_pass(text, hlo_pass_reduction_splitter, false));
+  split_module(text, sizeof text, "f32", "-inf", "max_f32", "1,2", "[1,16,16,8]", "[1,8]");
+  hlo_module_free(check_run_pass(text, hlo_pass_reduction_splitter, false));
+  split_module(text, sizeof text, "f32", "-inf", "max_f32", "1,2", "[1,64,64,512]", "[1,512]");
+  hlo_module_free(check_run_pass(text, hlo_pass_reduction_splitter, false));
+  const char *first = "HloModule t\n"
+                      "first {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] copy(a)\n}\n"
+                      "ENTRY main {\n  x = f32[1,64,64,8] parameter(0)\n  i = f32[] constant(0)\n"
+                      "  ROOT r = f32[1,8] reduce(x, i), dimensions={1,2}, to_apply=first\n}\n";
+  hlo_module_free(check_run_pass(first, hlo_pass_reduction_splitter, false));
+}
+
+/* A float sum (a global average pool) is split too; its result differs from the single
+ * sequential sum by rounding only: within 1e-5 of the result's scale (2^-24 per add over
+ * 4096 terms, summed in 16 partials of 256 and then 16, stays far below that). */
+static void reduction_splitter_float_sum_close(void) {
+  char text[2048];
+  split_module(text, sizeof text, "f32", "0", "add_f32", "1,2", "[1,64,64,8]", "[1,8]");
+  hlo_module *before = check_parse_hlo(text), *m = check_parse_hlo(text);
+  bool changed = false;
+  CHECK_OK(hlo_pass_reduction_splitter(m, &changed));
+  CHECK(changed);
+  CHECK_OK(hlo_verify_module(m));
+  hlo_literal *a = check_eval_random(before, 23, NULL), *b = check_eval_random(m, 23, NULL);
+  CHECK(a && b && a->n == 8 && b->n == 8);
+  double scale = 0;
+  for (int64_t k = 0; a && k < a->n; k++)
+    if (fabs(literal_get_f64(a, k)) > scale) scale = fabs(literal_get_f64(a, k));
+  for (int64_t k = 0; a && b && k < a->n; k++)
+    CHECK(fabs(literal_get_f64(a, k) - literal_get_f64(b, k)) <= 1e-5 * scale);
+  literal_free(a);
+  literal_free(b);
+  hlo_module_free(before);
+  hlo_module_free(m);
+}
+
 /* ---- pipeline ---- */
 
 static void optimize_pipeline_runs(void) {
@@ -511,4 +591,5 @@ TEST_MAIN(TEST(cse_merges_identical), TEST(cse_respects_attributes), TEST(cse_ke
           TEST(algsimp_structural), TEST(algsimp_float_compare_kept), TEST(algsimp_int_reduce_of_broadcast), TEST(folding_folds_constants),
           TEST(folding_respects_cap), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),
           TEST(transpose_batch_dims_fold), TEST(transpose_reordering_free_dims_kept),
-          TEST(optimize_pipeline_runs))
+          TEST(reduction_splitter_splits_column_reductions), TEST(reduction_splitter_leaves_others),
+          TEST(reduction_splitter_float_sum_close), TEST(optimize_pipeline_runs))

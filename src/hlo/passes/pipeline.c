@@ -319,6 +319,7 @@ hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding) {
   if (constant_folding) hlo_pipeline_add_pass(tidy, "constant-folding", constant_folding);
   hlo_pipeline_add_pass(tidy, "dce", hlo_pass_dce);
   hlo_pipeline_add_fix(p, tidy, HLO_FIX_DEFAULT_MAX_ITERS);
+  hlo_pipeline_add_pass(p, "reduction-splitter", hlo_pass_reduction_splitter);
   hlo_pipeline_add_pass(p, "fusion", hlo_pass_fusion);
   hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
   return p;

@@ -100,6 +100,11 @@ kiln_status hlo_pass_transpose_folding(hlo_module *m, bool *changed);
  * computations; bit-identical, originals left for DCE. */
 kiln_status hlo_pass_fusion(hlo_module *m, bool *changed);
 
+/* Splits reduces that keep the input's minor dimension and have too few outputs to
+ * spread over the cpu backend's threads into two reduces, one dim split in two
+ * (reduction_splitter.c). Float sums are reassociated. */
+kiln_status hlo_pass_reduction_splitter(hlo_module *m, bool *changed);
+
 /* Rewrites every dot to [batch..., M, K] x [batch..., K, N] -> [batch..., M, N] with one
  * contracting dimension, plus reshapes/transposes around it (dot_canonicalize.c). */
 kiln_status hlo_pass_dot_canonicalize(hlo_module *m, bool *changed);
@@ -113,7 +118,7 @@ kiln_status hlo_pass_conv_layout(hlo_module *m, bool *changed);
 
 /* The CPU backend's pipeline: the optimize pipeline above, then conv-layout,
  * fix(algsimp, constant-folding, cse, dce), dot-canonicalize, fix(algsimp,
- * constant-folding, dce), fusion, dce. constant_folding as for
+ * constant-folding, dce), reduction-splitter, fusion, dce. constant_folding as for
  * hlo_pipeline_new_optimize. */
 hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding);
 
