@@ -205,10 +205,13 @@ static void live_ranges(const hlo_computation *c, const index_map *im, const hlo
   free(stack);
 }
 
-/* Whether parameter k of a kLoop fusion's computation reaches the root only through
- * elementwise ops of the root's dimensions, so element i of it feeds only element i. */
+/* Whether parameter k of a kLoop or kOutput fusion's computation reaches the root only
+ * through elementwise ops of the root's dimensions, so element i of it feeds only
+ * element i (in a kOutput fusion: the residual of an epilogue add, not an operand of
+ * the dot/convolution). */
 static bool fusion_param_in_place_safe(const hlo_instr *fusion, int k) {
-  if (!fusion->fusion_kind || strcmp(fusion->fusion_kind, "kLoop") != 0 || fusion->n_called != 1) return false;
+  const char *kind = fusion->fusion_kind;
+  if (!kind || (strcmp(kind, "kLoop") != 0 && strcmp(kind, "kOutput") != 0) || fusion->n_called != 1) return false;
   const hlo_computation *fc = fusion->called[0];
   if (k >= fc->n_params || !fc->params[k] || !fc->root || !shape_is_array(&fc->root->shape)) return false;
   index_map im;

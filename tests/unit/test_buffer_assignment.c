@@ -233,6 +233,36 @@ static void fusion_in_place_only_when_elementwise(void) {
   hlo_module_free(m);
 }
 
+/* A kOutput fusion takes over its residual's block (read elementwise by the epilogue),
+ * never the block of a dot operand (read across rows), even when that is its last read. */
+static void output_fusion_in_place_on_residual(void) {
+  hlo_module *m = check_parse_hlo(
+      "HloModule t\n"
+      "fc {\n"
+      "  p0 = f32[4,4] parameter(0)\n"
+      "  p1 = f32[4,4] parameter(1)\n"
+      "  p2 = f32[4,4] parameter(2)\n"
+      "  d = f32[4,4] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  ROOT r = f32[4,4] add(d, p2)\n"
+      "}\n"
+      "ENTRY main {\n"
+      "  x = f32[4,4] parameter(0)\n"
+      "  w = f32[4,4] parameter(1)\n"
+      "  h = f32[4,4] exponential(x)\n"
+      "  res = f32[4,4] negate(x)\n"
+      "  f1 = f32[4,4] fusion(h, w, res), kind=kOutput, calls=fc\n"
+      "  g = f32[4,4] exponential(w)\n"
+      "  ROOT f2 = f32[4,4] fusion(g, w, x), kind=kOutput, calls=fc\n"
+      "}\n");
+  hlo_buffer_assignment *a = assign_ok(m);
+  CHECK(a->slots[index_of(m, "f1")].in_place);
+  CHECK(a->slots[index_of(m, "f1")].offset == a->slots[index_of(m, "res")].offset);
+  CHECK(a->slots[index_of(m, "f1")].offset != a->slots[index_of(m, "h")].offset);
+  CHECK(!a->slots[index_of(m, "f2")].in_place); /* g is only the dot's operand; x a parameter */
+  hlo_buffer_assignment_free(a);
+  hlo_module_free(m);
+}
+
 static void tuple_results_and_constants(void) {
   hlo_module *m = check_parse_hlo(
       "HloModule t\n"
@@ -294,5 +324,6 @@ static void bad_alignment_is_an_error(void) {
 }
 
 TEST_MAIN(TEST(random_modules_check), TEST(chain_reuses_two_blocks), TEST(add_chain_in_place),
-          TEST(fusion_in_place_only_when_elementwise), TEST(tuple_results_and_constants),
+          TEST(fusion_in_place_only_when_elementwise), TEST(output_fusion_in_place_on_residual),
+          TEST(tuple_results_and_constants),
           TEST(bad_alignment_is_an_error))

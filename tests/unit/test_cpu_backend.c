@@ -474,6 +474,27 @@ static void test_fused_chain(void) {
   check_close_scaled(text, 53, 1e-5);
 }
 
+/* A ResNet bottleneck's tail through the whole backend: the block input x0 is read by
+ * the first convolution and, last, as the residual of the second one's epilogue, so
+ * buffer assignment computes that epilogue in x0's block and oneDNN adds x0 with its
+ * sum post-op. Products in f32 against the evaluator's doubles: scaled-close. */
+static void test_residual_block_in_place(void) {
+  check_close_scaled("HloModule rb\n\nENTRY main {\n  x = f32[2,6,6,16] parameter(0)\n"
+                     "  w0 = f32[1,1,16,16] parameter(1)\n  w1 = f32[3,3,16,16] parameter(2)\n"
+                     "  w2 = f32[1,1,16,16] parameter(3)\n  b = f32[16] parameter(4)\n"
+                     "  z = f32[] constant(0)\n  zb = f32[2,6,6,16] broadcast(z), dimensions={}\n"
+                     "  bb = f32[2,6,6,16] broadcast(b), dimensions={3}\n"
+                     "  c0 = f32[2,6,6,16] convolution(x, w0), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+                     "  x0 = f32[2,6,6,16] maximum(c0, zb)\n"
+                     "  c1 = f32[2,6,6,16] convolution(x0, w1), window={size=3x3 pad=1_1x1_1}, "
+                     "dim_labels=b01f_01io->b01f\n"
+                     "  h = f32[2,6,6,16] maximum(c1, zb)\n"
+                     "  c2 = f32[2,6,6,16] convolution(h, w2), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+                     "  a = f32[2,6,6,16] add(c2, bb)\n  r = f32[2,6,6,16] add(a, x0)\n"
+                     "  ROOT y = f32[2,6,6,16] maximum(r, zb)\n}\n",
+                     191, 1e-5);
+}
+
 /* Reductions the kernels restructure: over the minor dimension in lanes (lengths below,
  * at, and past whole blocks of 16, with a non-identity init value that must be counted
  * once), and column reductions that keep the minor dimension (a global average pool of
@@ -667,5 +688,5 @@ static void test_bad_arguments(void) {
 
 TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact),
           TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
-          TEST(test_fused_chain), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
+          TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_bad_arguments))

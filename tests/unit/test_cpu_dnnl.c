@@ -54,13 +54,15 @@ static bool close_enough(const float *got, const hlo_literal *ref, int64_t k, do
 }
 
 /* Runs the entry root through oneDNN and the evaluator; K is the number of products
- * summed per output element. */
-static bool run_case_opt(const char *what, const char *text, int64_t k, bool must_support) {
+ * summed per output element. IN_PLACE >= 0: the result is computed in the buffer of
+ * that operand (a parameter), as when buffer assignment hands a kOutput fusion its
+ * residual's block. */
+static bool run_case_at(const char *what, const char *text, int64_t k, bool must_support, int in_place) {
   hlo_module *m = check_parse_hlo(text);
   if (!m) return false;
   const hlo_instr *root = m->entry->root;
   cpu_dnnl_prim *prim = NULL;
-  kiln_status s = cpu_dnnl_create(root, &prim);
+  kiln_status s = cpu_dnnl_create(root, in_place, &prim);
   CHECK(cpu_dnnl_supports(root) == (s == NULL));
   if (s) {
     if (must_support || kiln_status_code(s) != KILN_UNIMPLEMENTED)
@@ -89,6 +91,10 @@ static bool run_case_opt(const char *what, const char *text, int64_t k, bool mus
     }
     float *got = out->data;
     for (int64_t i = 0; i < out->n; i++) got[i] = NAN; /* every element must be written */
+    if (in_place >= 0) {
+      memcpy(out->data, operands[in_place], (size_t)out->n * sizeof(float));
+      operands[in_place] = out->data;
+    }
     CHECK_OK(cpu_dnnl_execute(prim, operands, out->data));
     hlo_literal *ref = NULL;
     CHECK_OK(eval_module(m, args, n_args, &ref));
@@ -110,6 +116,10 @@ static bool run_case_opt(const char *what, const char *text, int64_t k, bool mus
   return true;
 }
 
+static bool run_case_opt(const char *what, const char *text, int64_t k, bool must_support) {
+  return run_case_at(what, text, k, must_support, -1);
+}
+
 static void run_case(const char *what, const char *text, int64_t k) { run_case_opt(what, text, k, true); }
 
 /* The root must be declined, and create must say why (UNIMPLEMENTED, naming it). */
@@ -119,7 +129,7 @@ static void check_unsupported(const char *what, const char *text) {
   const hlo_instr *root = m->entry->root;
   if (cpu_dnnl_supports(root)) check_fail(__FILE__, __LINE__, what, "cpu_dnnl_supports said yes");
   cpu_dnnl_prim *prim = NULL;
-  kiln_status s = cpu_dnnl_create(root, &prim);
+  kiln_status s = cpu_dnnl_create(root, -1, &prim);
   CHECK(s != NULL && prim == NULL);
   if (s) {
     CHECK(kiln_status_code(s) == KILN_UNIMPLEMENTED);
@@ -552,6 +562,68 @@ static void test_fusion_dot_residual(void) {
            40);
 }
 
+/* Results computed in the residual's buffer: ResNet's conv + bias + residual + relu and
+ * a dot + residual + scale, where the residual add becomes oneDNN's sum post-op; a
+ * dot subtracted from the residual (a negation, then the sum). A prim made for
+ * in-place execution refuses any other result buffer. */
+static void test_fusion_residual_in_place(void) {
+  static const char *conv =
+      "HloModule m\n"
+      "fused {\n"
+      "  p0 = f32[2,9,9,16] parameter(0)\n  p1 = f32[1,1,16,32] parameter(1)\n"
+      "  p2 = f32[32] parameter(2)\n  p3 = f32[2,9,9,32] parameter(3)\n"
+      "  c = f32[2,9,9,32] convolution(p0, p1), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+      "  b = f32[2,9,9,32] broadcast(p2), dimensions={3}\n  a = f32[2,9,9,32] add(c, b)\n"
+      "  r = f32[2,9,9,32] add(a, p3)\n"
+      "  z = f32[] constant(0)\n  zb = f32[2,9,9,32] broadcast(z), dimensions={}\n"
+      "  ROOT m = f32[2,9,9,32] maximum(r, zb)\n}\n"
+      "ENTRY e {\n"
+      "  x = f32[2,9,9,16] parameter(0)\n  w = f32[1,1,16,32] parameter(1)\n"
+      "  bias = f32[32] parameter(2)\n  res = f32[2,9,9,32] parameter(3)\n"
+      "  ROOT f = f32[2,9,9,32] fusion(x, w, bias, res), kind=kOutput, calls=fused\n}\n";
+  run_case_at("conv + bias + residual + relu, in place", conv, 16, true, 3);
+  run_case_at("batched dot + residual + scale, in place",
+              "HloModule m\n"
+              "fused {\n"
+              "  p0 = f32[3,16,24] parameter(0)\n  p1 = f32[3,24,20] parameter(1)\n"
+              "  p2 = f32[3,16,20] parameter(2)\n"
+              "  d = f32[3,16,20] dot(p0, p1), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+              "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
+              "  a = f32[3,16,20] add(d, p2)\n"
+              "  s = f32[] constant(0.5)\n  sb = f32[3,16,20] broadcast(s), dimensions={}\n"
+              "  ROOT m = f32[3,16,20] multiply(sb, a)\n}\n"
+              "ENTRY e {\n"
+              "  x = f32[3,16,24] parameter(0)\n  w = f32[3,24,20] parameter(1)\n"
+              "  r = f32[3,16,20] parameter(2)\n"
+              "  ROOT f = f32[3,16,20] fusion(x, w, r), kind=kOutput, calls=fused\n}\n",
+              24, true, 2);
+  run_case_at("dot subtracted from the residual, in place",
+              "HloModule m\n"
+              "fused {\n"
+              "  p0 = f32[32,40] parameter(0)\n  p1 = f32[40,24] parameter(1)\n  p2 = f32[32,24] parameter(2)\n"
+              "  d = f32[32,24] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+              "  ROOT s = f32[32,24] subtract(p2, d)\n}\n"
+              "ENTRY e {\n"
+              "  x = f32[32,40] parameter(0)\n  w = f32[40,24] parameter(1)\n  r = f32[32,24] parameter(2)\n"
+              "  ROOT f = f32[32,24] fusion(x, w, r), kind=kOutput, calls=fused\n}\n",
+              40, true, 2);
+  hlo_module *m = check_parse_hlo(conv);
+  cpu_dnnl_prim *prim = NULL;
+  hlo_literal *lits[5] = {NULL};
+  void *bufs[4];
+  for (int i = 0; i < 4; i++) {
+    CHECK_OK(literal_create(&m->entry->params[i]->shape, &lits[i]));
+    literal_fill_pseudo_random(lits[i], 5u + (uint64_t)i);
+    bufs[i] = lits[i]->data;
+  }
+  CHECK_OK(literal_create(&m->entry->root->shape, &lits[4]));
+  CHECK_OK(cpu_dnnl_create(m->entry->root, 3, &prim));
+  if (prim) CHECK_ERR(cpu_dnnl_execute(prim, bufs, lits[4]->data), "must be computed in operand 3's buffer");
+  cpu_dnnl_destroy(prim);
+  for (int i = 0; i < 5; i++) literal_free(lits[i]);
+  hlo_module_free(m);
+}
+
 static void test_fusion_clamp(void) {
   run_case("dot + clamp 0..6",
            "HloModule m\n"
@@ -872,7 +944,7 @@ static void test_concurrent_prims(void) {
   for (int t = 0; t < 2; t++) {
     m[t] = check_parse_hlo(texts[t]);
     if (!m[t]) goto done;
-    CHECK_OK(cpu_dnnl_create(m[t]->entry->root, &jobs[t].prim));
+    CHECK_OK(cpu_dnnl_create(m[t]->entry->root, -1, &jobs[t].prim));
     if (!jobs[t].prim) goto done;
     for (int i = 0; i < 2; i++) {
       CHECK_OK(literal_create(&m[t]->entry->params[i]->shape, &args[t][i]));
@@ -920,7 +992,7 @@ static void test_module_freed_after_create(void) {
   if (!m) return;
   cpu_dnnl_prim *p = NULL;
   hlo_literal *x = NULL, *ref = NULL, *out = NULL;
-  CHECK_OK(cpu_dnnl_create(m->entry->root, &p));
+  CHECK_OK(cpu_dnnl_create(m->entry->root, -1, &p));
   CHECK_OK(literal_create(&m->entry->params[0]->shape, &x));
   CHECK_OK(literal_create(&m->entry->root->shape, &out));
   if (x) literal_fill_pseudo_random(x, 99);
@@ -952,7 +1024,7 @@ static void test_result_aliases_residual(void) {
   if (!m) return;
   hlo_literal *args[3] = {NULL}, *ref = NULL;
   cpu_dnnl_prim *p = NULL;
-  CHECK_OK(cpu_dnnl_create(m->entry->root, &p));
+  CHECK_OK(cpu_dnnl_create(m->entry->root, -1, &p));
   for (int i = 0; i < 3; i++) {
     CHECK_OK(literal_create(&m->entry->params[i]->shape, &args[i]));
     if (args[i]) literal_fill_pseudo_random(args[i], (uint64_t)(31 + i));
@@ -975,7 +1047,7 @@ static void test_execute_errors(void) {
                         "  ROOT d = f32[4,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
   if (!m) return;
   cpu_dnnl_prim *p = NULL;
-  CHECK_OK(cpu_dnnl_create(m->entry->root, &p));
+  CHECK_OK(cpu_dnnl_create(m->entry->root, -1, &p));
   if (p) {
     float a[16] = {0}, out[16];
     void *ops[2] = {a, NULL};
@@ -1058,6 +1130,7 @@ TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batche
           TEST(test_conv_depthwise), TEST(test_conv_grouped), TEST(test_conv_1d_3d), TEST(test_conv_constant_weights),
           TEST(test_conv_transposed),
           TEST(test_fusion_conv_bias_relu), TEST(test_fusion_swish_logistic), TEST(test_fusion_dot_bias), TEST(test_fusion_dot_residual),
+          TEST(test_fusion_residual_in_place),
           TEST(test_fusion_clamp), TEST(test_fusion_repeated_eltwise), TEST(test_unusual_layouts), TEST(test_fusion_more),
           TEST(test_random_convs), TEST(test_random_dots),
           TEST(test_concurrent_prims), TEST(test_module_freed_after_create), TEST(test_result_aliases_residual),

@@ -419,6 +419,19 @@ static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, co
   return NULL;
 }
 
+/* The operand of thunk T whose arena block T's result takes over (buffer assignment's
+ * in-place reuse), or -1. */
+static int in_place_operand(const cpu_executable *x, const thunk *t) {
+  const hlo_buffer_slot *slots = x->assignment->slots, *out = &slots[t->refs[0].base];
+  if (out->kind != HLO_BUFFER_ARENA || !out->in_place) return -1;
+  for (int k = 0; k < t->ins->n_operands; k++) {
+    const buffer_ref *r = &t->refs[1 + k];
+    if (slots[r->base].kind == HLO_BUFFER_ARENA && slots[r->base].offset + r->offset == out->offset + t->refs[0].offset)
+      return k;
+  }
+  return -1;
+}
+
 static kiln_status build_thunks(cpu_executable *x, cpu_jit_module *jm, bool *has_kernels) {
   const hlo_computation *entry = x->module->entry;
   x->thunks = calloc((size_t)entry->n_instrs + 1, sizeof *x->thunks);
@@ -446,7 +459,7 @@ static kiln_status build_thunks(cpu_executable *x, cpu_jit_module *jm, bool *has
       t->bytes = shape_byte_size(&ins->shape);
     } else if (cpu_dnnl_supports(ins)) {
       TRY(add_thunk(x, entry, ins, THUNK_DNNL, &t));
-      kiln_status st = cpu_dnnl_create(ins, &t->prim);
+      kiln_status st = cpu_dnnl_create(ins, in_place_operand(x, t), &t->prim);
       if (st) return status_wrap(st, "cpu: %s", ins->name);
     } else {
       strbuf why;

@@ -34,14 +34,16 @@ typedef struct cpu_dnnl_prim cpu_dnnl_prim;
  * stream and scratchpad so distinct primitives may run concurrently). A constant operand
  * (ins->operands[i] is a constant instruction, or a constant inside the fused
  * computation) is captured here: weights are reordered into oneDNN's preferred layout,
- * other constants are copied. Unsupported instructions are UNIMPLEMENTED errors saying
- * why; every error names the instruction. */
-kiln_status cpu_dnnl_create(const hlo_instr *ins, cpu_dnnl_prim **out);
+ * other constants are copied. IN_PLACE >= 0 says the result will be written into the
+ * buffer of operand IN_PLACE (the residual of an epilogue add, which is then added by
+ * oneDNN's sum post-op); -1 otherwise. Unsupported instructions are UNIMPLEMENTED
+ * errors saying why; every error names the instruction. */
+kiln_status cpu_dnnl_create(const hlo_instr *ins, int in_place, cpu_dnnl_prim **out);
 
 /* operands[i]: row-major buffer of ins->operands[i] (entries of constant operands are
- * not read and may be NULL); out: row-major result buffer of ins's shape. out may
- * overlap an operand (e.g. share the residual's buffer): the result is then staged and
- * copied. Thread-safe for distinct prims; one prim must not run on two threads at once. */
+ * not read and may be NULL); out: row-major result buffer of ins's shape. out is
+ * operands[in_place] when create was told so; any other overlap with an operand is
+ * allowed too (the result is then staged and copied). Thread-safe for distinct prims; one prim must not run on two threads at once. */
 kiln_status cpu_dnnl_execute(cpu_dnnl_prim *p, void *const *operands, void *out);
 
 void cpu_dnnl_destroy(cpu_dnnl_prim *p);
