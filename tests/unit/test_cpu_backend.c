@@ -495,6 +495,23 @@ static void test_residual_block_in_place(void) {
                      191, 1e-5);
 }
 
+/* Attention's softmax over [heads, q, k] scores through the whole backend: fusion
+ * makes it one kCustom fusion, run by oneDNN's softmax; scaled-close to the evaluator
+ * (oneDNN's exponentials and row sums round differently). */
+static void test_softmax_through_backend(void) {
+  char text[4096];
+  snprintf(text, sizeof text,
+           "HloModule sm\n\n%sENTRY main {\n  x = f32[4,9,33] parameter(0)\n"
+           "  ninf = f32[] constant(-inf)\n  zero = f32[] constant(0)\n"
+           "  m = f32[4,9] reduce(x, ninf), dimensions={2}, to_apply=max_f32\n"
+           "  mb = f32[4,9,33] broadcast(m), dimensions={0,1}\n  sub = f32[4,9,33] subtract(x, mb)\n"
+           "  e = f32[4,9,33] exponential(sub)\n"
+           "  s = f32[4,9] reduce(e, zero), dimensions={2}, to_apply=add_f32\n"
+           "  sb = f32[4,9,33] broadcast(s), dimensions={0,1}\n  ROOT y = f32[4,9,33] divide(e, sb)\n}\n",
+           reducers);
+  check_close_scaled(text, 193, 1e-5);
+}
+
 /* Reductions the kernels restructure: over the minor dimension in lanes (lengths below,
  * at, and past whole blocks of 16, with a non-identity init value that must be counted
  * once), and column reductions that keep the minor dimension (a global average pool of
@@ -688,5 +705,5 @@ static void test_bad_arguments(void) {
 
 TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact),
           TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
-          TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
+          TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_bad_arguments))

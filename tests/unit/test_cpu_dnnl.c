@@ -1062,6 +1062,39 @@ static void test_execute_errors(void) {
 
 /* ------------------------------------------------------------------ declined */
 
+/* The kCustom softmax fusion (fusion.c) as oneDNN's softmax primitive, against the
+ * evaluator running the fused computation: rows of 7 (a tail shorter than a vector) and
+ * of 197 (ViT's attention). The tolerance is the dot/conv one with K = the row length:
+ * the exponentials and the row sums differ from the evaluator's by rounding only. */
+static const char *softmax_fusion =
+    "HloModule m\n"
+    "max_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT mx = f32[] maximum(a, b)\n}\n"
+    "add_f32 {\n  c = f32[] parameter(0)\n  d = f32[] parameter(1)\n  ROOT sm = f32[] add(c, d)\n}\n"
+    "fused {\n  x = f32[%d,%d] parameter(0)\n"
+    "  ninf = f32[] constant(-inf)\n  zero = f32[] constant(0)\n"
+    "  m = f32[%d] reduce(x, ninf), dimensions={1}, to_apply=max_f32\n"
+    "  mb = f32[%d,%d] broadcast(m), dimensions={0}\n  sub = f32[%d,%d] subtract(x, mb)\n"
+    "  e = f32[%d,%d] exponential(sub)\n"
+    "  s = f32[%d] reduce(e, zero), dimensions={1}, to_apply=%s\n"
+    "  sb = f32[%d,%d] broadcast(s), dimensions={0}\n  ROOT y = f32[%d,%d] divide(e, sb)\n}\n"
+    "ENTRY e {\n  p = f32[%d,%d] parameter(0)\n"
+    "  ROOT f = f32[%d,%d] fusion(p), kind=kCustom, calls=fused\n}\n";
+
+static void softmax_module(char *text, size_t size, int rows, int cols, const char *sum_reducer) {
+  snprintf(text, size, softmax_fusion, rows, cols, rows, rows, cols, rows, cols, rows, cols, rows, sum_reducer, rows,
+           cols, rows, cols, rows, cols, rows, cols);
+}
+
+static void test_softmax(void) {
+  char text[2048];
+  softmax_module(text, sizeof text, 5, 7, "add_f32");
+  run_case("softmax over rows of 7", text, 7);
+  softmax_module(text, sizeof text, 24, 197, "add_f32");
+  run_case("softmax over rows of 197", text, 197);
+  softmax_module(text, sizeof text, 5, 7, "max_f32"); /* normalised by the maximum: not a softmax */
+  check_unsupported("kCustom fusion that is not a softmax", text);
+}
+
 static void test_unsupported(void) {
   check_unsupported("f64 dot",
                     "HloModule m\nENTRY e {\n"
@@ -1134,5 +1167,5 @@ TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batche
           TEST(test_fusion_clamp), TEST(test_fusion_repeated_eltwise), TEST(test_unusual_layouts), TEST(test_fusion_more),
           TEST(test_random_convs), TEST(test_random_dots),
           TEST(test_concurrent_prims), TEST(test_module_freed_after_create), TEST(test_result_aliases_residual),
-          TEST(test_execute_errors),
+          TEST(test_execute_errors), TEST(test_softmax),
           TEST(test_unsupported))

@@ -1,5 +1,5 @@
 /* Unit tests for the CPU backend's HLO passes: instruction fusion (kLoop, kInput,
- * kOutput groups, no duplication of expensive producers, nothing fused across dots or
+ * kOutput groups, the kCustom softmax, no duplication of expensive producers, nothing fused across dots or
  * parameters, XLA-style names, print/parse round trip), dot canonicalization (batch dims
  * moved to the front, several contracting dims merged, matrix-vector products), and the
  * whole hlo_pipeline_new_cpu pipeline over every module of tests/hlo/corpus. The oracle
@@ -316,6 +316,50 @@ static void output_fusion_swish_and_logistic(void) {
       hlo_pass_fusion, true);
   CHECK(m->entry->n_instrs == 4 && m->entry->root->op == HLO_OP_FUSION);
   CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && check_count_op(m->entry->root->called[0], HLO_OP_ERF) == 1);
+  hlo_module_free(m);
+}
+
+/* A softmax over the last dim as the op library lowers it (attention's [heads, q, k]
+ * scores): one kCustom fusion reading only the scores, the init constants copied in.
+ * With the exponentials also read outside the pattern it is left to kLoop / kInput
+ * fusion; so is a softmax over another dim. */
+static const char *softmax_text =
+    "HloModule t\n"
+    "max_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT mx = f32[] maximum(a, b)\n}\n"
+    "add_f32 {\n  c = f32[] parameter(0)\n  d = f32[] parameter(1)\n  ROOT sm = f32[] add(c, d)\n}\n"
+    "ENTRY main {\n  x = f32[3,5,%d] parameter(0)\n"
+    "  ninf = f32[] constant(-inf)\n  zero = f32[] constant(0)\n"
+    "  m = f32[3,5] reduce(x, ninf), dimensions={%d}, to_apply=max_f32\n"
+    "  mb = f32[3,5,%d] broadcast(m), dimensions={0,1}\n  sub = f32[3,5,%d] subtract(x, mb)\n"
+    "  e = f32[3,5,%d] exponential(sub)\n"
+    "  s = f32[3,5] reduce(e, zero), dimensions={2}, to_apply=add_f32\n"
+    "  sb = f32[3,5,%d] broadcast(s), dimensions={0,1}\n  y = f32[3,5,%d] divide(e, sb)\n"
+    "  ROOT r = %s\n}\n";
+
+static void softmax_custom_fusion(void) {
+  char text[2048];
+  snprintf(text, sizeof text, softmax_text, 7, 2, 7, 7, 7, 7, 7, "f32[3,5,7] negate(y)");
+  hlo_module *m = check_run_pass(text, hlo_pass_fusion, true);
+  hlo_instr *f = m->entry->root->operands[0];
+  CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kCustom") == 0 && f->n_operands == 1);
+  CHECK(f->operands[0]->op == HLO_OP_PARAMETER && f->called[0]->n_params == 1);
+  CHECK(check_count_op(f->called[0], HLO_OP_REDUCE) == 2 && check_count_op(f->called[0], HLO_OP_EXP) == 1);
+  hlo_module_free(m);
+  /* the exponentials also feed the root tuple */
+  snprintf(text, sizeof text, softmax_text, 7, 2, 7, 7, 7, 7, 7, "(f32[3,5,7], f32[3,5,7]) tuple(y, e)");
+  m = check_run_pass(text, hlo_pass_fusion, true);
+  for (int i = 0; i < m->entry->n_instrs; i++) {
+    const hlo_instr *ins = m->entry->instrs[i];
+    CHECK(ins->op != HLO_OP_FUSION || strcmp(ins->fusion_kind, "kCustom") != 0);
+  }
+  hlo_module_free(m);
+  /* the max taken over dim 1: not a softmax over one dim */
+  snprintf(text, sizeof text, softmax_text, 5, 1, 5, 5, 5, 5, 5, "f32[3,5,5] negate(y)");
+  m = check_run_pass(text, hlo_pass_fusion, true);
+  for (int i = 0; i < m->entry->n_instrs; i++) {
+    const hlo_instr *ins = m->entry->instrs[i];
+    CHECK(ins->op != HLO_OP_FUSION || strcmp(ins->fusion_kind, "kCustom") != 0);
+  }
   hlo_module_free(m);
 }
 
@@ -743,6 +787,7 @@ TEST_MAIN(TEST(loop_fusion_of_elementwise_chain), TEST(loop_fusion_pulls_cheap_p
           TEST(output_fusion_residual_and_scale),
           TEST(post_op_reading_two_dots),
           TEST(expensive_producer_not_duplicated), TEST(expensive_producer_not_under_broadcast),
+          TEST(softmax_custom_fusion),
           TEST(residual_stream_not_recomputed), TEST(output_fusion_swish_and_logistic),
           TEST(nothing_fused_across_dot_or_parameter), TEST(side_effects_and_tuples_stay),
           TEST(names_avoid_existing_ones), TEST(fusion_inside_while_body), TEST(dot_canonical_untouched),

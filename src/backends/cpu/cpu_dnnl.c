@@ -90,6 +90,7 @@ typedef struct dim_group {
 typedef struct plan {
   const hlo_instr *core; /* the dot or convolution (inside the fusion for a fusion) */
   bool is_conv;
+  bool softmax; /* a kCustom softmax fusion: src/dst only, src_md describes both */
   operand_ref src, wei;
   dnnl_memory_desc_t src_md, wei_md, dst_md; /* user (row-major buffer) layouts */
   int ndims;                                 /* oneDNN rank of the result */
@@ -693,11 +694,33 @@ static kiln_status absorb_bias(const hlo_instr *ins, plan *p) {
   return NULL;
 }
 
+/* A kCustom fusion holding a softmax over the minor dimension of its one parameter
+ * (formed by the fusion pass): oneDNN's softmax primitive over the row-major buffer. */
+static kiln_status plan_softmax(const hlo_instr *ins, plan *p) {
+  const hlo_instr *x = NULL, *inner[HLO_SOFTMAX_INNER];
+  if (ins->n_called != 1 || !ins->called[0] || !ins->called[0]->root ||
+      !hlo_pass_match_softmax(ins->called[0]->root, &x, inner))
+    return unsupported(ins, "a kCustom fusion that is not a softmax");
+  if (!resolve_leaf(ins, x, &p->src) || p->src.constant)
+    return unsupported(ins, "the softmax input is not a fusion parameter");
+  if (ins->shape.rank > DNNL_MAX_NDIMS || shape_elements(&ins->shape) <= 0 || !is_f32_array(&ins->shape))
+    return unsupported(ins, "softmax rank, size or type");
+  p->softmax = true;
+  p->ndims = ins->shape.rank;
+  int64_t strides[HLO_MAX_RANK];
+  shape_strides(&ins->shape, strides);
+  TRY(make_md(ins, p->ndims, ins->shape.dims, strides, &p->src_md));
+  p->dst_md = p->src_md;
+  return NULL;
+}
+
 static kiln_status build_plan(const hlo_instr *ins, plan *p) {
   memset(p, 0, sizeof *p);
   const hlo_instr *chain[MAX_POST_OPS];
   int chain_idx[MAX_POST_OPS], n_chain = 0;
-  if (ins->op == HLO_OP_FUSION) {
+  if (ins->op == HLO_OP_FUSION && ins->fusion_kind && strcmp(ins->fusion_kind, "kCustom") == 0) {
+    return plan_softmax(ins, p);
+  } else if (ins->op == HLO_OP_FUSION) {
     TRY(plan_fusion_chain(ins, &p->core, chain, chain_idx, &n_chain));
   } else if (is_core(ins)) {
     p->core = ins;
@@ -793,7 +816,11 @@ static kiln_status try_pd(const hlo_instr *ins, const plan *p, bool any_src, boo
   dnnl_primitive_attr_t attr;
   TRY(make_attr(ins, p, dst_layout, &attr));
   dnnl_status_t s;
-  if (p->is_conv && p->deconv) {
+  if (p->softmax) {
+    dnnl_softmax_desc_t d;
+    s = dnnl_softmax_forward_desc_init(&d, dnnl_forward_inference, &p->src_md, p->ndims - 1);
+    if (s == dnnl_success) s = dnnl_primitive_desc_create(out, &d, attr, engine, NULL);
+  } else if (p->is_conv && p->deconv) {
     dnnl_deconvolution_desc_t d;
     s = dnnl_dilated_deconvolution_forward_desc_init(&d, dnnl_forward_inference, dnnl_deconvolution_direct, src,
                                                      wei, bias, dst, p->strides, p->dilates, p->pad_l, p->pad_r);
@@ -879,7 +906,7 @@ static kiln_status make_pd(const hlo_instr *ins, const plan *p, dnnl_primitive_d
   }
   /* A matmul whose strides no kernel takes (e.g. a batch dim innermost) runs on copies
    * of its operands in oneDNN's layouts: a copy is cheap next to the product. */
-  if (!p->is_conv && !pd) {
+  if (!p->is_conv && !p->softmax && !pd) {
     TRY(try_pd(ins, p, true, false, NULL, &pd));
     if (!pd || is_ref(pd)) {
       if (pd) dnnl_primitive_desc_destroy(pd);
@@ -1142,7 +1169,7 @@ static kiln_status prim_init(cpu_dnnl_prim *pr, const hlo_instr *ins, plan *p, i
   if (!st)
     st = bind_setup(pr, ins, &pr->src, &p->src, &p->src_md, dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0),
                     false);
-  if (!st) st = weights_setup(pr, ins, p, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
+  if (!st && !p->softmax) st = weights_setup(pr, ins, p, dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0));
   if (!st)
     st = bind_setup(pr, ins, &pr->dst, NULL, &p->dst_md, dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0),
                     true);
@@ -1166,6 +1193,7 @@ kiln_status cpu_dnnl_create(const hlo_instr *ins, int in_place, cpu_dnnl_prim **
     return status_error(KILN_RESOURCE_EXHAUSTED, "cpu_dnnl: %s: out of memory", ins->name);
   }
   pr->name = name;
+  pr->wei.outer = pr->bias.outer = -1; /* absent unless set up */
   kiln_status st = build_plan(ins, p);
   if (!st) st = prim_init(pr, ins, p, in_place);
   free(p);
@@ -1233,12 +1261,12 @@ kiln_status cpu_dnnl_execute(cpu_dnnl_prim *pr, void *const *operands, void *out
   void *target;
   TRY(result_target(pr, operands, out, &target));
   TRY(bind_input(pr, &pr->src, operands, NULL));
-  TRY(bind_input(pr, &pr->wei, operands, pr->wei_mirror));
+  if (arg_mem(&pr->wei)) TRY(bind_input(pr, &pr->wei, operands, pr->wei_mirror));
   EXEC_TRY(pr, dnnl_memory_set_data_handle(pr->dst.user_mem, target));
   dnnl_exec_arg_t args[5 + MAX_POST_OPS];
   int n = 0;
   args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, arg_mem(&pr->src)};
-  args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, arg_mem(&pr->wei)};
+  if (arg_mem(&pr->wei)) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, arg_mem(&pr->wei)};
   args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, arg_mem(&pr->dst)};
   if (arg_mem(&pr->bias)) {
     TRY(bind_input(pr, &pr->bias, operands, NULL));

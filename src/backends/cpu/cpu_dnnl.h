@@ -20,11 +20,12 @@
 #include "base/status.h"
 #include "hlo/ir.h"
 
-/* Whether oneDNN takes this instruction: a dot, a convolution, or a `fusion` of kind
+/* Whether oneDNN takes this instruction: a dot, a convolution, a `fusion` of kind
  * kOutput whose fused computation is a dot/convolution followed by a chain of
  * elementwise post-ops (add/subtract/multiply/maximum/minimum/clamp whose other operand
- * is a fusion parameter, broadcast(parameter) or broadcast(constant)). Element type f32
- * only. True means cpu_dnnl_create succeeds (barring memory exhaustion) with an
+ * is a fusion parameter, broadcast(parameter) or broadcast(constant)), or a kCustom
+ * fusion holding a softmax over the minor dimension (oneDNN's softmax primitive).
+ * Element type f32 only. True means cpu_dnnl_create succeeds (barring memory exhaustion) with an
  * optimized (non-reference) oneDNN implementation. */
 bool cpu_dnnl_supports(const hlo_instr *ins);
 

@@ -259,16 +259,6 @@ static hlo_instr *simplify_dynamic_slice(hlo_computation *c, hlo_instr *ins) {
   return try_build(hlo_build_slice(c, x, start, limit, NULL, &out), &out);
 }
 
-/* The binary op a reducer applies: (p0, p1) -> op(p0, p1) or op(p1, p0) on scalars. */
-static bool reducer_op(const hlo_computation *r, hlo_type t, hlo_opcode *op) {
-  if (!r || r->n_params != 2 || !r->root || r->root->n_operands != 2) return false;
-  const hlo_instr *root = r->root, *a = root->operands[0], *b = root->operands[1];
-  if (a->op != HLO_OP_PARAMETER || b->op != HLO_OP_PARAMETER || a == b) return false;
-  if (root->shape.rank != 0 || root->shape.type != t) return false;
-  *op = root->op;
-  return true;
-}
-
 /* Integer reduce of a broadcast over exactly the broadcast-added dims: each output
  * element reduces init with `count` copies of one x element. With wrapping integer
  * arithmetic (associative and commutative) that is x*count + init for add, and
@@ -279,7 +269,7 @@ static hlo_instr *simplify_reduce(hlo_computation *c, hlo_instr *ins) {
   hlo_instr *bc = ins->operands[0], *init = ins->operands[1];
   hlo_type t = ins->shape.type;
   hlo_opcode op;
-  if (bc->op != HLO_OP_BROADCAST || !hlo_type_is_int(t) || !reducer_op(ins->called[0], t, &op)) return NULL;
+  if (bc->op != HLO_OP_BROADCAST || !hlo_type_is_int(t) || !hlo_pass_reducer_op(ins->called[0], t, &op)) return NULL;
   if (op != HLO_OP_ADD && op != HLO_OP_MAXIMUM && op != HLO_OP_MINIMUM) return NULL;
   hlo_instr *x = bc->operands[0];
   if (x->shape.type != t || !shape_same_dims(&x->shape, &ins->shape)) return NULL;

@@ -11,8 +11,10 @@
  *             minimum / clamp whose other operands are fusion parameters, broadcasts of
  *             them or broadcasts of scalar constants, logistic, and the activations
  *             hlo_pass_match_activation finds (swish, hardswish, GELU): what oneDNN
- *             post-ops express.
- * The decision procedure: output chains are found first; then instructions are visited
+ *             post-ops express;
+ *   kCustom - a softmax over the minor dimension (hlo_pass_match_softmax), for
+ *             oneDNN's softmax primitive.
+ * The decision procedure: output chains are found first, then softmaxes; then instructions are visited
  * consumers-first (reverse definition order) and every instruction whose value is still
  * needed outside the groups formed so far becomes a group root that absorbs its operands,
  * nearest producer first. A producer all of whose users are exclusive members of the
@@ -379,6 +381,41 @@ static void form_output_groups(fusion_ctx *x) {
   }
 }
 
+/* ---- kCustom: softmax ---- */
+
+/* Softmax over the minor dimension (hlo_pass_match_softmax: max, subtract, exp, sum,
+ * divide) becomes one kCustom fusion reading only x, which the cpu backend runs as
+ * oneDNN's softmax primitive: one pass over each row for the max and one for the
+ * exponentials and their sum, instead of four kernels (two reductions, the
+ * exponentials, the division) each streaming the whole tensor. Only when every
+ * intermediate value is read inside the pattern. */
+static void form_softmax_groups(fusion_ctx *x) {
+  hlo_computation *c = x->c;
+  for (int i = 0; i < x->n; i++) {
+    const hlo_instr *v = NULL, *inner[HLO_SOFTMAX_INNER];
+    if (x->in_output_chain[i] || !hlo_pass_match_softmax(c->instrs[i], &v, inner)) continue;
+    int idx[HLO_SOFTMAX_INNER];
+    bool ok = true;
+    for (int k = 0; k < HLO_SOFTMAX_INNER && ok; k++) {
+      idx[k] = x->index_of_id[inner[k]->id];
+      ok = idx[k] >= 0 && inner[k] != c->root && !x->in_output_chain[idx[k]] && x->group_of_root[idx[k]] < 0;
+    }
+    if (!ok) continue;
+    group *g = new_group(x, i, "kCustom");
+    for (int k = 0; k < HLO_SOFTMAX_INNER; k++) g->state[idx[k]] = MEMBER_EXCL;
+    for (int k = 0; k < HLO_SOFTMAX_INNER && ok; k++) ok = all_users_exclusive(x, g, idx[k]);
+    if (!ok) {
+      drop_last_group(x);
+      continue;
+    }
+    for (int k = 0; k < HLO_SOFTMAX_INNER; k++) { /* the reductions' init constants */
+      const hlo_instr *r = inner[k];
+      if (r->op == HLO_OP_REDUCE) add_member(x, g, x->index_of_id[r->operands[1]->id]);
+    }
+    x->output_root[i] = true;
+  }
+}
+
 /* ---- kLoop / kInput ---- */
 
 /* Bytes a copy of `ins` reads per evaluation of all its elements: each distinct operand
@@ -605,6 +642,7 @@ static kiln_status fuse_computation(hlo_computation *c, name_set *names, bool *c
       }
     }
     form_output_groups(&x);
+    form_softmax_groups(&x);
     form_loop_groups(&x);
   }
   /* Build groups in definition order of their roots so names follow program order. */

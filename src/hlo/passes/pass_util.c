@@ -213,3 +213,48 @@ hlo_activation hlo_pass_match_activation(const hlo_instr *m, const hlo_instr **x
   }
   return HLO_ACTIVATION_NONE;
 }
+
+bool hlo_pass_reducer_op(const hlo_computation *r, hlo_type t, hlo_opcode *op) {
+  if (!r || r->n_params != 2 || !r->root || r->root->n_operands != 2) return false;
+  const hlo_instr *root = r->root, *a = root->operands[0], *b = root->operands[1];
+  if (a->op != HLO_OP_PARAMETER || b->op != HLO_OP_PARAMETER || a == b) return false;
+  if (root->shape.rank != 0 || root->shape.type != t) return false;
+  *op = root->op;
+  return true;
+}
+
+/* A reduce of x over exactly its last dim with the given reducer and init. */
+static bool reduces_last_dim(const hlo_instr *r, const hlo_instr *x, hlo_opcode op, double init, bool negative) {
+  hlo_opcode got;
+  return r->op == HLO_OP_REDUCE && r->n_operands == 2 && r->n_called == 1 && r->operands[0] == x &&
+         r->dimensions.n == 1 && r->dimensions.v[0] == x->shape.rank - 1 &&
+         hlo_pass_reducer_op(r->called[0], HLO_F32, &got) && got == op &&
+         r->operands[1]->shape.rank == 0 && hlo_pass_is_float_constant(r->operands[1], init, negative);
+}
+
+/* A broadcast of r back over every dim of `like` but the last. */
+static bool broadcasts_back(const hlo_instr *b, const hlo_instr *r, const hlo_instr *like) {
+  if (b->op != HLO_OP_BROADCAST || b->n_operands != 1 || b->operands[0] != r) return false;
+  if (!shape_same_dims(&b->shape, &like->shape) || b->dimensions.n != like->shape.rank - 1) return false;
+  for (int i = 0; i < b->dimensions.n; i++)
+    if (b->dimensions.v[i] != i) return false;
+  return true;
+}
+
+bool hlo_pass_match_softmax(const hlo_instr *d, const hlo_instr **x, const hlo_instr **inner) {
+  if (d->op != HLO_OP_DIVIDE || d->n_operands != 2 || d->shape.type != HLO_F32 || d->shape.rank < 1 ||
+      d->shape.n_elems != 0)
+    return false;
+  const hlo_instr *e = d->operands[0], *bs = d->operands[1];
+  if (e->op != HLO_OP_EXP || e->n_operands != 1 || bs->op != HLO_OP_BROADCAST || bs->n_operands != 1) return false;
+  const hlo_instr *s = bs->operands[0], *sub = e->operands[0];
+  if (!reduces_last_dim(s, e, HLO_OP_ADD, 0.0, false) || !broadcasts_back(bs, s, d)) return false;
+  if (sub->op != HLO_OP_SUBTRACT || sub->n_operands != 2) return false;
+  const hlo_instr *v = sub->operands[0], *bm = sub->operands[1];
+  if (bm->op != HLO_OP_BROADCAST || bm->n_operands != 1 || v->shape.type != HLO_F32) return false;
+  const hlo_instr *m = bm->operands[0];
+  if (!reduces_last_dim(m, v, HLO_OP_MAXIMUM, -INFINITY, true) || !broadcasts_back(bm, m, d)) return false;
+  *x = v;
+  inner[0] = m, inner[1] = bm, inner[2] = sub, inner[3] = e, inner[4] = s, inner[5] = bs;
+  return true;
+}

@@ -53,4 +53,18 @@ typedef enum {
 hlo_activation hlo_pass_match_activation(const hlo_instr *m, const hlo_instr **x, const hlo_instr **inner,
                                          int *n_inner);
 
+/* The binary op a reduce's computation applies to its two scalar parameters of type t
+ * (p0 op p1 or p1 op p0), or false when it is anything else. */
+bool hlo_pass_reducer_op(const hlo_computation *r, hlo_type t, hlo_opcode *op);
+
+/* Softmax over the minor dimension as the op library lowers it, matched on the final
+ * divide d: d = e / broadcast(reduce_add(e, 0)), e = exp(x - broadcast(reduce_max(x,
+ * -inf))), both reductions over the last dim and both broadcasts restoring the other
+ * dims in order, f32 throughout. Sets *x and fills inner with the six instructions
+ * between x and d (max reduce, its broadcast, subtract, exp, sum reduce, its broadcast);
+ * fusing them is only right when their users are all among them and d, which the
+ * caller checks. */
+#define HLO_SOFTMAX_INNER 6
+bool hlo_pass_match_softmax(const hlo_instr *d, const hlo_instr **x, const hlo_instr **inner);
+
 #endif

@@ -96,8 +96,9 @@ kiln_status hlo_pass_batchnorm_expander(hlo_module *m, bool *changed);
 kiln_status hlo_pass_transpose_folding(hlo_module *m, bool *changed);
 
 /* CPU instruction fusion (fusion.c): kLoop / kInput (reduce root) / kOutput (dot or
- * convolution + elementwise post-op chain) fusion instructions calling fused
- * computations; bit-identical, originals left for DCE. */
+ * convolution + elementwise post-op chain) / kCustom (a softmax over the minor
+ * dimension) fusion instructions calling fused computations; bit-identical, originals
+ * left for DCE. */
 kiln_status hlo_pass_fusion(hlo_module *m, bool *changed);
 
 /* Splits reduces that keep the input's minor dimension and have too few outputs to

@@ -30,13 +30,11 @@
 
 /* Whether init is the identity of the reduce's binary reducer. */
 static bool identity_init(const hlo_instr *r) {
-  const hlo_computation *f = r->called[0];
-  if (!f || f->n_params != 2 || !f->root || f->root->n_operands != 2) return false;
-  const hlo_instr *root = f->root, *a = root->operands[0], *b = root->operands[1];
-  if (a->op != HLO_OP_PARAMETER || b->op != HLO_OP_PARAMETER || a == b || root->shape.rank != 0) return false;
   const hlo_instr *init = r->operands[1];
+  hlo_opcode op;
+  if (!hlo_pass_reducer_op(r->called[0], r->shape.type, &op)) return false;
   bool is_float = hlo_type_is_float(init->shape.type);
-  switch (root->op) {
+  switch (op) {
     case HLO_OP_ADD:
       return is_float ? hlo_pass_is_float_constant(init, 0.0, false) || hlo_pass_is_float_constant(init, 0.0, true)
                       : hlo_pass_is_int_constant(init, 0);
