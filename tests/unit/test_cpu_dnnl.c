@@ -308,6 +308,32 @@ static void test_conv_depthwise(void) {
            "  ROOT c = f32[2,16,12,12] convolution(x, w), window={size=3x3 pad=1_1x1_1}, "
            "dim_labels=bf01_oi01->bf01, feature_group_count=16\n}\n",
            9);
+  /* EfficientNet's depthwise + bias + swish (the jit_dw kernel, prefer_jit_dw) and a
+   * large relu6 one (likewise by its size) */
+  run_case("depthwise NHWC + bias + swish",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[1,14,14,48] parameter(0)\n  p1 = f32[5,5,1,48] parameter(1)\n  p2 = f32[48] parameter(2)\n"
+           "  c = f32[1,14,14,48] convolution(p0, p1), window={size=5x5 pad=2_2x2_2}, dim_labels=b01f_01io->b01f, "
+           "feature_group_count=48\n"
+           "  b = f32[1,14,14,48] broadcast(p2), dimensions={3}\n  a = f32[1,14,14,48] add(c, b)\n"
+           "  l = f32[1,14,14,48] logistic(a)\n  ROOT s = f32[1,14,14,48] multiply(a, l)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[1,14,14,48] parameter(0)\n  w = f32[5,5,1,48] parameter(1)\n  bias = f32[48] parameter(2)\n"
+           "  ROOT f = f32[1,14,14,48] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+           25);
+  run_case("large depthwise NHWC + relu6",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[1,64,64,16] parameter(0)\n  p1 = f32[3,3,1,16] parameter(1)\n"
+           "  c = f32[1,64,64,16] convolution(p0, p1), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, "
+           "feature_group_count=16\n"
+           "  z = f32[] constant(0)\n  six = f32[] constant(6)\n"
+           "  ROOT r = f32[1,64,64,16] clamp(z, c, six)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[1,64,64,16] parameter(0)\n  w = f32[3,3,1,16] parameter(1)\n"
+           "  ROOT f = f32[1,64,64,16] fusion(x, w), kind=kOutput, calls=fused\n}\n",
+           9);
 }
 
 static void test_conv_grouped(void) {
