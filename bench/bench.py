@@ -27,11 +27,16 @@ ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 c
 Peers do one first run, up to --warmup runs within --max-seconds, then timed runs
 until --iters or --max-seconds (past the budget only to reach 3 runs, within 3x the
 budget: bench/peers/common.js keepTiming); a median of fewer than 3 runs is marked.
+The measurements the targets compare -- kiln --jit auto, ONNX Runtime, TF.js-wasm --
+are taken in --repeats processes each (default 3), alternating kiln and the peer, and
+their median is the median of the per-process medians: on a shared VM one process's
+placement of threads and memory moves its median by 5-15%, which a single process per
+runtime would put straight into the ratio. PyTorch and --jit off run once.
 Anything that fails is reported with its error text in RESULTS.md, and the exit status
 is 1 when anything failed.
 
 Usage: /usr/bin/python3 bench/bench.py [--quick] [--models a,b] [--iters N]
-       [--max-seconds T] [--warmup N] [--kiln PATH] [--device D] [--timeout S]
+       [--max-seconds T] [--warmup N] [--repeats R] [--kiln PATH] [--device D] [--timeout S]
 """
 
 import argparse
@@ -43,6 +48,7 @@ import os
 import platform
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -79,6 +85,7 @@ QUICK_MODELS = ('mlp', 'blazeface')
 ONNX_OPSET = 17  # bench/models.py's OPSET; part of the cache key
 PEERS = {'onnx': ('ort', 'torch'), 'tf': ('tfjs_wasm',)}
 PEER_TITLES = {'ort': 'ONNX Runtime', 'torch': 'PyTorch', 'tfjs_wasm': 'TF.js-wasm'}
+TARGET_PEER = {'onnx': 'ort', 'tf': 'tfjs_wasm'}  # the peer each set's target compares with
 PROBE_ITERS = 3
 MIN_ITERS = 3
 TF_INPUT_SEED = 7
@@ -261,11 +268,28 @@ def measure_peer(peer, args, prep):
     return measure(cmd + peer_timing_args(args), args.timeout)
 
 
+def combine(runs):
+    """One result for several processes measuring the same thing: the first run's
+    fields with median_ms the median of the per-process medians (listed in
+    process_medians) and the largest peak RSS; the first failure if any run failed."""
+    for r in runs:
+        if not ok(r):
+            return r
+    res = dict(runs[0])
+    res['process_medians'] = [r['median_ms'] for r in runs]
+    res['median_ms'] = statistics.median(res['process_medians'])
+    res['rss_mb'] = max(r['rss_mb'] for r in runs)
+    return res
+
+
 def describe(res):
     if 'error' in res:
         return 'FAILED (%s)' % res['error'].splitlines()[0][:120]
-    return '%.3f ms median (%d iters), first %.1f ms, %.0f MiB' % (res['median_ms'], res['iters'], res['first_ms'],
-                                                                res['rss_mb'])
+    spread = ''
+    if len(res.get('process_medians', [])) > 1:
+        spread = ' of processes at %s' % ', '.join('%.3f' % m for m in res['process_medians'])
+    return '%.3f ms median%s (%d iters), first %.1f ms, %.0f MiB' % (res['median_ms'], spread, res['iters'],
+                                                                  res['first_ms'], res['rss_mb'])
 
 
 def run_config(name, batch, args, work):
@@ -283,10 +307,22 @@ def run_config(name, batch, args, work):
         return entry
     out_dir = os.path.join(work, 'out', safe('%s-b%d' % (name, batch)))
     entry['kiln'] = measure_kiln(args, prep, out_dir)
+    for peer in PEERS[kind]:
+        entry[peer] = measure_peer(peer, args, prep)
+    # Repeats of the compared pair, alternating (see the module docstring).
+    target = TARGET_PEER[kind]
+    autos, targets = [entry['kiln']['auto']], [entry[target]]
+    for _ in range(1, args.repeats):
+        if not ok(autos[0]):
+            break
+        autos.append(measure(kiln_cmd(args, prep, os.path.join(out_dir, 'kiln-auto'), 'auto', autos[0]['iters']),
+                             args.timeout))
+        targets.append(measure_peer(target, args, prep))
+    entry['kiln']['auto'] = combine(autos)
+    entry[target] = combine(targets)
     log('%s: kiln --jit auto: %s' % (label, describe(entry['kiln']['auto'])))
     log('%s: kiln --jit off:  %s' % (label, describe(entry['kiln']['off'])))
     for peer in PEERS[kind]:
-        entry[peer] = measure_peer(peer, args, prep)
         log('%s: %s: %s' % (label, PEER_TITLES[peer], describe(entry[peer])))
     return entry
 
@@ -442,6 +478,9 @@ def write_results(path, entries, meta, args):
       'median of a %d-iteration probe, %d, %d) iterations, median over all K'
       % (args.warmup, args.max_seconds, args.iters, args.max_seconds, args.max_seconds, MIN_ITERS,
          3 * args.max_seconds, args.max_seconds, PROBE_ITERS, MIN_ITERS, args.iters))
+    w('- processes: kiln `--jit auto`, ONNX Runtime and TF.js-wasm are each measured in %d processes, alternating '
+      'kiln and the peer; their median is the median of the per-process medians (results.json lists them). '
+      'PyTorch and kiln `--jit off` run in one process' % args.repeats)
     if meta['env']:
         w('- environment: %s' % ', '.join('`%s=%s`' % kv for kv in meta['env'].items()))
     w('')
@@ -542,6 +581,8 @@ def main():
     ap.add_argument('--max-seconds', type=float, help='time budget of timed iterations per measurement '
                     '(default 6, quick 2)')
     ap.add_argument('--warmup', type=int, default=2, help='peer warmup runs after the first run (default 2)')
+    ap.add_argument('--repeats', type=int, help='processes measuring kiln --jit auto and the target peer, '
+                    'alternating; the median is over their medians (default 3, quick 1)')
     ap.add_argument('--kiln', default=os.path.join(ROOT, 'build', 'kiln'), help='kiln binary (default build/kiln)')
     ap.add_argument('--device', help="kiln device (default: kiln's default device)")
     ap.add_argument('--timeout', type=int, default=900, help='seconds per process before it is killed (default 900)')
@@ -551,10 +592,13 @@ def main():
     args = ap.parse_args()
     if args.iters is None:
         args.iters = 5 if args.quick else 30
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 3
     if args.max_seconds is None:
         args.max_seconds = 2.0 if args.quick else 6.0
-    if args.iters < MIN_ITERS or args.max_seconds <= 0 or args.warmup < 0 or args.timeout < 1:
-        ap.error('--iters must be at least %d, --max-seconds positive, --warmup >= 0, --timeout >= 1' % MIN_ITERS)
+    if args.iters < MIN_ITERS or args.max_seconds <= 0 or args.warmup < 0 or args.timeout < 1 or args.repeats < 1:
+        ap.error('--iters must be at least %d, --max-seconds positive, --warmup >= 0, --timeout >= 1, '
+                 '--repeats >= 1' % MIN_ITERS)
     names = list(QUICK_MODELS) if args.quick else list(MODELS)
     if args.models:
         names = [n.strip() for n in args.models.split(',') if n.strip()]

@@ -4,7 +4,7 @@
 # work is in bench/bench.py; this wrapper exists so the benchmark runs with Debian's
 # python3 (where python3-torch and numpy live) whatever python is first on PATH.
 #
-#   bench/run.sh [--quick] [--models a,b] [--iters N] [--max-seconds T] [--kiln PATH] [--device D]
+#   bench/run.sh [--quick] [--models a,b] [--iters N] [--max-seconds T] [--repeats R] [--kiln PATH] [--device D]
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 exec /usr/bin/python3 "$HERE/bench.py" --command "bench/run.sh $*" "$@"
