@@ -685,6 +685,64 @@ static void test_cache_hit(void) {
   hlo_module_free(m2);
 }
 
+/* Appends a constant's values "{{...}, ...}" for ROWS x COLS (or a vector: ROWS 0). */
+static void append_values(char *text, size_t size, int rows, int cols, double scale) {
+  size_t n = strlen(text);
+  n += (size_t)snprintf(text + n, size - n, "{");
+  for (int r = 0; r < (rows ? rows : 1); r++) {
+    if (rows) n += (size_t)snprintf(text + n, size - n, "%s{", r ? ", " : "");
+    for (int c = 0; c < cols; c++)
+      n += (size_t)snprintf(text + n, size - n, "%s%g", c ? ", " : "", scale * (((r * 7 + c * 3) % 11) - 5));
+    if (rows) n += (size_t)snprintf(text + n, size - n, "}");
+  }
+  snprintf(text + n, size - n, "})");
+}
+
+/* Constants oneDNN captured are released from the compiled module (their data is never
+ * read again): w feeds only a dot. v feeds a dot and an elementwise kernel, and vs is an
+ * output, so both stay. The executable runs twice, each time matching the evaluator. */
+static void test_captured_constants_released(void) {
+  char text[16384] = "HloModule cw\n\nENTRY main {\n  x = f32[4,16] parameter(0)\n  p = f32[8,8] parameter(1)\n"
+                     "  w = f32[16,8] constant(";
+  append_values(text, sizeof text, 16, 8, 0.25);
+  strncat(text, "\n  v = f32[8,8] constant(", sizeof text - strlen(text) - 1);
+  append_values(text, sizeof text, 8, 8, 0.5);
+  strncat(text, "\n  vs = f32[8] constant(", sizeof text - strlen(text) - 1);
+  append_values(text, sizeof text, 0, 8, 1.0);
+  strncat(text,
+          "\n  d1 = f32[4,8] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+          "  d2 = f32[4,8] dot(d1, v), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+          "  a = f32[8,8] add(v, p)\n"
+          "  ROOT t = (f32[4,8], f32[8,8], f32[8]) tuple(d2, a, vs)\n}\n",
+          sizeof text - strlen(text) - 1);
+  hlo_module *m = check_parse_hlo(text);
+  if (!m) return;
+  const backend *cpu = backend_find("cpu");
+  backend_executable *e = NULL;
+  hlo_literal *args[2] = {NULL, NULL}, *ref = NULL;
+  for (int i = 0; i < 2; i++) {
+    CHECK_OK(literal_create(&m->entry->params[i]->shape, &args[i]));
+    fill(args[i], 301 + (uint64_t)i, false);
+  }
+  CHECK_OK(eval_module(m, args, 2, &ref));
+  CHECK_OK(cpu->compile(cpu, m, &e));
+  for (int run = 0; run < 2 && e && ref; run++) {
+    hlo_literal *out = NULL;
+    CHECK_OK(cpu->execute(e, args, 2, &out));
+    for (int k = 0; out && k < 3; k++) {
+      const hlo_literal *got = out->tuple[k], *want = ref->tuple[k];
+      CHECK(got->n == want->n);
+      for (int64_t i = 0; i < got->n && i < want->n; i++)
+        CHECK(fabs(literal_get_f64(got, i) - literal_get_f64(want, i)) <= 1e-4 * (1 + fabs(literal_get_f64(want, i))));
+    }
+    literal_free(out);
+  }
+  if (e) cpu->destroy(e);
+  literal_free(ref);
+  for (int i = 0; i < 2; i++) literal_free(args[i]);
+  hlo_module_free(m);
+}
+
 static void test_bad_arguments(void) {
   hlo_module *m = check_parse_hlo("HloModule bad\n\nENTRY main {\n  a = f32[5] parameter(0)\n  ROOT r = f32[5] negate(a)\n}\n");
   if (!m) return;
@@ -706,4 +764,4 @@ static void test_bad_arguments(void) {
 TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact),
           TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
           TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
-          TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_bad_arguments))
+          TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_captured_constants_released), TEST(test_bad_arguments))

@@ -432,10 +432,47 @@ static int in_place_operand(const cpu_executable *x, const thunk *t) {
   return -1;
 }
 
-static kiln_status build_thunks(cpu_executable *x, cpu_jit_module *jm, bool *has_kernels) {
+/* Constants that oneDNN primitives capture when they are created (weights reordered
+ * into their own blocked copy, biases and other operands copied) are never read from
+ * the module again, so their literal data is released once the last primitive reading
+ * them exists: a compile then holds each weight once, not twice (vit_b_16: ~330 MB).
+ * readers[i] counts the operand slots reading constant i; creating a primitive that
+ * captures the constant takes its slots off, and any other reader (a kernel, an alias
+ * such as a reshape, a tuple, the root) is never taken off, which pins the data. */
+static int *constant_readers(const hlo_module *m) {
+  const hlo_computation *entry = m->entry;
+  int *index_of_id = malloc(((size_t)m->next_id + 1) * sizeof *index_of_id);
+  int *readers = calloc((size_t)entry->n_instrs + 1, sizeof *readers);
+  if (!index_of_id || !readers) {
+    free(index_of_id);
+    free(readers);
+    return NULL;
+  }
+  for (int i = 0; i < entry->n_instrs; i++) index_of_id[entry->instrs[i]->id] = i;
+  for (int i = 0; i < entry->n_instrs; i++)
+    for (int k = 0; k < entry->instrs[i]->n_operands; k++) readers[index_of_id[entry->instrs[i]->operands[k]->id]]++;
+  for (int i = 0; i < entry->n_instrs; i++)
+    if (entry->instrs[i] == entry->root) readers[i]++;
+  free(index_of_id);
+  return readers;
+}
+
+/* After the primitive of thunk T captured its constant operands. */
+static void release_captured_constants(const cpu_executable *x, const thunk *t, int *readers) {
+  if (!readers) return;
+  for (int k = 0; k < t->ins->n_operands; k++) {
+    hlo_instr *c = t->ins->operands[k];
+    int i = t->refs[1 + k].base;
+    if (c->op != HLO_OP_CONSTANT || x->module->entry->instrs[i] != c || !c->literal) continue;
+    if (--readers[i] == 0) {
+      free(c->literal->data);
+      c->literal->data = NULL;
+    }
+  }
+}
+
+static kiln_status build_thunk_list(cpu_executable *x, cpu_jit_module *jm, bool *has_kernels, int *readers) {
   const hlo_computation *entry = x->module->entry;
-  x->thunks = calloc((size_t)entry->n_instrs + 1, sizeof *x->thunks);
-  if (!x->thunks) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   for (int p = 0; p < entry->n_params; p++)
     if (!shape_is_array(&entry->params[p]->shape))
       return status_error(KILN_UNIMPLEMENTED, "cpu: parameter %s has a tuple shape", entry->params[p]->name);
@@ -461,6 +498,7 @@ static kiln_status build_thunks(cpu_executable *x, cpu_jit_module *jm, bool *has
       TRY(add_thunk(x, entry, ins, THUNK_DNNL, &t));
       kiln_status st = cpu_dnnl_create(ins, in_place_operand(x, t), &t->prim);
       if (st) return status_wrap(st, "cpu: %s", ins->name);
+      release_captured_constants(x, t, readers);
     } else {
       strbuf why;
       strbuf_init(&why);
@@ -478,6 +516,16 @@ static kiln_status build_thunks(cpu_executable *x, cpu_jit_module *jm, bool *has
     }
   }
   return NULL;
+}
+
+static kiln_status build_thunks(cpu_executable *x, cpu_jit_module *jm, bool *has_kernels) {
+  const hlo_computation *entry = x->module->entry;
+  x->thunks = calloc((size_t)entry->n_instrs + 1, sizeof *x->thunks);
+  if (!x->thunks) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  int *readers = constant_readers(x->module); /* NULL (out of memory): nothing is released */
+  kiln_status st = build_thunk_list(x, jm, has_kernels, readers);
+  free(readers);
+  return st;
 }
 
 static kiln_status link_kernels(cpu_executable *x) {
@@ -665,7 +713,7 @@ static char *buffer_address(const cpu_executable *x, char *arena, hlo_literal *c
     case HLO_BUFFER_CONSTANT: p = base->literal->data; break;
     default: p = arena + slot->offset; break;
   }
-  return p + r.offset;
+  return p ? p + r.offset : NULL; /* NULL: a constant a primitive captured (never read) */
 }
 
 static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const *args) {
