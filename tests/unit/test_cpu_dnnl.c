@@ -555,22 +555,24 @@ static void test_fusion_dot_bias(void) {
            96);
 }
 
+/* A batched dot, a residual add and a scale: (x . w + r) * 0.5. */
+static const char *batched_dot_residual =
+    "HloModule m\n"
+    "fused {\n"
+    "  p0 = f32[3,16,24] parameter(0)\n  p1 = f32[3,24,20] parameter(1)\n"
+    "  p2 = f32[3,16,20] parameter(2)\n"
+    "  d = f32[3,16,20] dot(p0, p1), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+    "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
+    "  a = f32[3,16,20] add(d, p2)\n"
+    "  s = f32[] constant(0.5)\n  sb = f32[3,16,20] broadcast(s), dimensions={}\n"
+    "  ROOT m = f32[3,16,20] multiply(sb, a)\n}\n"
+    "ENTRY e {\n"
+    "  x = f32[3,16,24] parameter(0)\n  w = f32[3,24,20] parameter(1)\n"
+    "  r = f32[3,16,20] parameter(2)\n"
+    "  ROOT f = f32[3,16,20] fusion(x, w, r), kind=kOutput, calls=fused\n}\n";
+
 static void test_fusion_dot_residual(void) {
-  run_case("batched dot + residual + scale",
-           "HloModule m\n"
-           "fused {\n"
-           "  p0 = f32[3,16,24] parameter(0)\n  p1 = f32[3,24,20] parameter(1)\n"
-           "  p2 = f32[3,16,20] parameter(2)\n"
-           "  d = f32[3,16,20] dot(p0, p1), lhs_batch_dims={0}, rhs_batch_dims={0}, "
-           "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
-           "  a = f32[3,16,20] add(d, p2)\n"
-           "  s = f32[] constant(0.5)\n  sb = f32[3,16,20] broadcast(s), dimensions={}\n"
-           "  ROOT m = f32[3,16,20] multiply(sb, a)\n}\n"
-           "ENTRY e {\n"
-           "  x = f32[3,16,24] parameter(0)\n  w = f32[3,24,20] parameter(1)\n"
-           "  r = f32[3,16,20] parameter(2)\n"
-           "  ROOT f = f32[3,16,20] fusion(x, w, r), kind=kOutput, calls=fused\n}\n",
-           24);
+  run_case("batched dot + residual + scale", batched_dot_residual, 24);
   run_case("dot, subtract from residual, minimum",
            "HloModule m\n"
            "fused {\n"
@@ -608,21 +610,7 @@ static void test_fusion_residual_in_place(void) {
       "  bias = f32[32] parameter(2)\n  res = f32[2,9,9,32] parameter(3)\n"
       "  ROOT f = f32[2,9,9,32] fusion(x, w, bias, res), kind=kOutput, calls=fused\n}\n";
   run_case_at("conv + bias + residual + relu, in place", conv, 16, true, 3);
-  run_case_at("batched dot + residual + scale, in place",
-              "HloModule m\n"
-              "fused {\n"
-              "  p0 = f32[3,16,24] parameter(0)\n  p1 = f32[3,24,20] parameter(1)\n"
-              "  p2 = f32[3,16,20] parameter(2)\n"
-              "  d = f32[3,16,20] dot(p0, p1), lhs_batch_dims={0}, rhs_batch_dims={0}, "
-              "lhs_contracting_dims={2}, rhs_contracting_dims={1}\n"
-              "  a = f32[3,16,20] add(d, p2)\n"
-              "  s = f32[] constant(0.5)\n  sb = f32[3,16,20] broadcast(s), dimensions={}\n"
-              "  ROOT m = f32[3,16,20] multiply(sb, a)\n}\n"
-              "ENTRY e {\n"
-              "  x = f32[3,16,24] parameter(0)\n  w = f32[3,24,20] parameter(1)\n"
-              "  r = f32[3,16,20] parameter(2)\n"
-              "  ROOT f = f32[3,16,20] fusion(x, w, r), kind=kOutput, calls=fused\n}\n",
-              24, true, 2);
+  run_case_at("batched dot + residual + scale, in place", batched_dot_residual, 24, true, 2);
   run_case_at("dot subtracted from the residual, in place",
               "HloModule m\n"
               "fused {\n"

@@ -74,30 +74,15 @@ static bool expandable(const hlo_instr *bn, double *eps, int64_t *fi) {
   return true;
 }
 
+/* Shapes the builder refuses leave the op to the evaluator's checks. */
+static kiln_status expand_instr(hlo_computation *c, hlo_instr *bn, hlo_instr **out) {
+  double eps;
+  int64_t fi;
+  *out = NULL;
+  if (bn->op != HLO_OP_BATCH_NORM_INFERENCE || !expandable(bn, &eps, &fi)) return NULL;
+  return expand(c, bn, eps, fi, out);
+}
+
 kiln_status hlo_pass_batchnorm_expander(hlo_module *m, bool *changed) {
-  *changed = false;
-  for (int ci = 0; ci < m->n_comps; ci++) {
-    hlo_computation *c = m->comps[ci];
-    int n = c->n_instrs;
-    bool any = false;
-    for (int i = 0; i < n; i++) {
-      hlo_instr *bn = c->instrs[i];
-      double eps;
-      int64_t fi;
-      if (bn->op != HLO_OP_BATCH_NORM_INFERENCE || !expandable(bn, &eps, &fi)) continue;
-      hlo_instr *y = NULL;
-      kiln_status s = expand(c, bn, eps, fi, &y);
-      if (s) { /* shapes the builder refuses: leave the op to the evaluator's checks */
-        kiln_status_free(s);
-        continue;
-      }
-      hlo_pass_replace_uses(c, bn, y);
-      any = true;
-    }
-    if (any || c->n_instrs != n) {
-      hlo_pass_restore_order(c);
-      *changed = true;
-    }
-  }
-  return NULL;
+  return hlo_pass_rewrite_each(m, expand_instr, changed);
 }

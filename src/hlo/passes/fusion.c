@@ -202,7 +202,7 @@ typedef struct fusion_ctx {
   int *user_start;   /* CSR users: user_idx[user_start[i] .. user_start[i+1]) */
   int *user_idx;
   bool *needed;      /* the original value is read outside every group that copies it */
-  bool *output_root; /* root of a kOutput group: never a producer for another group */
+  bool *output_root; /* root of a kOutput or kCustom group: never a producer for another group */
   bool *in_output_chain; /* the dot/convolution or a post-op of some kOutput group */
   int *group_of_root; /* index into groups, -1 */
   group *groups;
@@ -507,7 +507,7 @@ static void form_loop_groups(fusion_ctx *x) {
   for (int i = x->n - 1; i >= 0; i--) {
     if (!x->needed[i]) continue;
     hlo_instr *ins = c->instrs[i];
-    if (x->group_of_root[i] >= 0) { /* a kOutput group */
+    if (x->group_of_root[i] >= 0) { /* a kOutput or kCustom group */
       mark_group_inputs_needed(x, &x->groups[x->group_of_root[i]]);
       continue;
     }

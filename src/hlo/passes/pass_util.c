@@ -214,6 +214,31 @@ hlo_activation hlo_pass_match_activation(const hlo_instr *m, const hlo_instr **x
   return HLO_ACTIVATION_NONE;
 }
 
+kiln_status hlo_pass_rewrite_each(hlo_module *m, hlo_pass_rewrite_fn rewrite, bool *changed) {
+  *changed = false;
+  for (int ci = 0; ci < m->n_comps; ci++) {
+    hlo_computation *c = m->comps[ci];
+    int n = c->n_instrs;
+    bool any = false;
+    for (int i = 0; i < n; i++) {
+      hlo_instr *ins = c->instrs[i], *y = NULL;
+      kiln_status s = rewrite(c, ins, &y);
+      if (s) {
+        kiln_status_free(s);
+        continue;
+      }
+      if (!y) continue;
+      hlo_pass_replace_uses(c, ins, y);
+      any = true;
+    }
+    if (any || c->n_instrs != n) {
+      hlo_pass_restore_order(c);
+      *changed = true;
+    }
+  }
+  return NULL;
+}
+
 bool hlo_pass_reducer_op(const hlo_computation *r, hlo_type t, hlo_opcode *op) {
   if (!r || r->n_params != 2 || !r->root || r->root->n_operands != 2) return false;
   const hlo_instr *root = r->root, *a = root->operands[0], *b = root->operands[1];

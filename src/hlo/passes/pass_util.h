@@ -11,6 +11,16 @@
 #include "base/status.h"
 #include "hlo/ir.h"
 
+/* A rewrite of one instruction: sets *out to its replacement, or to NULL to leave it
+ * alone. An error means the builder refused the replacement's shapes. */
+typedef kiln_status (*hlo_pass_rewrite_fn)(hlo_computation *c, hlo_instr *ins, hlo_instr **out);
+
+/* Runs `rewrite` on every instruction each computation of m had when the pass started;
+ * a replacement takes over all of the instruction's uses. An instruction whose rewrite
+ * fails is left as it is (the half-built instructions are dead, for DCE), so the pass
+ * never errs. Definition order is restored where anything was added. */
+kiln_status hlo_pass_rewrite_each(hlo_module *m, hlo_pass_rewrite_fn rewrite, bool *changed);
+
 /* Makes every operand reference to `from` inside c (and c's root) point at `to`.
  * Returns the number of references changed. A replacement without a layout (made by
  * the builder) takes over from's layout. */

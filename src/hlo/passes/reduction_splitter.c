@@ -98,30 +98,14 @@ static kiln_status split(hlo_computation *c, hlo_instr *r, int d, int64_t f, hlo
   return hlo_build_reduce(c, 1, &partial, &init, 1, &outer_dim, r->called[0], out);
 }
 
+/* Shapes the builder refuses leave the reduce as it is. */
+static kiln_status split_instr(hlo_computation *c, hlo_instr *r, hlo_instr **out) {
+  int d = 0;
+  int64_t f = 1;
+  *out = NULL;
+  return plan_split(r, &d, &f) ? split(c, r, d, f, out) : NULL;
+}
+
 kiln_status hlo_pass_reduction_splitter(hlo_module *m, bool *changed) {
-  *changed = false;
-  for (int ci = 0; ci < m->n_comps; ci++) {
-    hlo_computation *c = m->comps[ci];
-    int n = c->n_instrs;
-    bool any = false;
-    for (int i = 0; i < n; i++) {
-      hlo_instr *r = c->instrs[i];
-      int d = 0;
-      int64_t f = 1;
-      if (!plan_split(r, &d, &f)) continue;
-      hlo_instr *y = NULL;
-      kiln_status s = split(c, r, d, f, &y);
-      if (s) { /* shapes the builder refuses: leave the reduce as it is */
-        kiln_status_free(s);
-        continue;
-      }
-      hlo_pass_replace_uses(c, r, y);
-      any = true;
-    }
-    if (any || c->n_instrs != n) {
-      hlo_pass_restore_order(c);
-      *changed = true;
-    }
-  }
-  return NULL;
+  return hlo_pass_rewrite_each(m, split_instr, changed);
 }
