@@ -1,35 +1,306 @@
-/* kiln public runtime API.
+/* kiln public C API: load a model, look at its inputs and outputs, run it.
  *
- * This header is what an embedding program sees of kiln. Today it holds the status
- * object every fallible kiln call returns; the session/tensor API grows here as the
- * bridge lands. A status is a pointer: NULL means success, anything else is an error
- * object owned by the caller, released with kiln_status_free. Errors carry a code and
- * a message that names where things went wrong (file:line:col, node, op, shapes). */
+ * This header is everything a program embedding kiln needs (link libkiln: `pkg-config
+ * --cflags --libs kiln`, or CMake `find_package(kiln)` and `kiln::kiln`). It is C99 and
+ * valid C++; every handle is opaque; every call that can fail returns a kiln_status
+ * (NULL on success, else an error object the caller owns and frees with
+ * kiln_status_free). Error messages name what was wrong and where: the file (and
+ * line:column for text formats), the node and op, the input and the shapes involved.
+ * Structs the caller fills begin with struct_size (set it with the matching _INIT macro
+ * or init function) so later versions can add fields without breaking old callers.
+ *
+ * A complete program (error handling shortened to CHECK):
+ *
+ *     #include <kiln/kiln.h>
+ *     #define CHECK(call) do { kiln_status s_ = (call); if (s_) { \
+ *         fprintf(stderr, "%s\n", kiln_status_message(s_)); kiln_status_free(s_); exit(1); } } while (0)
+ *
+ *     kiln_options *opts;
+ *     CHECK(kiln_options_create(&opts));
+ *     CHECK(kiln_options_set(opts, "jit", "auto"));        // any `kiln flags` switch by name
+ *     kiln_model *model;
+ *     CHECK(kiln_model_load("mobilenet.onnx", opts, &model));
+ *     kiln_options_free(opts);                              // the model keeps its own copy
+ *
+ *     kiln_value in = KILN_VALUE_INIT;                      // what the model takes
+ *     CHECK(kiln_model_input(model, 0, &in));
+ *     float pixels[1 * 3 * 224 * 224] = {0};
+ *     int64_t dims[4] = {1, 3, 224, 224};
+ *     in.dims = dims; in.rank = 4;                          // fill dynamic dims in
+ *     in.data = pixels; in.byte_size = sizeof pixels;       // borrowed, not copied
+ *
+ *     kiln_tensor *out[1];
+ *     CHECK(kiln_model_run(model, NULL, 1, &in, 1, NULL, out)); // NULL names: outputs in order
+ *     const float *scores = (const float *)kiln_tensor_data(out[0]);
+ *     int64_t n = kiln_tensor_element_count(out[0]);
+ *     ... use scores[0..n) ...
+ *     kiln_tensor_free(out[0]);
+ *     kiln_model_free(model);
+ *
+ * Threads. kiln_model_run may be called on one model from any number of threads at
+ * once: each concurrent run gets its own execution state (the model keeps a pool of
+ * them), compiled code is shared between them through a locked cache, and the results
+ * equal a single-threaded run's bit for bit. A model whose graph assigns resource
+ * variables (training-style state) serialises its runs instead, so the variables see
+ * one run after another. Everything else that takes a handle is safe to call
+ * concurrently on *different* handles; on one kiln_options or kiln_tensor object the
+ * caller serialises. Loading models, kiln_device_count/kiln_device_info and the
+ * version and name functions are thread-safe. kiln_model_free must not overlap a run
+ * of the same model; using any handle after its free is undefined. Freeing NULL is
+ * always a no-op; a status is freed exactly once (kiln_status_free(NULL) is fine).
+ *
+ * Logging. Warnings (a fallback to another device, an elided constant) and, at level
+ * INFO, progress messages go to stderr by default; kiln_options_set_log_callback
+ * routes the messages of every call made with that model to a function instead (the
+ * routing is per calling thread for the duration of the call, so two models can log
+ * to two places at once). */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
+
+#include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* Exported from libkiln.so; the static library and the tool see the same symbols. */
+#if defined(__GNUC__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
+/* ------------------------------------------------------------------ version ---- */
+
+#define KILN_VERSION_MAJOR 0
+#define KILN_VERSION_MINOR 2
+#define KILN_VERSION_PATCH 0
+/* "0.2.0": the library actually loaded, which may be newer than this header. */
+KILN_API const char *kiln_version(void);
+/* MAJOR * 10000 + MINOR * 100 + PATCH of the loaded library. */
+KILN_API int kiln_version_number(void);
+
+/* ------------------------------------------------------------------- status ---- */
+
 typedef enum kiln_code {
   KILN_OK = 0,
-  KILN_INVALID_ARGUMENT = 1, /* bad user input: malformed file, wrong shapes, bad flag */
-  KILN_NOT_FOUND = 2,        /* a named thing (file, input, device) does not exist */
-  KILN_UNIMPLEMENTED = 3,    /* valid input that this build does not support (yet) */
-  KILN_OUT_OF_RANGE = 4,     /* an index or size beyond what is representable */
+  KILN_INVALID_ARGUMENT = 1,   /* bad user input: malformed file, wrong shapes, bad option */
+  KILN_NOT_FOUND = 2,          /* a named thing (file, input, output, device) does not exist */
+  KILN_UNIMPLEMENTED = 3,      /* valid input that this build does not support (yet) */
+  KILN_OUT_OF_RANGE = 4,       /* an index or size beyond what is representable */
   KILN_RESOURCE_EXHAUSTED = 5, /* allocation failure, size over a configured cap */
-  KILN_INTERNAL = 6,         /* a kiln bug: an invariant did not hold */
-  KILN_IO_ERROR = 7          /* the operating system refused a read or write */
+  KILN_INTERNAL = 6,           /* a kiln bug: an invariant did not hold */
+  KILN_IO_ERROR = 7            /* the operating system refused a read or write */
 } kiln_code;
 
 typedef struct kiln_status_t kiln_status_t;
 typedef kiln_status_t *kiln_status; /* NULL == OK */
 
-kiln_code kiln_status_code(const kiln_status_t *s);
-const char *kiln_status_message(const kiln_status_t *s);
-const char *kiln_code_name(kiln_code code);
-void kiln_status_free(kiln_status_t *s);
+/* KILN_OK for NULL. */
+KILN_API kiln_code kiln_status_code(const kiln_status_t *s);
+/* "" for NULL; valid until the status is freed. */
+KILN_API const char *kiln_status_message(const kiln_status_t *s);
+/* "INVALID_ARGUMENT", ...; "UNKNOWN" for a value outside the enum. */
+KILN_API const char *kiln_code_name(kiln_code code);
+KILN_API void kiln_status_free(kiln_status_t *s);
+
+/* ------------------------------------------------------------ element types ---- */
+
+typedef enum kiln_dtype {
+  KILN_DTYPE_INVALID = 0, /* also "not known" in model introspection */
+  KILN_BOOL = 1,          /* one byte, 0 or 1 */
+  KILN_INT8 = 2,
+  KILN_INT16 = 3,
+  KILN_INT32 = 4,
+  KILN_INT64 = 5,
+  KILN_UINT8 = 6,
+  KILN_UINT16 = 7,
+  KILN_UINT32 = 8,
+  KILN_UINT64 = 9,
+  KILN_FLOAT16 = 10,   /* IEEE half, raw 16-bit patterns */
+  KILN_BFLOAT16 = 11,  /* raw 16-bit patterns */
+  KILN_FLOAT32 = 12,
+  KILN_FLOAT64 = 13,
+  KILN_COMPLEX64 = 14, /* (re, im) float pairs */
+  KILN_COMPLEX128 = 15
+} kiln_dtype;
+
+/* Bytes per element; 0 for INVALID or a value outside the enum. */
+KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
+/* numpy's names: "bool", "int8", ..., "float16", "bfloat16", "float32", "complex64";
+ * "invalid" otherwise. */
+KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
+
+/* ------------------------------------------------------------------ options ---- */
+
+typedef struct kiln_options kiln_options;
+
+typedef enum kiln_log_level { KILN_LOG_INFO = 0, KILN_LOG_WARNING = 1, KILN_LOG_ERROR = 2 } kiln_log_level;
+/* Receives one message (no trailing newline); called on the thread that made the call. */
+typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *message);
+
+/* Options with their defaults (the same as the `kiln` command's). */
+KILN_API kiln_status kiln_options_create(kiln_options **out);
+KILN_API kiln_status kiln_options_clone(const kiln_options *opts, kiln_options **out);
+KILN_API void kiln_options_free(kiln_options *opts);
+
+/* Sets one option from text, as `kiln` would read `--KEY=VALUE`:
+ *   device            a `kiln devices` name; "" (default): HLO modules run on cpu,
+ *                     a model's nodes and clusters on the highest-priority device
+ *                     that supports them
+ *   jit               "auto" (default: cluster and compile just in time) or "off"
+ *   threads           worker threads for the cpu device; 0 (default): all cores
+ *   dump_to           directory for module and graph dumps; "" (default): none
+ *   dump_pass_re      POSIX extended regex of the passes to dump after (".*")
+ *   dump_large_constants  "true"/"false"
+ *   disable_passes    comma-separated HLO pass names to skip
+ *   jit_ops, jit_exclude_ops  comma-separated ops the bridge may / may not cluster
+ *   min_cluster_size, max_cluster_size  integers (4, 1000000)
+ *   clustering_debug, log_placement, no_host_fallback, profile  "true"/"false"
+ *   plugin_path       colon-separated directories of *.kiln-plugin.json manifests
+ *   plugin            a plugin manifest path (adds one each time it is set)
+ *   plugin_option     KEY=VALUE passed to every plugin compile (adds one each time)
+ *   log_level         "info", "warning" (default) or "error": the least severe
+ *                     message delivered
+ *   format            "auto" (default), "onnx", "graphdef", "tfjs", "hlo", "graph":
+ *                     how kiln_model_load* reads the bytes
+ * An unknown key or a bad value is INVALID_ARGUMENT naming the key and what it takes.
+ * Plugins named by plugin_path / plugin join the process-wide device registry when a
+ * model is loaded with these options. */
+KILN_API kiln_status kiln_options_set(kiln_options *opts, const char *key, const char *value);
+/* The current value of key as text (as kiln_options_set takes it; lists joined by
+ * ','); the pointer stays valid until the option changes or opts is freed. */
+KILN_API kiln_status kiln_options_get(const kiln_options *opts, const char *key, const char **value);
+/* Number of settable keys, and key i with a one-line description (for listings). */
+KILN_API int kiln_options_key_count(void);
+KILN_API const char *kiln_options_key(int i, const char **help);
+/* Routes this model's log messages to fn (NULL: back to stderr). */
+KILN_API kiln_status kiln_options_set_log_callback(kiln_options *opts, kiln_log_fn fn, void *user);
+
+/* ------------------------------------------------------------------ tensors ---- */
+
+/* A dense row-major tensor owned by kiln (outputs) or wrapping caller memory. */
+typedef struct kiln_tensor kiln_tensor;
+
+/* A new zero-filled tensor. */
+KILN_API kiln_status kiln_tensor_create(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out);
+KILN_API void kiln_tensor_free(kiln_tensor *t);
+KILN_API kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
+KILN_API int kiln_tensor_rank(const kiln_tensor *t);
+/* rank entries; valid while t is. */
+KILN_API const int64_t *kiln_tensor_dims(const kiln_tensor *t);
+KILN_API int64_t kiln_tensor_element_count(const kiln_tensor *t);
+KILN_API size_t kiln_tensor_byte_size(const kiln_tensor *t);
+/* The elements, row-major (never NULL, even for 0 elements). */
+KILN_API void *kiln_tensor_data(kiln_tensor *t);
+
+/* ------------------------------------------------------------------- models ---- */
+
+typedef struct kiln_model kiln_model;
+
+typedef enum kiln_format {
+  KILN_FORMAT_AUTO = 0,     /* by extension, else by content (as `kiln run` decides) */
+  KILN_FORMAT_ONNX = 1,     /* ModelProto */
+  KILN_FORMAT_GRAPHDEF = 2, /* frozen TensorFlow GraphDef (.pb) */
+  KILN_FORMAT_TFJS = 3,     /* TF.js graph model.json (file only: it names its shards) */
+  KILN_FORMAT_HLO = 4,      /* XLA HLO text */
+  KILN_FORMAT_GRAPH = 5     /* kiln's graph text form (.graph) */
+} kiln_format;
+
+/* Loads and prepares a model: imports it, runs the bridge (clustering per the jit
+ * option) or, for HLO, parses, verifies and compiles it for the device. opts may be
+ * NULL (defaults); the model copies what it needs, so opts may be freed afterwards. */
+KILN_API kiln_status kiln_model_load(const char *path, const kiln_options *opts, kiln_model **out);
+/* The same from bytes in memory (copied as needed; data may be freed on return).
+ * AUTO recognises ONNX, GraphDef and HLO text by content; TF.js needs its file. */
+KILN_API kiln_status kiln_model_load_from_memory(const void *data, size_t size, kiln_format format,
+                                                 const kiln_options *opts, kiln_model **out);
+/* NULL is ignored. No run of the model may be in progress. */
+KILN_API void kiln_model_free(kiln_model *model);
+/* What was loaded (never AUTO). */
+KILN_API kiln_format kiln_model_format(const kiln_model *model);
+/* "ONNX", "TensorFlow GraphDef", "TF.js graph model", "HLO text", "kiln graph". */
+KILN_API const char *kiln_format_name(kiln_format format);
+
+/* A named tensor: what a model takes or gives (introspection fills name, dtype, rank
+ * and dims; rank -1 is an unknown rank, a dim of -1 is dynamic) and what a run reads
+ * (name, dtype, rank, dims, data, byte_size) or writes into (run_into). */
+typedef struct kiln_value {
+  size_t struct_size;
+  const char *name;
+  kiln_dtype dtype;
+  int rank;
+  const int64_t *dims;
+  void *data;
+  size_t byte_size;
+} kiln_value;
+#define KILN_VALUE_INIT {sizeof(kiln_value), NULL, KILN_DTYPE_INVALID, 0, NULL, NULL, 0}
+
+KILN_API int kiln_model_num_inputs(const kiln_model *model);
+KILN_API int kiln_model_num_outputs(const kiln_model *model);
+/* Fills *out (struct_size set by the caller) for input / output i; the strings and dims
+ * stay valid while the model lives. An index out of range is OUT_OF_RANGE. */
+KILN_API kiln_status kiln_model_input(const kiln_model *model, int i, kiln_value *out);
+KILN_API kiln_status kiln_model_output(const kiln_model *model, int i, kiln_value *out);
+
+/* Per-run options; NULL means the defaults. */
+typedef struct kiln_run_options {
+  size_t struct_size;
+  /* cpu worker threads for this run; 0: the model's `threads` option. */
+  int threads;
+} kiln_run_options;
+#define KILN_RUN_OPTIONS_INIT {sizeof(kiln_run_options), 0}
+
+/* Runs the model once. inputs[0..n_inputs) are borrowed for the call (kiln reads the
+ * caller's memory in place where it can); every input the model takes must be given
+ * once, by name, with the declared dtype and a shape that fits the declared one.
+ * output_names selects and orders the outputs (NULL: all of them, in model order, and
+ * n_outputs must be kiln_model_num_outputs); outputs[0..n_outputs) receive new
+ * kiln-owned tensors (free each with kiln_tensor_free). On error no output is set. */
+KILN_API kiln_status kiln_model_run(kiln_model *model, const kiln_run_options *opts, int n_inputs,
+                                    const kiln_value *inputs, int n_outputs, const char *const *output_names,
+                                    kiln_tensor **outputs);
+/* The same, writing each requested output (outputs[i].name; NULL names take the model's
+ * outputs in order) into the caller's buffer outputs[i].data of outputs[i].byte_size
+ * bytes. dtype, rank and dims are filled in (dims points into kiln storage valid until
+ * the next run of this model on this thread or its free). A buffer that is too small
+ * is INVALID_ARGUMENT naming the output and the bytes it needs; nothing is written
+ * then. */
+KILN_API kiln_status kiln_model_run_into(kiln_model *model, const kiln_run_options *opts, int n_inputs,
+                                         const kiln_value *inputs, int n_outputs, kiln_value *outputs);
+
+/* Counters over the model's life (all runs, all threads). */
+typedef struct kiln_model_stats {
+  size_t struct_size;
+  int64_t runs;
+  int nodes;                     /* graph nodes after import (0 for HLO) */
+  int clusters;                  /* clusters the bridge formed */
+  int64_t cluster_runs, cluster_compiles, cluster_cache_hits, cluster_fallback_runs;
+  double cluster_compile_ms;
+  int64_t op_compiles, op_cache_hits; /* single-op modules compiled / reused */
+  const char *device;            /* the device the model runs on ("" when per node) */
+  const char *jit;               /* "auto" or "off" */
+} kiln_model_stats;
+#define KILN_MODEL_STATS_INIT {sizeof(kiln_model_stats), 0, 0, 0, 0, 0, 0, 0, 0.0, 0, 0, NULL, NULL}
+KILN_API kiln_status kiln_model_get_stats(const kiln_model *model, kiln_model_stats *out);
+
+/* ------------------------------------------------------------------ devices ---- */
+
+typedef struct kiln_device_info {
+  size_t struct_size;
+  const char *name;
+  int priority;            /* higher wins when kiln places nodes */
+  const char *description;
+  int available;           /* 0: listed but unusable, see reason */
+  const char *reason;      /* why unavailable; NULL when available */
+  const char *source;      /* "built-in" or the plugin's manifest path */
+} kiln_device_info;
+#define KILN_DEVICE_INFO_INIT {sizeof(kiln_device_info), NULL, 0, NULL, 0, NULL, NULL}
+
+/* Every registered device (usable or not), highest priority first. */
+KILN_API int kiln_device_count(void);
+KILN_API kiln_status kiln_device_info_at(int i, kiln_device_info *out);
 
 #ifdef __cplusplus
 }
