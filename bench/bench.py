@@ -566,9 +566,30 @@ def write_results(path, entries, meta, args):
             w('   ' + line)
         w('   ```')
     w('')
+    # bench/overhead/run.sh owns the per-call overhead section: keep the last one.
+    lines.extend(overhead_section(path))
     with open(path, 'w') as f:
         f.write('\n'.join(lines))
     return len(fails.notes)
+
+
+def overhead_section(path):
+    """The lines of the "## Per-call overhead" section of an existing RESULTS.md (written
+    by bench/overhead/run.sh, up to the next "## " heading), ending in one blank line;
+    [] when there is none."""
+    try:
+        with open(path) as f:
+            old = f.read().splitlines()
+    except OSError:
+        return []
+    start = next((i for i, line in enumerate(old) if line.startswith('## Per-call overhead')), None)
+    if start is None:
+        return []
+    end = next((i for i in range(start + 1, len(old)) if old[i].startswith('## ')), len(old))
+    section = old[start:end]
+    while section and not section[-1].strip():
+        section.pop()
+    return section + ['']
 
 
 # ------------------------------------------------------------------------ main --

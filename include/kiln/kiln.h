@@ -99,7 +99,7 @@ typedef kiln_status_t *kiln_status; /* NULL == OK */
 
 /* KILN_OK for NULL. */
 KILN_API kiln_code kiln_status_code(const kiln_status_t *s);
-/* "" for NULL; valid until the status is freed. */
+/* "OK" for NULL; valid until the status is freed. */
 KILN_API const char *kiln_status_message(const kiln_status_t *s);
 /* "INVALID_ARGUMENT", ...; "UNKNOWN" for a value outside the enum. */
 KILN_API const char *kiln_code_name(kiln_code code);
@@ -165,7 +165,8 @@ KILN_API void kiln_options_free(kiln_options *opts);
  *                     message delivered
  *   format            "auto" (default), "onnx", "graphdef", "tfjs", "hlo", "graph":
  *                     how kiln_model_load* reads the bytes
- * An unknown key or a bad value is INVALID_ARGUMENT naming the key and what it takes.
+ * An unknown key is NOT_FOUND listing the keys; a bad value is INVALID_ARGUMENT naming
+ * the key and what it takes.
  * Plugins named by plugin_path / plugin join the process-wide device registry when a
  * model is loaded with these options. */
 KILN_API kiln_status kiln_options_set(kiln_options *opts, const char *key, const char *value);
@@ -175,7 +176,9 @@ KILN_API kiln_status kiln_options_get(const kiln_options *opts, const char *key,
 /* Number of settable keys, and key i with a one-line description (for listings). */
 KILN_API int kiln_options_key_count(void);
 KILN_API const char *kiln_options_key(int i, const char **help);
-/* Routes this model's log messages to fn (NULL: back to stderr). */
+/* Routes the log messages of models loaded with these options to fn (NULL: back to
+ * stderr). Models copy fn and user: user must stay valid until every such model is
+ * freed. */
 KILN_API kiln_status kiln_options_set_log_callback(kiln_options *opts, kiln_log_fn fn, void *user);
 
 /* ------------------------------------------------------------------ tensors ---- */
@@ -224,7 +227,9 @@ KILN_API kiln_format kiln_model_format(const kiln_model *model);
 KILN_API const char *kiln_format_name(kiln_format format);
 
 /* A named tensor: what a model takes or gives (introspection fills name, dtype, rank
- * and dims; rank -1 is an unknown rank, a dim of -1 is dynamic) and what a run reads
+ * and dims; rank -1 is an unknown rank, a dim of -1 is dynamic, dtype INVALID an
+ * element type kiln cannot tell before a run, as for outputs downstream of a dynamic
+ * dimension) and what a run reads
  * (name, dtype, rank, dims, data, byte_size) or writes into (run_into). */
 typedef struct kiln_value {
   size_t struct_size;
@@ -244,6 +249,12 @@ KILN_API int kiln_model_num_outputs(const kiln_model *model);
 KILN_API kiln_status kiln_model_input(const kiln_model *model, int i, kiln_value *out);
 KILN_API kiln_status kiln_model_output(const kiln_model *model, int i, kiln_value *out);
 
+/* The index of the input / output a name refers to, by the rules runs use: the exact
+ * name; for TensorFlow-style names "x" and "x:0" alike; for HLO parameters also "pN"
+ * (parameter number N). An unknown name is NOT_FOUND listing what the model has. */
+KILN_API kiln_status kiln_model_find_input(const kiln_model *model, const char *name, int *index);
+KILN_API kiln_status kiln_model_find_output(const kiln_model *model, const char *name, int *index);
+
 /* Per-run options; NULL means the defaults. */
 typedef struct kiln_run_options {
   size_t struct_size;
@@ -261,12 +272,12 @@ typedef struct kiln_run_options {
 KILN_API kiln_status kiln_model_run(kiln_model *model, const kiln_run_options *opts, int n_inputs,
                                     const kiln_value *inputs, int n_outputs, const char *const *output_names,
                                     kiln_tensor **outputs);
-/* The same, writing each requested output (outputs[i].name; NULL names take the model's
- * outputs in order) into the caller's buffer outputs[i].data of outputs[i].byte_size
- * bytes. dtype, rank and dims are filled in (dims points into kiln storage valid until
- * the next run of this model on this thread or its free). A buffer that is too small
- * is INVALID_ARGUMENT naming the output and the bytes it needs; nothing is written
- * then. */
+/* The same, writing each requested output into the caller's buffer outputs[i].data
+ * of outputs[i].byte_size bytes (outputs[i].name selects the output; all names NULL
+ * takes the model's outputs in order). Where dtype (not INVALID) or dims (not NULL)
+ * are given they are checked against the result; byte_size is set to the bytes
+ * written. A buffer that is too small or declared differently is INVALID_ARGUMENT
+ * naming the output and what it needs, and then nothing is written. */
 KILN_API kiln_status kiln_model_run_into(kiln_model *model, const kiln_run_options *opts, int n_inputs,
                                          const kiln_value *inputs, int n_outputs, kiln_value *outputs);
 
@@ -274,12 +285,12 @@ KILN_API kiln_status kiln_model_run_into(kiln_model *model, const kiln_run_optio
 typedef struct kiln_model_stats {
   size_t struct_size;
   int64_t runs;
-  int nodes;                     /* graph nodes after import (0 for HLO) */
+  int nodes;                     /* graph nodes after the bridge (0 for HLO) */
   int clusters;                  /* clusters the bridge formed */
   int64_t cluster_runs, cluster_compiles, cluster_cache_hits, cluster_fallback_runs;
   double cluster_compile_ms;
   int64_t op_compiles, op_cache_hits; /* single-op modules compiled / reused */
-  const char *device;            /* the device the model runs on ("" when per node) */
+  const char *device;            /* HLO: the device it was compiled for; graphs: the device lowered ops default to */
   const char *jit;               /* "auto" or "off" */
 } kiln_model_stats;
 #define KILN_MODEL_STATS_INIT {sizeof(kiln_model_stats), 0, 0, 0, 0, 0, 0, 0, 0.0, 0, 0, NULL, NULL}

@@ -1,9 +1,11 @@
 /* The internal backend vtable and the device registry.
  *
  * A backend compiles an HLO module into an executable and runs it on literals. Every
- * device kiln can place work on — the built-in `interpreter` (the evaluator), later the
- * `cpu` backend and plugins — is one of these, registered with a priority; the placer
- * picks the highest-priority device whose supports() accepts an instruction. Buffers
+ * device kiln can place work on — the built-in `cpu` and `interpreter` (the evaluator)
+ * and the devices of plugins — is one of these, registered with a priority; the placer
+ * picks the highest-priority device whose supports() accepts an instruction. What a
+ * compile may be told besides the module travels in backend_compile_options, never in
+ * process-wide flags, so two callers can compile with different options at once. Buffers
  * are host literals for now; device-resident buffers arrive with the first backend that
  * needs them. */
 #ifndef KILN_BACKENDS_BACKEND_H
@@ -17,6 +19,20 @@
 typedef struct backend backend;
 typedef struct backend_executable backend_executable;
 
+/* What a compile may be told besides the module (the CLI maps its flags here; the
+ * public API maps kiln_options here). All pointers borrowed for the call. */
+typedef struct backend_compile_options {
+  const char *dump_to;          /* NULL/"": no pass dumps */
+  const char *dump_pass_re;     /* NULL/"": ".*" */
+  bool dump_large_constants;
+  const char *disabled_passes;  /* comma-separated pass names; NULL/"": none */
+  bool profile;                 /* cpu: time every thunk and print the summary when the executable is released */
+  int n_plugin_options;
+  const char *const *plugin_options; /* "KEY=VALUE" strings passed to plugin compiles */
+} backend_compile_options;
+/* No dumps, no disabled passes, no profiling, no plugin options. */
+backend_compile_options backend_compile_options_default(void);
+
 struct backend {
   const char *name;
   int priority; /* higher wins; the host evaluator is lowest */
@@ -24,15 +40,17 @@ struct backend {
   /* Whether this backend can execute the instruction (opcode, types, attributes). */
   bool (*supports)(const backend *b, const hlo_instr *ins);
   /* Compiles `m` (borrowed; the executable must not keep pointers into it unless it
-   * documents so). UNIMPLEMENTED means "cannot compile this module here" and lets the
-   * caller fall back; any other error is a real failure. */
-  kiln_status (*compile)(const backend *b, const hlo_module *m, backend_executable **out);
+   * documents so) with opts (borrowed for the call; NULL: the defaults). UNIMPLEMENTED
+   * means "cannot compile this module here" and lets the caller fall back; any other
+   * error is a real failure. */
+  kiln_status (*compile)(const backend *b, const hlo_module *m, const backend_compile_options *opts,
+                         backend_executable **out);
   /* Runs the executable; args borrowed, *out owned by the caller. */
   kiln_status (*execute)(backend_executable *e, hlo_literal *const *args, int n_args, hlo_literal **out);
   void (*destroy)(backend_executable *e);
 };
 
-/* Built-in backends, in registry order. */
+/* The usable devices, highest priority first. */
 int backend_count(void);
 const backend *backend_at(int i);
 /* NULL when no backend has that name. */
@@ -44,8 +62,12 @@ const backend *backend_default(void);
  * incompatible ABI, a missing library, a failed init): `kiln devices` lists these with
  * the reason. backend_count/backend_at/backend_find above see only usable devices,
  * highest priority first. Plugins are discovered on first use of the registry from
- * KILN_PLUGIN_PATH (colon-separated directories of *.kiln-plugin.json) and the --plugin
- * flag (manifest paths). */
+ * KILN_PLUGIN_PATH (colon-separated directories of *.kiln-plugin.json); callers add more
+ * with backend_registry_add_plugins. Every registry function is thread-safe, and the
+ * pointers they hand out (const backend *, const backend_entry *, const plugin *) stay
+ * valid until backend_registry_reset, however many plugins are added meanwhile; indices
+ * may shift when an added device sorts before others. Plugins load under the registry's
+ * lock, which is recursive so that a log sink called meanwhile may use the registry. */
 typedef struct backend_entry {
   const char *name;
   int priority;
@@ -58,8 +80,13 @@ typedef struct backend_entry {
 int backend_entry_count(void);
 const backend_entry *backend_entry_at(int i);
 const backend_entry *backend_entry_find(const char *name);
+/* Adds plugins besides KILN_PLUGIN_PATH: every *.kiln-plugin.json in dirs[0..n_dirs) and the manifests
+ * manifests[0..n_manifests), skipping any already registered (same manifest path). Discovers first if
+ * needed. Thread-safe; a manifest that fails to load is listed as unavailable with its reason, as discovery does. */
+void backend_registry_add_plugins(int n_dirs, const char *const *dirs, int n_manifests, const char *const *manifests);
 /* Unloads every plugin; the next registry call discovers them again (tests use it
- * after changing KILN_PLUGIN_PATH; kiln calls it at exit). */
+ * after changing KILN_PLUGIN_PATH; kiln calls it at exit). Every pointer the registry
+ * handed out dies here, so no other thread may be using one. */
 void backend_registry_reset(void);
 
 /* Defined by each built-in backend. */

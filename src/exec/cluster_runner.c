@@ -720,7 +720,7 @@ static kiln_status compile_signature(cluster_call *cc, cluster_sig *sig) {
     sig->device = cc->device;
     sig->module = lw.m;
     lw.m = NULL;
-    s = cc->device->compile(cc->device, sig->module, &sig->exe);
+    s = cc->device->compile(cc->device, sig->module, &e->compile, &sig->exe);
     if (s) s = status_wrap(s, "compiling for device %s", cc->device->name);
   }
   hlo_module_free(lw.m);

@@ -186,6 +186,8 @@ struct executor {
   exec_plan **plans; /* plans[0]: the root graph; then function bodies, built lazily */
   int call_depth;    /* nesting of function calls, bounded */
   char *dump_dir;    /* NULL: no dumps */
+  bool dump_large_constants;
+  backend_compile_options compile; /* its pointers borrowed from executor_options */
 };
 
 /* Runs function graph `body` (of e's graph library) on positional inputs, giving its

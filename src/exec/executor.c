@@ -1102,6 +1102,8 @@ kiln_status executor_new(graph *g, const executor_options *opts, executor **out)
     e->dump_dir = strdup(opts->dump_dir);
     if (!e->dump_dir) abort();
   }
+  e->dump_large_constants = opts && opts->dump_large_constants;
+  e->compile = opts && opts->compile ? *opts->compile : backend_compile_options_default();
   e->cache = exec_cache_new();
   e->res = exec_resources_new();
   exec_plan *p;

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backends/backend.h"
 #include "base/status.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
@@ -44,6 +45,11 @@ typedef struct executor_options {
   /* When non-empty: every single-op module compiled is also written there as
    * op_NNNN.OPNAME.hlo (NNNN counts compiles), for debugging lowerings. */
   const char *dump_dir;
+  /* false: constants over 10 elements appear as {...} in those dumps. */
+  bool dump_large_constants;
+  /* What every single-op and cluster compile is told. The executor keeps a copy of the
+   * struct; the strings and the plugin option array it points to stay borrowed. */
+  const backend_compile_options *compile; /* borrowed for the executor's life; NULL: defaults */
 } executor_options;
 
 typedef struct executor_stats {

@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/flags.h"
 #include "base/log.h"
 #include "exec/exec_internal.h"
 #include "hlo/builder.h"
@@ -129,7 +128,7 @@ void exec_dump_module(const executor *e, const hlo_module *m, const char *file_n
   strbuf path;
   strbuf_init(&path);
   strbuf_printf(&path, "%s/%s", e->dump_dir, file_name);
-  char *text = hlo_module_to_dump_string(m, kiln_flags.dump_large_constants);
+  char *text = hlo_module_to_dump_string(m, e->dump_large_constants);
   FILE *f = fopen(strbuf_cstr(&path), "w");
   if (f) {
     fprintf(f, "// %s\n%s", header, text);
@@ -208,14 +207,14 @@ static kiln_status build_module(executor *e, const backend *device, const graph_
     ce->module = m;
     m = NULL;
     ce->device = device;
-    s = device->compile(device, ce->module, &ce->exe);
+    s = device->compile(device, ce->module, &e->compile, &ce->exe);
     if (s && kiln_status_code(s) == KILN_UNIMPLEMENTED && device != &interpreter_backend) {
       /* The host evaluator is the last resort for lowered ops (the placer's host). */
       log_info("node %s (%s): device %s cannot compile it (%s); running it on the host evaluator", node->name,
                node->op, device->name, kiln_status_message(s));
       kiln_status_free(s);
       ce->device = &interpreter_backend;
-      s = interpreter_backend.compile(&interpreter_backend, ce->module, &ce->exe);
+      s = interpreter_backend.compile(&interpreter_backend, ce->module, &e->compile, &ce->exe);
     }
     if (s) s = status_wrap(s, "compiling for device %s", ce->device->name);
   }

@@ -325,8 +325,11 @@ kiln_status exec_var_write_value(executor *e, const graph_tensor *handle, graph_
       s = ERR_INVALID("variable %s holds %s, assigned a %s tensor", v->name, graph_dtype_name(v->dtype),
                       graph_dtype_name(value->dtype));
     } else {
+      /* A variable outlives the run: a fed buffer the embedder lent must be copied. */
+      graph_tensor *owned;
+      TRY(tensor_unborrow(value, &owned));
       tensor_free(v->value);
-      v->value = value;
+      v->value = owned;
       return NULL;
     }
   }

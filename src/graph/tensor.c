@@ -49,6 +49,40 @@ kiln_status tensor_create_scalar(graph_dtype dtype, graph_tensor **out) {
   return tensor_create(dtype, 0, NULL, out);
 }
 
+kiln_status tensor_wrap(graph_dtype dtype, int rank, const int64_t *dims, void *data, graph_tensor **out) {
+  hlo_type ht;
+  if (!graph_dtype_to_hlo(dtype, &ht)) return ERR_INVALID("cannot wrap a %s buffer: numeric and bool tensors only", graph_dtype_name(dtype));
+  if (rank < 0 || rank > GRAPH_MAX_RANK) return ERR_INVALID("rank %d is outside 0..%d", rank, GRAPH_MAX_RANK);
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] < 0) return ERR_INVALID("dimension %d is negative (%lld)", i, (long long)dims[i]);
+    if (dims[i] && n > INT64_MAX / dims[i]) return status_error(KILN_OUT_OF_RANGE, "the element count overflows int64");
+    n *= dims[i];
+  }
+  graph_tensor *t = calloc(1, sizeof *t);
+  if (!t) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  static char empty[1];
+  t->data = data ? data : empty;
+  t->dtype = dtype;
+  t->rank = rank;
+  for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
+  t->n = n;
+  t->borrowed = true;
+  atomic_init(&t->refs, 1);
+  *out = t;
+  return NULL;
+}
+
+kiln_status tensor_unborrow(graph_tensor *t, graph_tensor **out) {
+  if (!t->borrowed) {
+    *out = t;
+    return NULL;
+  }
+  kiln_status s = tensor_clone(t, out);
+  tensor_free(t);
+  return s;
+}
+
 graph_tensor *tensor_ref(graph_tensor *t) {
   if (t) atomic_fetch_add(&t->refs, 1);
   return t;
@@ -63,8 +97,10 @@ static void free_strings(graph_tensor *t) {
 void tensor_free(graph_tensor *t) {
   if (!t) return;
   if (atomic_fetch_sub(&t->refs, 1) != 1) return;
-  free_strings(t);
-  free(t->data);
+  if (!t->borrowed) {
+    free_strings(t);
+    free(t->data);
+  }
   free(t);
 }
 
@@ -276,7 +312,7 @@ kiln_status tensor_release_to_literal(graph_tensor *t, hlo_literal **out) {
   *out = NULL;
   if (!tensor_literal_view(t, &view))
     return ERR_INVALID("a %s tensor has no HLO literal form", graph_dtype_name(t->dtype));
-  if (atomic_load(&t->refs) != 1) {
+  if (atomic_load(&t->refs) != 1 || t->borrowed) {
     TRY(tensor_to_literal(t, out));
     tensor_free(t);
     return NULL;

@@ -32,6 +32,7 @@ typedef struct graph_tensor {
   int64_t n;        /* element count */
   void *data;       /* n * graph_dtype_size(dtype) bytes (never NULL, even when n == 0) */
   atomic_int refs;  /* owners; tensor_free releases one */
+  bool borrowed;    /* data belongs to someone else (tensor_wrap): never freed or moved */
 } graph_tensor;
 
 /* Zero-filled tensor (strings empty). Sizes over literal_max_bytes are
@@ -39,6 +40,14 @@ typedef struct graph_tensor {
  * dim are INVALID_ARGUMENT. */
 kiln_status tensor_create(graph_dtype dtype, int rank, const int64_t *dims, graph_tensor **out);
 kiln_status tensor_create_scalar(graph_dtype dtype, graph_tensor **out);
+/* A tensor over the caller's buffer (numeric and bool dtypes only), for feeding
+ * embedder memory without a copy: the data is neither freed nor moved into a literal,
+ * and must stay valid and unchanged while any reference lives. Holders that keep a
+ * value beyond the call that received it copy a borrowed tensor (tensor_unborrow). */
+kiln_status tensor_wrap(graph_dtype dtype, int rank, const int64_t *dims, void *data, graph_tensor **out);
+/* t itself when it owns its data, else an owned copy; the caller's reference moves to
+ * the result either way. */
+kiln_status tensor_unborrow(graph_tensor *t, graph_tensor **out);
 /* Adds a reference and returns t. */
 graph_tensor *tensor_ref(graph_tensor *t);
 /* Drops one reference; the last one frees the tensor. NULL is ignored. */

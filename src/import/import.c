@@ -15,12 +15,8 @@ static bool has_ext(const char *path, const char *ext) {
   return n > e && strcasecmp(path + n - e, ext) == 0;
 }
 
-static import_format sniff(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return IMPORT_FORMAT_UNKNOWN;
-  unsigned char buf[64];
-  size_t n = fread(buf, 1, sizeof buf, f);
-  fclose(f);
+import_format import_detect_buffer_format(const void *data, size_t n) {
+  const unsigned char *buf = data;
   size_t i = 0;
   while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r')) i++;
   if (i < n && buf[i] == '{') return IMPORT_FORMAT_TFJS;
@@ -28,6 +24,15 @@ static import_format sniff(const char *path) {
   if (n >= 2 && buf[0] == 0x08) return IMPORT_FORMAT_ONNX;        /* field 1, varint */
   if (n >= 2 && buf[0] == 0x0a) return IMPORT_FORMAT_TF_GRAPHDEF; /* field 1, length-delimited */
   return IMPORT_FORMAT_UNKNOWN;
+}
+
+static import_format sniff(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return IMPORT_FORMAT_UNKNOWN;
+  unsigned char buf[64];
+  size_t n = fread(buf, 1, sizeof buf, f);
+  fclose(f);
+  return import_detect_buffer_format(buf, n);
 }
 
 import_format import_detect_format(const char *path) {
@@ -62,4 +67,22 @@ kiln_status import_model_file(const char *path, graph **out) {
   return ERR_INVALID("%s: not a model kiln can read (expected an ONNX model .onnx, a TensorFlow GraphDef .pb or a "
                      "TF.js model.json)",
                      path);
+}
+
+kiln_status import_model_buffer(const void *data, size_t len, import_format format, const char *name, graph **out) {
+  *out = NULL;
+  if (format == IMPORT_FORMAT_UNKNOWN) format = import_detect_buffer_format(data, len);
+  switch (format) {
+    case IMPORT_FORMAT_ONNX: return onnx_import_buffer(data, len, NULL, out);
+    case IMPORT_FORMAT_TF_GRAPHDEF: return tf_import_graphdef_buffer(data, len, name, out);
+    case IMPORT_FORMAT_GRAPH_TEXT: return graph_parse(data, len, name, out);
+    case IMPORT_FORMAT_TFJS:
+      return ERR_INVALID("%s: a TF.js graph model is read from its model.json file (it names its weight shards "
+                         "beside it), not from memory",
+                         name);
+    case IMPORT_FORMAT_UNKNOWN: break;
+  }
+  return ERR_INVALID("%s: %zu bytes that are not a model kiln can read from memory (expected an ONNX ModelProto or a "
+                     "TensorFlow GraphDef)",
+                     name, len);
 }

@@ -30,5 +30,11 @@ const char *import_format_name(import_format f);
 /* Imports with the importer the format calls for; an UNKNOWN format is an error that
  * names the file and the formats kiln reads. */
 kiln_status import_model_file(const char *path, graph **out);
+/* The same rules for bytes in memory (content only: a JSON object is TF.js, field 1 as
+ * a varint ONNX, as a message a GraphDef; "HloModule" and anything else UNKNOWN). */
+import_format import_detect_buffer_format(const void *data, size_t len);
+/* Imports bytes in memory; format UNKNOWN detects it from the content. name stands for
+ * the file in error messages. TF.js needs its files (INVALID_ARGUMENT). */
+kiln_status import_model_buffer(const void *data, size_t len, import_format format, const char *name, graph **out);
 
 #endif

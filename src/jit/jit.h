@@ -52,12 +52,9 @@ typedef struct jit_options {
   bool no_host_fallback;
 } jit_options;
 
-/* Defaults, then overridden by the flags (--jit, --device, --jit_ops,
- * --jit_exclude_ops, --min_cluster_size, --dump_to, --dump_large_constants,
- * --clustering_debug,
- * --log_placement, --no_host_fallback). */
+/* Auto clustering with TensorFlow's size limits, on the highest-priority devices, no
+ * dumps or logs (the kiln command maps its flags onto these fields). */
 jit_options jit_options_default(void);
-jit_options jit_options_from_flags(void);
 
 /* What clustering decided, kept as plain strings so it outlives the rewrite. */
 typedef struct jit_node_report {

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/flags.h"
 #include "base/log.h"
 #include "exec/executor.h"
 #include "graph/cluster_op.h"
@@ -42,22 +41,6 @@ jit_options jit_options_default(void) {
   o.mode = JIT_AUTO;
   o.min_cluster_size = JIT_DEFAULT_MIN_CLUSTER_SIZE;
   o.max_cluster_size = JIT_DEFAULT_MAX_CLUSTER_SIZE;
-  return o;
-}
-
-jit_options jit_options_from_flags(void) {
-  jit_options o = jit_options_default();
-  o.mode = strcmp(kiln_flags.jit, "off") == 0 ? JIT_OFF : JIT_AUTO;
-  o.device = kiln_flags.device;
-  o.jit_ops = kiln_flags.jit_ops;
-  o.jit_exclude_ops = kiln_flags.jit_exclude_ops;
-  o.min_cluster_size = (int)kiln_flags.min_cluster_size;
-  o.max_cluster_size = (int)kiln_flags.max_cluster_size;
-  o.dump_to = kiln_flags.dump_to;
-  o.dump_large_constants = kiln_flags.dump_large_constants;
-  o.clustering_debug = kiln_flags.clustering_debug;
-  o.log_placement = kiln_flags.log_placement;
-  o.no_host_fallback = kiln_flags.no_host_fallback;
   return o;
 }
 

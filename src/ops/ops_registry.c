@@ -2,6 +2,7 @@
  * op_table; this file lists them and serves lookups by name from one sorted index built
  * on first use. Adding a family = one extern line and one table entry below. */
 #include <stdarg.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,15 +36,16 @@ static const op_table *const families[] = {
     NULL,
 };
 
+/* Built once, on first use, from any thread (embedders load models concurrently). */
+static pthread_once_t index_once = PTHREAD_ONCE_INIT;
 static const op_def **index_defs;
-static int index_n = -1;
+static int index_n;
 
 static int by_name(const void *a, const void *b) {
   return strcmp((*(const op_def *const *)a)->name, (*(const op_def *const *)b)->name);
 }
 
-static void build_index(void) {
-  if (index_n >= 0) return;
+static void build_index_once(void) {
   int n = 0;
   for (int f = 0; families[f]; f++) n += families[f]->n;
   index_defs = malloc((size_t)(n ? n : 1) * sizeof *index_defs);
@@ -54,6 +56,8 @@ static void build_index(void) {
   qsort(index_defs, (size_t)n, sizeof *index_defs, by_name);
   index_n = n;
 }
+
+static void build_index(void) { pthread_once(&index_once, build_index_once); }
 
 const op_def *op_find(const char *name) {
   build_index();

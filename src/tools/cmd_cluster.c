@@ -22,7 +22,7 @@ int cmd_cluster(int argc, char **argv) {
   if (!s && kiln_flags.dump_to[0]) s = tool_make_dirs(kiln_flags.dump_to);
   if (!s) {
     original = graph_clone(g);
-    jit_options o = jit_options_from_flags();
+    jit_options o = tool_jit_options();
     o.mode = JIT_AUTO;
     s = jit_run(g, &o, &report);
     if (s) s = status_wrap(s, "%s", argv[0]);

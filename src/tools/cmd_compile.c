@@ -19,7 +19,7 @@ int cmd_compile(int argc, char **argv) {
   if (!s) s = hlo_verify_module(m);
   if (!s) {
     hlo_pipeline *p = hlo_pipeline_new_optimize(eval_pass_constant_folding);
-    hlo_pipeline_options opts = hlo_pipeline_options_from_flags();
+    hlo_pipeline_options opts = tool_pipeline_options();
     s = hlo_pipeline_run(p, m, &opts, NULL);
     hlo_pipeline_free(p);
   }

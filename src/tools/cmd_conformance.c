@@ -344,8 +344,8 @@ static bool device_supports_module(const backend *dev, const hlo_module *m) {
 }
 
 /* Runs one case; prints its line; returns the verdict. */
-static verdict run_case(const backend *dev, const op_case *oc, hlo_type t, int variant, const char *text,
-                        uint64_t seed) {
+static verdict run_case(const backend *dev, const backend_compile_options *copts, const op_case *oc, hlo_type t,
+                        int variant, const char *text, uint64_t seed) {
   hlo_module *m = NULL;
   hlo_literal **args = NULL;
   hlo_literal *want = NULL, *got = NULL;
@@ -375,7 +375,7 @@ static verdict run_case(const backend *dev, const op_case *oc, hlo_type t, int v
     snprintf(detail, sizeof detail, "not in the device's supported set");
     goto done;
   }
-  s = dev->compile(dev, m, &exe);
+  s = dev->compile(dev, m, copts, &exe);
   if (s) {
     v = kiln_status_code(s) == KILN_UNIMPLEMENTED ? V_UNSUPPORTED : V_FAIL;
     snprintf(detail, sizeof detail, "compile: %s", kiln_status_message(s));
@@ -440,6 +440,7 @@ int cmd_conformance(int argc, char **argv) {
   unsigned(*seen)[N_TYPES] = calloc((size_t)N_OPS, sizeof *seen);
   if (!seen) abort();
   int counts[4] = {0};
+  backend_compile_options copts = tool_compile_options();
   printf("conformance of device %s against the reference evaluator\n", dev->name);
   strbuf text;
   strbuf_init(&text);
@@ -450,7 +451,7 @@ int cmd_conformance(int argc, char **argv) {
       for (int variant = 0; variant < N_SHAPES; variant++) {
         text.len = 0;
         if (!build_case(&text, &op_cases[o], tested_types[ti], variant)) continue;
-        verdict v = run_case(dev, &op_cases[o], tested_types[ti], variant, strbuf_cstr(&text), seed++);
+        verdict v = run_case(dev, &copts, &op_cases[o], tested_types[ti], variant, strbuf_cstr(&text), seed++);
         counts[v]++;
         seen[o][ti] |= 1u << v;
       }

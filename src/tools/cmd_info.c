@@ -1,7 +1,9 @@
 /* `kiln flags` and `kiln devices`: the two listing subcommands. Both print to stdout
  * in fixed columns so people can read them and scripts can grep them; `kiln flags` shows
  * the current value too when KILN_FLAGS or the command line changed it, which makes it
- * the quickest way to check what the environment is doing. */
+ * the quickest way to check what the environment is doing. `kiln devices` lists what
+ * the public API's kiln_device_info_at reports, so it shows exactly what an embedder
+ * sees. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,15 +37,17 @@ int cmd_flags(int argc, char **argv) {
 
 int cmd_devices(int argc, char **argv) {
   if (argc > 0) return tool_usage_error("kiln devices takes no arguments (got '%s')", argv[0]);
-  const backend *def = backend_default();
+  const char *def = backend_default()->name;
   printf("%-20s %-9s %-12s %s\n", "DEVICE", "PRIORITY", "STATUS", "DESCRIPTION");
-  for (int i = 0; i < backend_entry_count(); i++) {
-    const backend_entry *e = backend_entry_at(i);
-    if (e->backend)
-      printf("%-20s %-9d %-12s %s%s\n", e->name, e->priority, "available", e->description,
-             e->backend == def ? " (default)" : "");
+  for (int i = 0; i < kiln_device_count(); i++) {
+    kiln_device_info d = KILN_DEVICE_INFO_INIT;
+    kiln_status s = kiln_device_info_at(i, &d);
+    if (s) return tool_fail(s);
+    if (d.available)
+      printf("%-20s %-9d %-12s %s%s\n", d.name, d.priority, "available", d.description,
+             strcmp(d.name, def) == 0 && strcmp(d.source, "built-in") == 0 ? " (default)" : "");
     else
-      printf("%-20s %-9d %-12s %s\n", e->name, e->priority, "unavailable", e->reason);
+      printf("%-20s %-9d %-12s %s\n", d.name, d.priority, "unavailable", d.reason);
   }
   return TOOL_OK;
 }

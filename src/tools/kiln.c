@@ -1,8 +1,8 @@
 /* `kiln`: the command-line front door. main() sets the flags from their defaults,
  * KILN_FLAGS and the command line (in that order, so the command line wins), applies the
- * flags that configure the libraries (verbosity, tensor size cap) and dispatches to a
- * subcommand. Every path returns through here so the flag storage is released and a
- * leak checker sees a clean exit. */
+ * flags that configure the libraries process-wide (verbosity, tensor size cap, --plugin
+ * manifests) and dispatches to a subcommand. Every path returns through here so the
+ * flag storage is released and a leak checker sees a clean exit. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -125,10 +125,13 @@ int main(int argc, char **argv) {
   } else {
     log_verbose = (int)kiln_flags.v;
     literal_max_bytes = kiln_flags.max_literal_bytes;
+    /* Only when asked: registering discovers, and commands that never touch a device
+     * should not open plugins. */
+    if (kiln_flags.plugin.n > 0) backend_registry_add_plugins(0, NULL, kiln_flags.plugin.n, kiln_flags.plugin.v);
     rc = dispatch(n_pos, pos);
   }
   free(pos);
-  backend_registry_reset(); /* unload plugins before the flags they were found by go away */
+  backend_registry_reset(); /* unload plugins, so a leak checker sees a clean exit */
   flags_reset();
   fflush(stdout);
   return rc;

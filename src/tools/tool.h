@@ -3,11 +3,16 @@
  * Exit codes are part of the command's interface: 0 success, 1 the input was bad or the
  * work failed (message on stderr after "kiln: error: "), 2 the command line itself was
  * wrong (unknown flag or device, missing argument). Each subcommand gets the positional
- * words after its own name and reads everything else from kiln_flags. */
+ * words after its own name and reads everything else from kiln_flags; the libraries
+ * never read flags, so the tool_*_options functions map them onto the option structs
+ * the libraries take. */
 #ifndef KILN_TOOLS_TOOL_H
 #define KILN_TOOLS_TOOL_H
 
+#include "backends/backend.h"
 #include "base/status.h"
+#include "hlo/passes/pipeline.h"
+#include "jit/jit.h"
 
 enum { TOOL_OK = 0, TOOL_FAILED = 1, TOOL_USAGE = 2 };
 
@@ -17,6 +22,16 @@ int tool_fail(kiln_status s);
 int tool_usage_error(const char *fmt, ...) KILN_PRINTF(1, 2);
 /* mkdir -p. */
 kiln_status tool_make_dirs(const char *path);
+
+/* The flags as library options (tool_options.c); the strings stay kiln_flags' own, valid
+ * until flags_reset. tool_jit_options: --jit, --device, --jit_ops, --jit_exclude_ops,
+ * --min/max_cluster_size, --dump_to, --dump_large_constants, --clustering_debug,
+ * --log_placement, --no_host_fallback. */
+jit_options tool_jit_options(void);
+/* --dump_to, --dump_pass_re, --dump_large_constants, --disable_passes. */
+hlo_pipeline_options tool_pipeline_options(void);
+/* Those four, --profile and --plugin_option. */
+backend_compile_options tool_compile_options(void);
 
 int cmd_run(int argc, char **argv);
 int cmd_compile(int argc, char **argv);

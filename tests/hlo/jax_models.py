@@ -57,6 +57,42 @@ F16 = Tol(rtol=2e-3, atol=1e-3, why='f16: two ulp (2^-10 relative each)')
 BF16 = Tol(rtol=1.6e-2, atol=1e-2, why='bf16: two ulp (up to 2^-7 relative each)')
 
 
+def storage_array(a):
+    """JAX value -> the array kiln reads/writes for it (bf16 travels as f32)."""
+    a = np.asarray(a)
+    if a.dtype == jnp.bfloat16:
+        return a.astype(np.float32)
+    return a
+
+
+def compare_output(got, want, tol):
+    """Returns (ok, detail, ratio) for one output array."""
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return False, 'got %s%s, want %s%s' % (got.dtype, list(got.shape), want.dtype, list(want.shape)), 0.0
+    if want.dtype.kind != 'f':
+        bad = int(np.count_nonzero(got != want))
+        return bad == 0, '' if bad == 0 else '%d of %d elements differ' % (bad, want.size), 0.0
+    gn, wn = np.isnan(got), np.isnan(want)
+    if not np.array_equal(gn, wn):
+        return False, 'NaN positions differ at %d elements' % int(np.count_nonzero(gn != wn)), 0.0
+    if tol.exact:
+        ubits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[want.dtype.itemsize]
+        bad = int(np.count_nonzero((got.view(ubits) != want.view(ubits)) & ~wn))
+        return bad == 0, '' if bad == 0 else '%d of %d elements differ bitwise' % (bad, want.size), 0.0
+    g = got[~wn].astype(np.float64)
+    w = want[~wn].astype(np.float64)
+    ginf, winf = np.isinf(g), np.isinf(w)
+    if not np.array_equal(ginf, winf) or not np.array_equal(g[winf], w[winf]):
+        return False, 'infinities differ', 0.0
+    g, w = g[~winf], w[~winf]
+    if g.size == 0:
+        return True, '', 0.0
+    err = np.abs(g - w)
+    ratio = float(np.max(err / (tol.atol + tol.rtol * np.abs(w))))
+    detail = 'max|err| %.3g, %.2f of tol' % (float(np.max(err)), ratio)
+    return ratio <= 1.0, detail, ratio
+
+
 class Case:
     def __init__(self, name, make, tol, x64=False):
         self.name, self.make, self.tol, self.x64 = name, make, tol, x64

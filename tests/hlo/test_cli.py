@@ -277,7 +277,7 @@ ENTRY main {
     check(np.array_equal(got, bf16_round(x)), 'got %r want %r' % (got, bf16_round(x)))
     # A bf16 parameter given float64 is an error that explains what to pass.
     expect_fail(kiln('run', hlo, '-i', 'p0=' + save(d, 'y.npy', x.astype(np.float64)), '-o', out), 1,
-                'bf16[4]', 'f64[4]', 'float32')
+                'bfloat16[4]', 'float64[4]', 'float32')
 
 
 @test
@@ -338,9 +338,9 @@ ENTRY main {
 """)
     pa = save(d, 'a.npy', np.zeros(2, np.float32))
     res = expect_fail(kiln('run', hlo, '-i', 'a=' + pa, '-o', d), 1, 'missing inputs')
-    for needle in ('p0 (a: f32[2])', 'p1 (b: s32[3,1])', 'p2 (c: f32[2])'):
+    for needle in ('-i a (float32[2])', 'b (int32[3,1])', 'c (float32[2])'):
         check(needle in res.err, 'message lacks %s' % needle, res)
-    res = expect_fail(kiln('run', hlo, '-o', d), 1, 'p0 (a: f32[2])', 'p1 (b: s32[3,1])', 'p2 (c: f32[2])')
+    res = expect_fail(kiln('run', hlo, '-o', d), 1, 'missing inputs: a (float32[2]), b (int32[3,1]), c (float32[2])')
 
 
 @test
@@ -350,10 +350,10 @@ def mismatched_inputs():
     good = save(d, 'good.npy', np.zeros((2, 3), np.float32))
     wrong_t = save(d, 'ints.npy', np.zeros((2, 3), np.int32))
     wrong_s = save(d, 'tall.npy', np.zeros((3, 2), np.float32))
-    expect_fail(kiln('run', hlo, '-i', 'p0=' + good, '-i', 'p1=' + wrong_t), 1, 'f32[2,3]', 's32[2,3]', 'ints.npy')
-    expect_fail(kiln('run', hlo, '-i', 'p0=' + wrong_s, '-i', 'p1=' + good), 1, 'f32[2,3]', 'f32[3,2]', 'tall.npy')
+    expect_fail(kiln('run', hlo, '-i', 'p0=' + good, '-i', 'p1=' + wrong_t), 1, 'float32[2,3]', 'int32[2,3]', 'ints.npy')
+    expect_fail(kiln('run', hlo, '-i', 'p0=' + wrong_s, '-i', 'p1=' + good), 1, 'float32[2,3]', 'float32[3,2]', 'tall.npy')
     expect_fail(kiln('run', hlo, '-i', 'p0=' + good, '-i', 'p1=' + good, '-i', 'weights=' + good), 1,
-                "unknown input 'weights'", 'p0 (p0: f32[2,3])')
+                "unknown input 'weights'", '-i p0 (float32[2,3])')
     expect_fail(kiln('run', hlo, '-i', 'p7=' + good), 1, "unknown input 'p7'")
     expect_fail(kiln('run', hlo, '-i', 'p0'), 2, 'NAME=PATH')
 

@@ -61,8 +61,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, HERE)
 import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
 import jax_models  # noqa: E402
+from jax_models import compare_output, storage_array  # noqa: E402
 
 KILN_TIMEOUT_S = 120
 VARIANTS = ('unopt', 'opt')
@@ -75,14 +75,6 @@ def hlo_texts(lowered):
     except Exception:  # older JAX: no hlo dialect in as_text
         unopt = lowered.compiler_ir('hlo').as_hlo_text()
     return unopt, lowered.compile().as_text()
-
-
-def storage_array(a):
-    """JAX value -> the array kiln reads/writes for it (bf16 travels as f32)."""
-    a = np.asarray(a)
-    if a.dtype == jnp.bfloat16:
-        return a.astype(np.float32)
-    return a
 
 
 def custom_call_targets(text):
@@ -98,34 +90,6 @@ class Outcome:
 
     def __str__(self):
         return '%s%s' % (self.status, ' (%s)' % self.detail if self.detail else '')
-
-
-def compare_output(got, want, tol):
-    """Returns (ok, detail, ratio) for one output array."""
-    if got.shape != want.shape or got.dtype != want.dtype:
-        return False, 'got %s%s, want %s%s' % (got.dtype, list(got.shape), want.dtype, list(want.shape)), 0.0
-    if want.dtype.kind != 'f':
-        bad = int(np.count_nonzero(got != want))
-        return bad == 0, '' if bad == 0 else '%d of %d elements differ' % (bad, want.size), 0.0
-    gn, wn = np.isnan(got), np.isnan(want)
-    if not np.array_equal(gn, wn):
-        return False, 'NaN positions differ at %d elements' % int(np.count_nonzero(gn != wn)), 0.0
-    if tol.exact:
-        ubits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[want.dtype.itemsize]
-        bad = int(np.count_nonzero((got.view(ubits) != want.view(ubits)) & ~wn))
-        return bad == 0, '' if bad == 0 else '%d of %d elements differ bitwise' % (bad, want.size), 0.0
-    g = got[~wn].astype(np.float64)
-    w = want[~wn].astype(np.float64)
-    ginf, winf = np.isinf(g), np.isinf(w)
-    if not np.array_equal(ginf, winf) or not np.array_equal(g[winf], w[winf]):
-        return False, 'infinities differ', 0.0
-    g, w = g[~winf], w[~winf]
-    if g.size == 0:
-        return True, '', 0.0
-    err = np.abs(g - w)
-    ratio = float(np.max(err / (tol.atol + tol.rtol * np.abs(w))))
-    detail = 'max|err| %.3g, %.2f of tol' % (float(np.max(err)), ratio)
-    return ratio <= 1.0, detail, ratio
 
 
 def run_kiln(kiln, hlo_path, input_paths, out_dir):

@@ -39,7 +39,7 @@ if [ $? -ne 0 ] || ! grep -q 'rejected by compile option example.reject_opcodes'
   echo "compile option: expected the plugin to refuse and the host to fall back"; cat "$OUT/stderr"; fail=1
 fi
 "$KILN" run "$HLO" -o "$OUT" --plugin "$EXAMPLE" --device example --plugin_option bogus >"$OUT/stdout" 2>"$OUT/stderr"
-if [ $? -ne 1 ] || ! grep -q "plugin_option 'bogus' is not KEY=VALUE" "$OUT/stderr"; then
+if [ $? -ne 1 ] || ! grep -q "plugin_option takes KEY=VALUE (got 'bogus')" "$OUT/stderr"; then
   echo "malformed option: expected exit 1 naming it"; cat "$OUT/stderr"; fail=1
 fi
 

@@ -84,7 +84,7 @@ static bool run_both(const char *text, uint64_t seed, bool with_specials, run_re
       for (int64_t i = 0; i < args[p]->n; i++) literal_set_s64(args[p], i, explicit_values[p][i]);
   }
   backend_executable *e = NULL;
-  kiln_status s = cpu->compile(cpu, m, &e);
+  kiln_status s = cpu->compile(cpu, m, NULL, &e);
   bool ok = s == NULL;
   CHECK_OK(s);
   if (ok) {
@@ -646,7 +646,7 @@ static void test_unsupported_names_instruction(void) {
   if (!m) return;
   const backend *cpu = backend_find("cpu");
   backend_executable *e = NULL;
-  kiln_status s = cpu->compile(cpu, m, &e);
+  kiln_status s = cpu->compile(cpu, m, NULL, &e);
   CHECK(s && kiln_status_code(s) == KILN_UNIMPLEMENTED);
   if (s) {
     CHECK(strstr(kiln_status_message(s), "my_sort") != NULL);
@@ -666,9 +666,9 @@ static void test_cache_hit(void) {
   if (!m1 || !m2) return;
   const backend *cpu = backend_find("cpu");
   backend_executable *e1 = NULL, *e2 = NULL;
-  CHECK_OK(cpu->compile(cpu, m1, &e1));
+  CHECK_OK(cpu->compile(cpu, m1, NULL, &e1));
   int after_first = cpu_backend_cache_size();
-  CHECK_OK(cpu->compile(cpu, m2, &e2));
+  CHECK_OK(cpu->compile(cpu, m2, NULL, &e2));
   CHECK(cpu_backend_cache_size() == after_first);
   hlo_module_free(m1); /* the executable does not borrow the module */
   hlo_literal *arg = NULL, *out = NULL;
@@ -725,7 +725,7 @@ static void test_captured_constants_released(void) {
     fill(args[i], 301 + (uint64_t)i, false);
   }
   CHECK_OK(eval_module(m, args, 2, &ref));
-  CHECK_OK(cpu->compile(cpu, m, &e));
+  CHECK_OK(cpu->compile(cpu, m, NULL, &e));
   for (int run = 0; run < 2 && e && ref; run++) {
     hlo_literal *out = NULL;
     CHECK_OK(cpu->execute(e, args, 2, &out));
@@ -748,7 +748,7 @@ static void test_bad_arguments(void) {
   if (!m) return;
   const backend *cpu = backend_find("cpu");
   backend_executable *e = NULL;
-  CHECK_OK(cpu->compile(cpu, m, &e));
+  CHECK_OK(cpu->compile(cpu, m, NULL, &e));
   hlo_shape s = shape_make(HLO_F32, 1, (int64_t[]){6});
   hlo_literal *arg = NULL, *out = NULL;
   CHECK_OK(literal_create(&s, &arg));

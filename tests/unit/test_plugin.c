@@ -5,6 +5,7 @@
  * incompatible cases are written to a temporary directory at run time. */
 #include <dlfcn.h>
 #include <libgen.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +95,7 @@ static hlo_literal *vec4(float base) {
 static kiln_status run_add(const backend *b, hlo_literal **out) {
   hlo_module *m = add_module();
   backend_executable *e = NULL;
-  kiln_status s = b->compile(b, m, &e);
+  kiln_status s = b->compile(b, m, NULL, &e);
   if (!s) {
     hlo_literal *args[2] = {vec4(0), vec4(10)};
     s = b->execute(e, args, 2, out);
@@ -309,6 +310,80 @@ static void test_extra_exports_flagged(void) {
   plugin_free(p);
 }
 
+/* backend_registry_add_plugins after discovery: a manifest makes its device findable,
+ * adding it again (or under another spelling of its path) registers nothing, a
+ * directory adds its manifests, and entries handed out earlier stay valid when an added
+ * device sorts before them. */
+static void test_add_plugins(void) {
+  find_dirs();
+  unsetenv("KILN_PLUGIN_PATH");
+  backend_registry_reset();
+  CHECK(backend_entry_count() == 2); /* discovered: the built-ins only */
+  const backend_entry *cpu_entry = backend_entry_find("cpu");
+  const backend *interpreter = backend_find("interpreter");
+  CHECK(backend_find("tiny_ok") == NULL);
+  const char *ok = built_manifest("ok");
+  backend_registry_add_plugins(0, NULL, 1, &ok);
+  CHECK(backend_find("tiny_ok") != NULL);
+  CHECK(plugin_registry_count() == 1 && backend_entry_count() == 3);
+  char again[4400];
+  snprintf(again, sizeof again, "%s/./tiny_ok.kiln-plugin.json", plugin_dir);
+  const char *twice[2] = {ok, again};
+  backend_registry_add_plugins(0, NULL, 2, twice);
+  CHECK(plugin_registry_count() == 1 && backend_entry_count() == 3);
+
+  /* A directory with one manifest whose device outranks cpu. */
+  char dir[4300], path[4400], body[8192];
+  snprintf(dir, sizeof dir, "%s/add", tmp_dir);
+  CHECK(mkdir(dir, 0777) == 0);
+  snprintf(path, sizeof path, "%s/first.kiln-plugin.json", dir);
+  snprintf(body, sizeof body,
+           "{\"name\": \"first\", \"library\": \"%s\", \"abi\": {\"major\": 1, \"minor\": 0}, "
+           "\"devices\": [\"tiny_exec_error\"], \"priority\": 60}",
+           lib_path("exec_error"));
+  FILE *f = fopen(path, "w");
+  if (!f) abort();
+  fputs(body, f);
+  fclose(f);
+  const char *dirs[1] = {dir};
+  backend_registry_add_plugins(1, dirs, 0, NULL);
+  CHECK(plugin_registry_count() == 2 && backend_entry_count() == 4);
+  CHECK(strcmp(backend_entry_at(0)->name, "tiny_exec_error") == 0);
+  CHECK(backend_at(0) == backend_find("tiny_exec_error"));
+  CHECK(backend_entry_find("cpu") == cpu_entry && strcmp(cpu_entry->name, "cpu") == 0);
+  CHECK(backend_find("interpreter") == interpreter);
+  backend_registry_add_plugins(1, dirs, 1, &ok);
+  CHECK(plugin_registry_count() == 2);
+  backend_registry_reset();
+  unlink(path);
+  rmdir(dir);
+}
+
+static void *add_ok_concurrently(void *arg) {
+  const char *ok = arg;
+  for (int i = 0; i < 20; i++) {
+    backend_registry_add_plugins(0, NULL, 1, &ok);
+    if (!backend_find("tiny_ok") || backend_count() != 3) return "tiny_ok missing";
+  }
+  return NULL;
+}
+
+/* Threads discovering and adding the same manifest at once register it once. */
+static void test_add_plugins_from_threads(void) {
+  find_dirs();
+  unsetenv("KILN_PLUGIN_PATH");
+  backend_registry_reset();
+  pthread_t t[4];
+  for (int i = 0; i < 4; i++) CHECK(pthread_create(&t[i], NULL, add_ok_concurrently, (void *)built_manifest("ok")) == 0);
+  for (int i = 0; i < 4; i++) {
+    void *err = NULL;
+    pthread_join(t[i], &err);
+    CHECK(err == NULL);
+  }
+  CHECK(plugin_registry_count() == 1);
+  backend_registry_reset();
+}
+
 /* Removes what the tests wrote under tmp_dir. */
 static void test_cleanup(void) {
   find_dirs();
@@ -328,4 +403,5 @@ TEST_MAIN(TEST(test_working_plugin), TEST(test_abi_major_mismatch_never_opens_li
           TEST(test_newer_minor_rejected), TEST(test_missing_library), TEST(test_bad_manifests),
           TEST(test_missing_entry_symbol), TEST(test_init_error), TEST(test_older_table_works),
           TEST(test_compile_error_falls_back), TEST(test_execute_error_is_clean),
-          TEST(test_registry_lists_unavailable_and_orders_by_priority), TEST(test_extra_exports_flagged), TEST(test_cleanup))
+          TEST(test_registry_lists_unavailable_and_orders_by_priority), TEST(test_extra_exports_flagged),
+          TEST(test_add_plugins), TEST(test_add_plugins_from_threads), TEST(test_cleanup))

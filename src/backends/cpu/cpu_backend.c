@@ -11,8 +11,9 @@
  *
  * Executables are cached by fingerprint (the module's printed text with large constants
  * elided, plus a 128-bit digest of every constant's bytes: printing megabytes of
- * weights as decimal text would cost more than compiling) and shared: compiling the
- * same module twice returns the same compiled code. Entries are
+ * weights as decimal text would cost more than compiling, plus the compile options that
+ * change what is built: disabled passes and profiling) and shared: compiling the same
+ * module with the same options twice returns the same compiled code. Entries are
  * reference-counted; idle ones are evicted beyond a cap, and everything is freed at
  * exit. execute() is serialised per executable because a oneDNN primitive must not
  * run on two threads at once; generated kernels themselves are reentrant. */
@@ -24,7 +25,6 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
-#include "base/flags.h"
 #include "backends/cpu/cpu_codegen.h"
 #include "backends/cpu/cpu_dnnl.h"
 #include "backends/cpu/cpu_elemental.h"
@@ -33,6 +33,11 @@
 #include "hlo/buffer_assignment.h"
 #include "hlo/passes/pipeline.h"
 #include "hlo/printer.h"
+
+/* OpenMP's runtime calls, declared here rather than through <omp.h>: clang builds
+ * (fuzzing) compile against gcc's libgomp, whose omp.h clang cannot parse. */
+void omp_set_num_threads(int n);
+int omp_get_max_threads(void);
 
 #define CPU_ALIGNMENT 64
 /* Idle cached executables kept beyond this many are evicted (oldest first). */
@@ -56,7 +61,7 @@ typedef struct thunk {
   cpu_dnnl_prim *prim;
   int64_t bytes; /* THUNK_COPY */
   const hlo_instr *ins; /* what it computes (in the executable's module) */
-  int64_t ns, runs;     /* --profile: time spent and executions */
+  int64_t ns, runs;     /* profiling: time spent and executions */
 } thunk;
 
 typedef struct cpu_executable {
@@ -64,6 +69,7 @@ typedef struct cpu_executable {
   char *fingerprint; /* printed module text */
   uint64_t hash;
   int refs;
+  bool profile; /* time every thunk; print the summary when the last user releases it */
   hlo_module *module; /* the compiled clone; constants live here */
   hlo_buffer_assignment *assignment;
   cpu_jit *jit;
@@ -216,8 +222,9 @@ static void digest_bytes(const unsigned char *p, size_t n, uint64_t *h1, uint64_
 }
 
 /* The cache key: the module text with large constants elided, then the byte length
- * and digest of every constant's data in print order. */
-static char *fingerprint_module(const hlo_module *m, uint64_t *hash) {
+ * and digest of every constant's data in print order, then the options that change the
+ * executable (dump options do not: a cache hit simply writes no dumps). */
+static char *fingerprint_module(const hlo_module *m, const backend_compile_options *opts, uint64_t *hash) {
   hlo_print_options po = hlo_print_options_default();
   po.print_metadata = false;
   po.print_large_constants = false;
@@ -237,6 +244,8 @@ static char *fingerprint_module(const hlo_module *m, uint64_t *hash) {
       strbuf_printf(&b, "\n#%lld:%016llx%016llx", (long long)bytes, (unsigned long long)h1, (unsigned long long)h2);
     }
   }
+  if (opts->disabled_passes && *opts->disabled_passes) strbuf_printf(&b, "\n#disabled:%s", opts->disabled_passes);
+  if (opts->profile) strbuf_append(&b, "\n#profile");
   char *key = strbuf_take(&b);
   uint64_t h1 = 1469598103934665603ull, h2 = 0;
   digest_bytes((const unsigned char *)key, strlen(key), &h1, &h2);
@@ -560,7 +569,8 @@ static kiln_status build_outputs(cpu_executable *x) {
   return NULL;
 }
 
-static kiln_status compile_module(const hlo_module *m, char *fingerprint, uint64_t hash, cpu_executable **out) {
+static kiln_status compile_module(const hlo_module *m, const backend_compile_options *opts, char *fingerprint,
+                                  uint64_t hash, cpu_executable **out) {
   cpu_executable *x = calloc(1, sizeof *x);
   if (!x) {
     free(fingerprint);
@@ -568,13 +578,18 @@ static kiln_status compile_module(const hlo_module *m, char *fingerprint, uint64
   }
   x->fingerprint = fingerprint;
   x->hash = hash;
+  x->profile = opts->profile;
   x->id = __atomic_fetch_add(&next_executable_id, 1, __ATOMIC_RELAXED);
   pthread_mutex_init(&x->run_lock, NULL);
   kiln_status st = clone_module(m, &x->module);
   if (!st) {
     hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding);
-    hlo_pipeline_options opts = hlo_pipeline_options_from_flags();
-    st = hlo_pipeline_run(p, x->module, &opts, NULL);
+    hlo_pipeline_options po = hlo_pipeline_options_default();
+    po.dump_to = opts->dump_to;
+    po.dump_pass_re = opts->dump_pass_re;
+    po.dump_large_constants = opts->dump_large_constants;
+    po.disabled_passes = opts->disabled_passes;
+    st = hlo_pipeline_run(p, x->module, &po, NULL);
     hlo_pipeline_free(p);
   }
   if (!st) st = hlo_assign_buffers(x->module->entry, CPU_ALIGNMENT, &x->assignment);
@@ -622,13 +637,16 @@ __attribute__((destructor)) static void cache_free_all(void) {
   cpu_jit_shutdown();
 }
 
-static kiln_status cpu_compile(const backend *b, const hlo_module *m, backend_executable **out) {
+static kiln_status cpu_compile(const backend *b, const hlo_module *m, const backend_compile_options *opts,
+                               backend_executable **out) {
   (void)b;
   *out = NULL;
+  backend_compile_options defaults = backend_compile_options_default();
+  if (!opts) opts = &defaults;
   backend_executable *h = malloc(sizeof *h);
   if (!h) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   uint64_t hash;
-  char *text = fingerprint_module(m, &hash);
+  char *text = fingerprint_module(m, opts, &hash);
 
   pthread_mutex_lock(&cache_lock);
   for (cpu_executable **p = &cache_head; *p; p = &(*p)->next) {
@@ -650,7 +668,7 @@ static kiln_status cpu_compile(const backend *b, const hlo_module *m, backend_ex
   /* Compiled unlocked: two threads may compile the same module; the second insert
    * then simply adds a twin, which is harmless. */
   cpu_executable *x = NULL;
-  kiln_status st = compile_module(m, text, hash, &x);
+  kiln_status st = compile_module(m, opts, text, hash, &x);
   if (st) {
     free(h);
     return st;
@@ -671,7 +689,7 @@ static void cpu_destroy(backend_executable *h) {
   if (!h) return;
   pthread_mutex_lock(&cache_lock);
   h->x->refs--;
-  if (h->x->refs == 0 && kiln_flags.profile) print_profile(h->x);
+  if (h->x->refs == 0 && h->x->profile) print_profile(h->x);
   cache_trim();
   pthread_mutex_unlock(&cache_lock);
   free(h);
@@ -682,6 +700,23 @@ int cpu_backend_cache_size(void) {
   int n = cache_size;
   pthread_mutex_unlock(&cache_lock);
   return n;
+}
+
+/* ------------------------------------------------------------- threads --------- */
+
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+static int default_threads;
+
+static void read_default_threads(void) { default_threads = omp_get_max_threads(); }
+
+void cpu_backend_set_threads(int n) {
+  pthread_once(&threads_once, read_default_threads);
+  omp_set_num_threads(n > 0 ? n : default_threads);
+}
+
+int cpu_backend_threads(void) {
+  pthread_once(&threads_once, read_default_threads);
+  return omp_get_max_threads();
 }
 
 /* ------------------------------------------------------------- execute --------- */
@@ -728,7 +763,7 @@ static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const
     for (int k = 0; k < t->n_refs; k++) bufs[k] = buffer_address(x, arena, args, t->refs[k]);
     kiln_status st = NULL;
     struct timespec t0 = {0}, t1;
-    if (kiln_flags.profile) clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (x->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
     switch (t->kind) {
       case THUNK_KERNEL: cpu_kernel_run(t->fn, bufs, &t->space); break;
       case THUNK_COPY:
@@ -736,7 +771,7 @@ static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const
         break;
       case THUNK_DNNL: st = cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]); break;
     }
-    if (kiln_flags.profile) {
+    if (x->profile) {
       clock_gettime(CLOCK_MONOTONIC, &t1);
       t->ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
       t->runs++;

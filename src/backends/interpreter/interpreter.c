@@ -12,7 +12,9 @@ struct backend_executable {
 
 static bool interp_supports(const backend *b, const hlo_instr *ins) { return eval_supports(ins); }
 
-static kiln_status interp_compile(const backend *b, const hlo_module *m, backend_executable **out) {
+/* Nothing the evaluator does depends on compile options. */
+static kiln_status interp_compile(const backend *b, const hlo_module *m, const backend_compile_options *opts,
+                                  backend_executable **out) {
   for (int c = 0; c < m->n_comps; c++) {
     const hlo_computation *comp = m->comps[c];
     for (int i = 0; i < comp->n_instrs; i++) {

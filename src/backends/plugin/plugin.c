@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include "backends/plugin/plugin.h"
-#include "base/flags.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "hlo/printer.h"
@@ -155,22 +154,23 @@ static kiln_status check_module_fits_abi(const plugin_device *d, const hlo_modul
   return NULL;
 }
 
-static kiln_status adapter_compile(const backend *b, const hlo_module *m, backend_executable **out) {
+static kiln_status adapter_compile(const backend *b, const hlo_module *m, const backend_compile_options *copts,
+                                   backend_executable **out) {
   plugin_device *d = device_of(b);
   const kiln_plugin_api *api = &d->owner->api;
   TRY(check_module_fits_abi(d, m));
-  /* Compile options (plugin.h): the module name, then the user's --plugin_option. */
-  int n_user = kiln_flags.plugin_option.n;
+  /* Compile options (plugin.h): the module name, then the caller's plugin options. */
+  int n_user = copts && copts->n_plugin_options > 0 ? copts->n_plugin_options : 0;
   kiln_plugin_option *opts = calloc((size_t)n_user + 1, sizeof *opts);
   char **keys = calloc((size_t)n_user + 1, sizeof *keys);
   if (!opts || !keys) abort();
   opts[0] = (kiln_plugin_option){sizeof(kiln_plugin_option), "kiln.module", m->name};
   kiln_status bad = NULL;
   for (int i = 0; i < n_user && !bad; i++) {
-    const char *kv = kiln_flags.plugin_option.v[i];
-    const char *eq = strchr(kv, '=');
+    const char *kv = copts->plugin_options[i];
+    const char *eq = kv ? strchr(kv, '=') : NULL;
     if (!eq || eq == kv) {
-      bad = status_error(KILN_INVALID_ARGUMENT, "--plugin_option '%s' is not KEY=VALUE", kv);
+      bad = status_error(KILN_INVALID_ARGUMENT, "--plugin_option '%s' is not KEY=VALUE", kv ? kv : "(null)");
       break;
     }
     keys[i] = strndup(kv, (size_t)(eq - kv));

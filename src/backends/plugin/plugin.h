@@ -53,7 +53,8 @@ const backend *plugin_device_backend(const plugin *p, int i);
  * table), or NULL. */
 const char *plugin_note(const plugin *p);
 
-/* The plugins the registry discovered (in discovery order). */
+/* The plugins the registry discovered or was given (in registration order); a plugin
+ * stays valid until backend_registry_reset. */
 int plugin_registry_count(void);
 const plugin *plugin_registry_at(int i);
 

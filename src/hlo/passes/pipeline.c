@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "base/flags.h"
 #include "base/log.h"
 #include "hlo/printer.h"
 #include "hlo/verifier.h"
@@ -53,15 +52,6 @@ hlo_pipeline_options hlo_pipeline_options_default(void) {
   hlo_pipeline_options o;
   memset(&o, 0, sizeof o);
   o.verify = true;
-  return o;
-}
-
-hlo_pipeline_options hlo_pipeline_options_from_flags(void) {
-  hlo_pipeline_options o = hlo_pipeline_options_default();
-  o.dump_to = kiln_flags.dump_to;
-  o.dump_pass_re = kiln_flags.dump_pass_re;
-  o.dump_large_constants = kiln_flags.dump_large_constants;
-  o.disabled_passes = kiln_flags.disable_passes;
   return o;
 }
 

@@ -41,9 +41,6 @@ typedef struct hlo_pipeline_options {
 
 /* Defaults: no dumps, verify on, module_id 0. */
 hlo_pipeline_options hlo_pipeline_options_default(void);
-/* Defaults overridden by --dump_to, --dump_pass_re, --dump_large_constants and
- * --disable_passes. */
-hlo_pipeline_options hlo_pipeline_options_from_flags(void);
 
 /* The default fix() cap, as XLA's HloPassFix uses. */
 #define HLO_FIX_DEFAULT_MAX_ITERS 25

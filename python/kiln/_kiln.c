@@ -1,0 +1,846 @@
+/* kiln._kiln: the CPython extension under the `kiln` package, written against nothing
+ * but kiln's public C API (include/kiln/kiln.h) and the CPython API.
+ *
+ * What lives here is what must be fast or must touch kiln handles: loading a model
+ * (with the GIL released), the run path (feeds taken through the buffer protocol in
+ * place, the GIL released around kiln_model_run, every output handed to numpy without
+ * a copy: a TensorBuffer object owns the kiln_tensor and exports its memory, and the
+ * numpy array keeps it alive through its base), the exception classes, the log
+ * callback trampoline, and the device / version / option-key queries. Everything
+ * else -- keyword options to strings, the TensorInfo objects, DLPack and list inputs,
+ * bfloat16 -- is Python in kiln/__init__.py, which hands this module two hooks at
+ * import (_set_hooks): one converting feeds the fast path cannot take, one turning
+ * bfloat16 bit patterns into an array. numpy is imported on first use only. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <kiln/kiln.h>
+#include <string.h>
+
+#define N_CODES 8 /* KILN_OK .. KILN_IO_ERROR */
+
+static PyObject *g_error;               /* kiln.Error */
+static PyObject *g_errors[N_CODES];     /* by kiln_code; [KILN_OK] unused */
+static PyObject *g_asarray;             /* numpy.asarray */
+static PyObject *g_convert_feed;        /* hook: (name, value, dtype code) -> (array, dtype code) */
+static PyObject *g_bf16_output;         /* hook: uint16 array of bf16 bit patterns -> array */
+
+/* ----------------------------------------------------------------- errors ---- */
+
+static PyObject *error_class(kiln_code code) {
+  if ((int)code > 0 && (int)code < N_CODES && g_errors[code]) return g_errors[code];
+  return g_error;
+}
+
+/* Raises the error a kiln status carries (message intact) and frees the status. */
+static PyObject *raise_status(kiln_status s) {
+  kiln_code code = kiln_status_code(s);
+  const char *msg = kiln_status_message(s);
+  PyObject *text = PyUnicode_DecodeUTF8(msg, (Py_ssize_t)strlen(msg), "replace");
+  kiln_status_free(s);
+  if (!text) return NULL;
+  PyObject *cls = error_class(code);
+  PyObject *exc = PyObject_CallOneArg(cls, text);
+  Py_DECREF(text);
+  if (!exc) return NULL;
+  if (cls == g_error) { /* a code this module does not know: keep its name */
+    PyObject *name = PyUnicode_FromString(kiln_code_name(code));
+    if (!name || PyObject_SetAttrString(exc, "code", name) < 0) {
+      Py_XDECREF(name);
+      Py_DECREF(exc);
+      return NULL;
+    }
+    Py_DECREF(name);
+  }
+  PyErr_SetObject(cls, exc);
+  Py_DECREF(exc);
+  return NULL;
+}
+
+/* Raises kiln error class `code` with a formatted message (PyUnicode_FromFormat). */
+static PyObject *raise_error(kiln_code code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+  va_end(ap);
+  if (!msg) return NULL;
+  PyErr_SetObject(error_class(code), msg);
+  Py_DECREF(msg);
+  return NULL;
+}
+
+/* Creates kiln.Error and one subclass per code, each also deriving from the builtin
+ * exception a Python caller would catch for that kind of failure. */
+static int make_errors(PyObject *m) {
+  static const struct {
+    kiln_code code;
+    const char *name;
+    const char *doc;
+  } specs[] = {
+      {KILN_INVALID_ARGUMENT, "InvalidArgumentError", "Bad input: a malformed model, wrong dtype or shape, bad option."},
+      {KILN_NOT_FOUND, "NotFoundError", "A named thing (file, input, output, device) does not exist."},
+      {KILN_UNIMPLEMENTED, "UnimplementedError", "Valid input that this build of kiln does not support."},
+      {KILN_OUT_OF_RANGE, "OutOfRangeError", "An index or size beyond what is representable."},
+      {KILN_RESOURCE_EXHAUSTED, "ResourceExhaustedError", "An allocation failed or a size is over a configured cap."},
+      {KILN_INTERNAL, "InternalError", "A kiln bug: an internal invariant did not hold."},
+      {KILN_IO_ERROR, "KilnIOError", "The operating system refused a read or write."},
+  };
+  PyObject *builtin[N_CODES] = {0};
+  builtin[KILN_INVALID_ARGUMENT] = PyExc_ValueError;
+  builtin[KILN_NOT_FOUND] = PyExc_LookupError;
+  builtin[KILN_UNIMPLEMENTED] = PyExc_NotImplementedError;
+  builtin[KILN_OUT_OF_RANGE] = PyExc_IndexError;
+  builtin[KILN_RESOURCE_EXHAUSTED] = PyExc_MemoryError;
+  builtin[KILN_IO_ERROR] = PyExc_OSError;
+
+  PyObject *dict = Py_BuildValue("{s:O}", "code", Py_None);
+  if (!dict) return -1;
+  g_error = PyErr_NewExceptionWithDoc("kiln.Error",
+                                      "Base class of every error kiln reports; .code is the kiln_code name "
+                                      "(\"INVALID_ARGUMENT\", ...) and str(e) is kiln's message.",
+                                      PyExc_Exception, dict);
+  Py_DECREF(dict);
+  if (!g_error || PyModule_AddObjectRef(m, "Error", g_error) < 0) return -1;
+  for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
+    kiln_code code = specs[i].code;
+    char qualname[64];
+    PyOS_snprintf(qualname, sizeof qualname, "kiln.%s", specs[i].name);
+    PyObject *bases = builtin[code] ? PyTuple_Pack(2, g_error, builtin[code]) : PyTuple_Pack(1, g_error);
+    PyObject *d = Py_BuildValue("{s:s}", "code", kiln_code_name(code));
+    if (!bases || !d) {
+      Py_XDECREF(bases);
+      Py_XDECREF(d);
+      return -1;
+    }
+    g_errors[code] = PyErr_NewExceptionWithDoc(qualname, specs[i].doc, bases, d);
+    Py_DECREF(bases);
+    Py_DECREF(d);
+    if (!g_errors[code] || PyModule_AddObjectRef(m, specs[i].name, g_errors[code]) < 0) return -1;
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- helpers ---- */
+
+static PyObject *numpy_asarray(void) {
+  if (!g_asarray) {
+    PyObject *np = PyImport_ImportModule("numpy");
+    if (!np) return NULL;
+    g_asarray = PyObject_GetAttrString(np, "asarray");
+    Py_DECREF(np);
+  }
+  return g_asarray;
+}
+
+/* The kiln dtype a PEP 3118 format string describes (native byte order only); 0 when
+ * it is not one kiln takes. */
+static kiln_dtype dtype_of_format(const char *fmt, Py_ssize_t itemsize) {
+  if (!fmt) return KILN_UINT8; /* no format: unsigned bytes */
+  if (*fmt == '@' || *fmt == '=' || *fmt == (PY_LITTLE_ENDIAN ? '<' : '>')) fmt++;
+  if (fmt[0] == 'Z' && fmt[1] && !fmt[2]) {
+    if (fmt[1] == 'f') return KILN_COMPLEX64;
+    if (fmt[1] == 'd') return KILN_COMPLEX128;
+    return KILN_DTYPE_INVALID;
+  }
+  if (!fmt[0] || fmt[1]) return KILN_DTYPE_INVALID;
+  switch (fmt[0]) {
+    case '?': return KILN_BOOL;
+    case 'e': return KILN_FLOAT16;
+    case 'f': return KILN_FLOAT32;
+    case 'd': return KILN_FLOAT64;
+    case 'b': case 'h': case 'i': case 'l': case 'q': case 'n':
+      switch (itemsize) {
+        case 1: return KILN_INT8;
+        case 2: return KILN_INT16;
+        case 4: return KILN_INT32;
+        case 8: return KILN_INT64;
+        default: return KILN_DTYPE_INVALID;
+      }
+    case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N':
+      switch (itemsize) {
+        case 1: return KILN_UINT8;
+        case 2: return KILN_UINT16;
+        case 4: return KILN_UINT32;
+        case 8: return KILN_UINT64;
+        default: return KILN_DTYPE_INVALID;
+      }
+    default: return KILN_DTYPE_INVALID;
+  }
+}
+
+/* The format an output of `dtype` is exported with (bfloat16 as its uint16 bits). */
+static const char *format_of_dtype(kiln_dtype dtype) {
+  switch (dtype) {
+    case KILN_BOOL: return "?";
+    case KILN_INT8: return "b";
+    case KILN_INT16: return "h";
+    case KILN_INT32: return "i";
+    case KILN_INT64: return sizeof(long) == 8 ? "l" : "q";
+    case KILN_UINT8: return "B";
+    case KILN_UINT16: return "H";
+    case KILN_UINT32: return "I";
+    case KILN_UINT64: return sizeof(long) == 8 ? "L" : "Q";
+    case KILN_FLOAT16: return "e";
+    case KILN_BFLOAT16: return "H";
+    case KILN_FLOAT32: return "f";
+    case KILN_FLOAT64: return "d";
+    case KILN_COMPLEX64: return "Zf";
+    case KILN_COMPLEX128: return "Zd";
+    default: return NULL;
+  }
+}
+
+/* ----------------------------------------------------------- TensorBuffer ---- */
+
+/* Owns one kiln output tensor and exports its memory (writable) through the buffer
+ * protocol; the numpy array made from it holds it alive, so outputs are never copied. */
+typedef struct {
+  PyObject_HEAD
+  kiln_tensor *tensor;
+  const char *format;
+  Py_ssize_t itemsize;
+  int ndim;
+  Py_ssize_t *shape; /* ndim shape entries, then ndim strides */
+} TensorBufferObject;
+
+static void TensorBuffer_dealloc(TensorBufferObject *self) {
+  kiln_tensor_free(self->tensor);
+  PyMem_Free(self->shape);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int TensorBuffer_getbuffer(TensorBufferObject *self, Py_buffer *view, int flags) {
+  view->obj = Py_NewRef(self);
+  view->buf = kiln_tensor_data(self->tensor);
+  view->len = (Py_ssize_t)kiln_tensor_byte_size(self->tensor);
+  view->readonly = 0;
+  view->itemsize = self->itemsize;
+  view->format = (flags & PyBUF_FORMAT) ? (char *)self->format : NULL;
+  view->ndim = self->ndim;
+  view->shape = (flags & PyBUF_ND) ? self->shape : NULL;
+  view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self->shape + self->ndim : NULL;
+  view->suboffsets = NULL;
+  view->internal = NULL;
+  if (!(flags & PyBUF_ND)) view->ndim = 1; /* a plain byte view */
+  return 0;
+}
+
+static PyBufferProcs TensorBuffer_as_buffer = {(getbufferproc)TensorBuffer_getbuffer, NULL};
+
+static PyTypeObject TensorBufferType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kiln._kiln.TensorBuffer",
+    .tp_basicsize = sizeof(TensorBufferObject),
+    .tp_dealloc = (destructor)TensorBuffer_dealloc,
+    .tp_as_buffer = &TensorBuffer_as_buffer,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The memory of one kiln output tensor (the base of the numpy array kiln returns).",
+};
+
+/* A numpy array over tensor t, which it takes over (freed here on failure too). */
+static PyObject *array_of_tensor(kiln_tensor *t, const char *what) {
+  kiln_dtype dtype = kiln_tensor_dtype(t);
+  const char *fmt = format_of_dtype(dtype);
+  if (!fmt) {
+    kiln_tensor_free(t);
+    return raise_error(KILN_UNIMPLEMENTED, "output '%s' has element type %s, which numpy cannot hold", what,
+                       kiln_dtype_name(dtype));
+  }
+  PyObject *asarray = numpy_asarray();
+  if (!asarray) {
+    kiln_tensor_free(t);
+    return NULL;
+  }
+  TensorBufferObject *tb = PyObject_New(TensorBufferObject, &TensorBufferType);
+  if (!tb) {
+    kiln_tensor_free(t);
+    return NULL;
+  }
+  tb->tensor = t;
+  tb->format = fmt;
+  tb->itemsize = (Py_ssize_t)kiln_dtype_size(dtype);
+  tb->ndim = kiln_tensor_rank(t);
+  tb->shape = PyMem_Calloc((size_t)(2 * tb->ndim + 1), sizeof(Py_ssize_t));
+  if (!tb->shape) {
+    Py_DECREF(tb);
+    return PyErr_NoMemory();
+  }
+  const int64_t *dims = kiln_tensor_dims(t);
+  Py_ssize_t stride = tb->itemsize;
+  for (int d = tb->ndim - 1; d >= 0; d--) {
+    tb->shape[d] = (Py_ssize_t)dims[d];
+    tb->shape[tb->ndim + d] = stride;
+    stride *= dims[d] > 0 ? (Py_ssize_t)dims[d] : 1;
+  }
+  PyObject *arr = PyObject_CallOneArg(asarray, (PyObject *)tb);
+  Py_DECREF(tb);
+  if (arr && dtype == KILN_BFLOAT16 && g_bf16_output) Py_SETREF(arr, PyObject_CallOneArg(g_bf16_output, arr));
+  return arr;
+}
+
+/* ------------------------------------------------------------------ Model ---- */
+
+typedef struct {
+  PyObject_HEAD
+  kiln_model *model;
+  PyObject *log;        /* the log callable; the model's callback user pointer */
+  int n_in, n_out;
+  kiln_value *in_info;  /* introspection; strings and dims owned by the model */
+  kiln_value *out_info;
+  PyObject *in_index;   /* {input name: index} */
+  PyObject *out_names;  /* tuple of output names in model order */
+  PyObject *colon0;     /* ":0" */
+} ModelObject;
+
+static void Model_dealloc(ModelObject *self) {
+  kiln_model_free(self->model); /* may still log through self->log */
+  PyMem_Free(self->in_info);
+  PyMem_Free(self->out_info);
+  Py_XDECREF(self->in_index);
+  Py_XDECREF(self->colon0);
+  Py_XDECREF(self->out_names);
+  Py_XDECREF(self->log);
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* kiln_log_fn: the callback runs on the thread that made the kiln call, which may hold
+ * the GIL (loading) or not (a run): PyGILState_Ensure covers both. A callback that
+ * raises cannot stop kiln; its exception is reported as unraisable. */
+static void log_trampoline(void *user, kiln_log_level level, const char *message) {
+  if (!Py_IsInitialized()) {
+    fprintf(stderr, "kiln: %s\n", message);
+    return;
+  }
+  PyGILState_STATE gil = PyGILState_Ensure();
+#if PY_VERSION_HEX >= 0x030C0000
+  PyObject *pending = PyErr_GetRaisedException();
+#else
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+#endif
+  PyObject *msg = PyUnicode_DecodeUTF8(message, (Py_ssize_t)strlen(message), "replace");
+  PyObject *r = msg ? PyObject_CallFunction((PyObject *)user, "iO", (int)level, msg) : NULL;
+  if (!r) PyErr_WriteUnraisable((PyObject *)user);
+  Py_XDECREF(r);
+  Py_XDECREF(msg);
+#if PY_VERSION_HEX >= 0x030C0000
+  PyErr_SetRaisedException(pending);
+#else
+  PyErr_Restore(et, ev, tb);
+#endif
+  PyGILState_Release(gil);
+}
+
+static int fill_info(ModelObject *self) {
+  self->n_in = kiln_model_num_inputs(self->model);
+  self->n_out = kiln_model_num_outputs(self->model);
+  self->in_info = PyMem_Calloc((size_t)self->n_in + 1, sizeof(kiln_value));
+  self->out_info = PyMem_Calloc((size_t)self->n_out + 1, sizeof(kiln_value));
+  self->in_index = PyDict_New();
+  self->out_names = PyTuple_New(self->n_out);
+  self->colon0 = PyUnicode_FromString(":0");
+  if (!self->in_info || !self->out_info) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  if (!self->in_index || !self->out_names || !self->colon0) return -1;
+  for (int io = 0; io < 2; io++) {
+    int n = io ? self->n_out : self->n_in;
+    kiln_value *info = io ? self->out_info : self->in_info;
+    for (int i = 0; i < n; i++) {
+      kiln_value v = KILN_VALUE_INIT;
+      kiln_status s = io ? kiln_model_output(self->model, i, &v) : kiln_model_input(self->model, i, &v);
+      if (s) {
+        raise_status(s);
+        return -1;
+      }
+      if (!v.name) v.name = "";
+      info[i] = v;
+      PyObject *name = PyUnicode_DecodeUTF8(v.name, (Py_ssize_t)strlen(v.name), "replace");
+      if (!name) return -1;
+      if (io) {
+        PyTuple_SET_ITEM(self->out_names, i, name);
+        continue;
+      }
+      PyObject *idx = PyLong_FromLong(i);
+      int bad = !idx || PyDict_SetItem(self->in_index, name, idx) < 0;
+      Py_XDECREF(idx);
+      Py_DECREF(name);
+      if (bad) return -1;
+    }
+  }
+  return 0;
+}
+
+static PyTypeObject ModelType;
+
+/* _kiln.load(source, is_path, format, options, log) -> Model. source: a path as
+ * bytes (is_path) or the model's bytes (any buffer); options: (key, value) str pairs
+ * given to kiln_options_set in order; log: a callable(level: int, message: str) or
+ * None. */
+static PyObject *mod_load(PyObject *mod, PyObject *args) {
+  (void)mod;
+  PyObject *source, *options, *log;
+  int is_path, format;
+  if (!PyArg_ParseTuple(args, "OpiOO:load", &source, &is_path, &format, &options, &log)) return NULL;
+  if (log != Py_None && !PyCallable_Check(log)) {
+    PyErr_SetString(PyExc_TypeError, "log must be a callable(level, message) or None");
+    return NULL;
+  }
+  PyObject *seq = PySequence_Fast(options, "options must be a sequence of (key, value) pairs");
+  if (!seq) return NULL;
+  ModelObject *self = PyObject_New(ModelObject, &ModelType);
+  if (!self) {
+    Py_DECREF(seq);
+    return NULL;
+  }
+  self->model = NULL;
+  self->in_info = self->out_info = NULL;
+  self->in_index = self->out_names = self->colon0 = NULL;
+  self->n_in = self->n_out = 0;
+  self->log = log == Py_None ? NULL : Py_NewRef(log);
+
+  kiln_options *opts = NULL;
+  kiln_status s = kiln_options_create(&opts);
+  if (s) goto fail_status;
+  for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
+    const char *key, *value;
+    if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "ss:option", &key, &value)) goto fail;
+    if ((s = kiln_options_set(opts, key, value))) goto fail_status;
+  }
+  if (self->log && (s = kiln_options_set_log_callback(opts, log_trampoline, self->log))) goto fail_status;
+
+  Py_buffer data = {0};
+  const char *path = NULL;
+  if (is_path) {
+    if (!PyBytes_Check(source)) {
+      PyErr_SetString(PyExc_TypeError, "a path must be given as bytes (os.fsencode)");
+      goto fail;
+    }
+    path = PyBytes_AS_STRING(source);
+    if ((size_t)PyBytes_GET_SIZE(source) != strlen(path)) {
+      raise_error(KILN_INVALID_ARGUMENT, "the model path contains a NUL byte");
+      goto fail;
+    }
+  } else if (PyObject_GetBuffer(source, &data, PyBUF_SIMPLE) < 0) {
+    goto fail;
+  }
+  kiln_model *model = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  s = is_path ? kiln_model_load(path, opts, &model)
+              : kiln_model_load_from_memory(data.buf, (size_t)data.len, (kiln_format)format, opts, &model);
+  Py_END_ALLOW_THREADS
+  if (!is_path) PyBuffer_Release(&data);
+  kiln_options_free(opts);
+  opts = NULL;
+  if (s) goto fail_status;
+  self->model = model;
+  if (fill_info(self) < 0) goto fail;
+  Py_DECREF(seq);
+  return (PyObject *)self;
+
+fail_status:
+  raise_status(s);
+fail:
+  kiln_options_free(opts);
+  Py_DECREF(seq);
+  Py_DECREF(self);
+  return NULL;
+}
+
+static PyObject *info_list(const kiln_value *info, int n) {
+  PyObject *list = PyList_New(n);
+  if (!list) return NULL;
+  for (int i = 0; i < n; i++) {
+    PyObject *shape;
+    if (info[i].rank < 0) {
+      shape = Py_NewRef(Py_None);
+    } else {
+      shape = PyTuple_New(info[i].rank);
+      for (int d = 0; shape && d < info[i].rank; d++) {
+        PyObject *dim = info[i].dims[d] < 0 ? Py_NewRef(Py_None) : PyLong_FromLongLong(info[i].dims[d]);
+        if (!dim) Py_CLEAR(shape);
+        else PyTuple_SET_ITEM(shape, d, dim);
+      }
+    }
+    PyObject *item = shape ? Py_BuildValue("(siN)", info[i].name, (int)info[i].dtype, shape) : NULL;
+    if (!item) {
+      Py_DECREF(list);
+      return NULL;
+    }
+    PyList_SET_ITEM(list, i, item);
+  }
+  return list;
+}
+
+static PyObject *Model_inputs(ModelObject *self, PyObject *unused) {
+  (void)unused;
+  return info_list(self->in_info, self->n_in);
+}
+
+static PyObject *Model_outputs(ModelObject *self, PyObject *unused) {
+  (void)unused;
+  return info_list(self->out_info, self->n_out);
+}
+
+static PyObject *Model_format(ModelObject *self, PyObject *unused) {
+  (void)unused;
+  kiln_format f = kiln_model_format(self->model);
+  return Py_BuildValue("(is)", (int)f, kiln_format_name(f));
+}
+
+static PyObject *Model_stats(ModelObject *self, PyObject *unused) {
+  (void)unused;
+  kiln_model_stats st = KILN_MODEL_STATS_INIT;
+  kiln_status s;
+  Py_BEGIN_ALLOW_THREADS
+  s = kiln_model_get_stats(self->model, &st);
+  Py_END_ALLOW_THREADS
+  if (s) return raise_status(s);
+  return Py_BuildValue("{s:L,s:i,s:i,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:s,s:s}", "runs", (long long)st.runs, "nodes",
+                       st.nodes, "clusters", st.clusters, "cluster_runs", (long long)st.cluster_runs,
+                       "cluster_compiles", (long long)st.cluster_compiles, "cluster_cache_hits",
+                       (long long)st.cluster_cache_hits, "cluster_fallback_runs", (long long)st.cluster_fallback_runs,
+                       "cluster_compile_ms", st.cluster_compile_ms, "op_compiles", (long long)st.op_compiles,
+                       "op_cache_hits", (long long)st.op_cache_hits, "device", st.device ? st.device : "", "jit",
+                       st.jit ? st.jit : "");
+}
+
+/* One feed: its buffer (C-contiguous; the caller releases it) and its kiln dtype. A
+ * buffer of a dtype kiln knows is taken as it is, in place (a dtype other than the
+ * declared one is kiln's error to report); anything else -- DLPack, lists and
+ * scalars, ml_dtypes.bfloat16, float32 for a bfloat16 input -- goes through the
+ * convert-feed hook, which converts it or raises an error naming the input. */
+static int take_feed(const kiln_value *decl, PyObject *value, Py_buffer *view, kiln_dtype *dtype,
+                     PyObject **keep) {
+  *keep = NULL;
+  if (PyObject_CheckBuffer(value)) {
+    if (PyObject_GetBuffer(value, view, PyBUF_RECORDS_RO) == 0) {
+      kiln_dtype got = dtype_of_format(view->format, view->itemsize);
+      if (got != KILN_DTYPE_INVALID && (size_t)view->itemsize == kiln_dtype_size(got) &&
+          !(decl->dtype == KILN_BFLOAT16 && got == KILN_FLOAT32)) {
+        if (!PyBuffer_IsContiguous(view, 'C')) {
+          PyBuffer_Release(view);
+          raise_error(KILN_INVALID_ARGUMENT,
+                      "input %s: the array is not C-contiguous (pass numpy.ascontiguousarray(x))", decl->name);
+          return -1;
+        }
+        *dtype = got;
+        return 0;
+      }
+      PyBuffer_Release(view);
+    } else {
+      PyErr_Clear(); /* e.g. an ml_dtypes array numpy cannot export: the hook handles it */
+    }
+  }
+  if (!g_convert_feed) {
+    PyErr_SetString(PyExc_RuntimeError, "kiln._kiln used without the kiln package (no feed hook)");
+    return -1;
+  }
+  PyObject *r = PyObject_CallFunction(g_convert_feed, "sOi", decl->name, value, (int)decl->dtype);
+  if (!r) return -1;
+  PyObject *arr;
+  int code;
+  if (!PyArg_ParseTuple(r, "Oi:convert_feed result", &arr, &code)) {
+    Py_DECREF(r);
+    return -1;
+  }
+  *keep = Py_NewRef(arr);
+  Py_DECREF(r);
+  if (PyObject_GetBuffer(*keep, view, PyBUF_RECORDS_RO) < 0) return -1;
+  if (!PyBuffer_IsContiguous(view, 'C') || (size_t)view->itemsize != kiln_dtype_size((kiln_dtype)code)) {
+    PyBuffer_Release(view);
+    PyErr_Format(PyExc_RuntimeError, "input '%s': the feed hook returned a non-contiguous or mis-sized array",
+                 decl->name);
+    return -1;
+  }
+  *dtype = (kiln_dtype)code;
+  return 0;
+}
+
+/* The declared input a feed name refers to: the exact name, else with ":0" added or
+ * dropped (TF tensor names); NULL when neither is an input (kiln then resolves the
+ * name itself: HLO parameters also answer to pN, and an unknown name is its
+ * NOT_FOUND error listing the inputs). */
+static const kiln_value *declared_input(ModelObject *self, PyObject *key) {
+  PyObject *idx = PyDict_GetItemWithError(self->in_index, key);
+  if (!idx && !PyErr_Occurred()) {
+    Py_ssize_t n = PyUnicode_GET_LENGTH(key);
+    PyObject *alt = NULL;
+    if (PyUnicode_Tailmatch(key, self->colon0, 0, n, 1) > 0) alt = PyUnicode_Substring(key, 0, n - 2);
+    else alt = PyUnicode_Concat(key, self->colon0);
+    if (alt) idx = PyDict_GetItemWithError(self->in_index, alt);
+    Py_XDECREF(alt);
+  }
+  PyErr_Clear();
+  return idx ? &self->in_info[PyLong_AsLong(idx)] : NULL;
+}
+
+/* Model.run(feeds, outputs=None, threads=0, as_list=False): feeds maps input names to
+ * arrays; outputs selects and orders the outputs (None or empty: all, in model order).
+ * Returns {name: array} (or the arrays in order with as_list). Names, dtypes, shapes
+ * and missing inputs are kiln's to check: its errors name the input and list what the
+ * model takes. */
+static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds) {
+  static char *kwlist[] = {"feeds", "outputs", "threads", "as_list", NULL};
+  PyObject *feeds, *outputs = Py_None;
+  int threads = 0, as_list = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|Oip:run", kwlist, &feeds, &outputs, &threads, &as_list))
+    return NULL;
+  if (!PyDict_Check(feeds) && !PyObject_HasAttrString(feeds, "items")) {
+    PyErr_Format(PyExc_TypeError, "feeds must be a dict of input name -> array, not %s", Py_TYPE(feeds)->tp_name);
+    return NULL;
+  }
+  if (threads < 0) return raise_error(KILN_INVALID_ARGUMENT, "threads must be >= 0, got %d", threads);
+
+  PyObject *result = NULL, *items = NULL, *out_keys = NULL;
+  Py_buffer *views = NULL;
+  kiln_value *vals = NULL;
+  int64_t *dims = NULL;
+  PyObject **keep = NULL;
+  const char **names = NULL;
+  kiln_tensor **outs = NULL;
+  Py_ssize_t n = 0, n_out = 0, n_views = 0, total_rank = 0;
+
+  items = PyMapping_Items(feeds);
+  if (!items) goto done;
+  n = PyList_GET_SIZE(items);
+  views = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
+  vals = PyMem_Calloc((size_t)n + 1, sizeof(kiln_value));
+  keep = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
+  if (!views || !vals || !keep) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *item = PyList_GET_ITEM(items, i);
+    if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+      PyErr_SetString(PyExc_TypeError, "feeds.items() must give (name, array) pairs");
+      goto done;
+    }
+    PyObject *key = PyTuple_GET_ITEM(item, 0);
+    if (!PyUnicode_Check(key)) {
+      PyErr_Format(PyExc_TypeError, "feed names must be str, not %s", Py_TYPE(key)->tp_name);
+      goto done;
+    }
+    const char *name = PyUnicode_AsUTF8(key);
+    if (!name) goto done;
+    const kiln_value *decl = declared_input(self, key);
+    kiln_value unknown = KILN_VALUE_INIT;
+    unknown.name = name;
+    unknown.rank = -1;
+    kiln_dtype dt;
+    if (take_feed(decl ? decl : &unknown, PyTuple_GET_ITEM(item, 1), &views[i], &dt, &keep[i]) < 0) goto done;
+    n_views = i + 1;
+    vals[i].struct_size = sizeof(kiln_value);
+    vals[i].name = name;
+    vals[i].dtype = dt;
+    vals[i].rank = views[i].ndim;
+    vals[i].data = views[i].buf;
+    vals[i].byte_size = (size_t)views[i].len;
+    total_rank += views[i].ndim;
+  }
+  dims = PyMem_Calloc((size_t)total_rank + 1, sizeof(int64_t));
+  if (!dims) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t i = 0, at = 0; i < n; i++) {
+    for (int d = 0; d < views[i].ndim; d++) dims[at + d] = (int64_t)views[i].shape[d];
+    vals[i].dims = dims + at;
+    at += views[i].ndim;
+  }
+
+  /* Outputs: None (or empty) means all of them in model order; a str is one name. */
+  if (outputs == Py_None) out_keys = NULL;
+  else if (PyUnicode_Check(outputs)) out_keys = PyTuple_Pack(1, outputs);
+  else if (!(out_keys = PySequence_Tuple(outputs))) goto done;
+  if (out_keys && PyTuple_GET_SIZE(out_keys) == 0) Py_CLEAR(out_keys);
+  n_out = out_keys ? PyTuple_GET_SIZE(out_keys) : self->n_out;
+  outs = PyMem_Calloc((size_t)n_out + 1, sizeof(kiln_tensor *));
+  names = PyMem_Calloc((size_t)n_out + 1, sizeof(char *));
+  if (!outs || !names) {
+    PyErr_NoMemory();
+    goto done;
+  }
+  for (Py_ssize_t j = 0; out_keys && j < n_out; j++) {
+    PyObject *key = PyTuple_GET_ITEM(out_keys, j);
+    if (!PyUnicode_Check(key)) {
+      PyErr_Format(PyExc_TypeError, "output names must be str, not %s", Py_TYPE(key)->tp_name);
+      goto done;
+    }
+    if (!(names[j] = PyUnicode_AsUTF8(key))) goto done;
+  }
+  if (!out_keys) {
+    out_keys = Py_NewRef(self->out_names);
+    for (Py_ssize_t j = 0; j < n_out; j++) names[j] = self->out_info[j].name;
+  }
+
+  kiln_run_options ro = KILN_RUN_OPTIONS_INIT;
+  ro.threads = threads;
+  kiln_status s;
+  kiln_model *model = self->model;
+  const char *const *run_names = out_keys == self->out_names ? NULL : names;
+  Py_INCREF(self); /* the model must outlive the run whatever other threads drop */
+  Py_BEGIN_ALLOW_THREADS
+  s = kiln_model_run(model, threads ? &ro : NULL, (int)n, vals, (int)n_out, run_names, outs);
+  Py_END_ALLOW_THREADS
+  Py_DECREF(self);
+  for (Py_ssize_t i = 0; i < n_views; i++) PyBuffer_Release(&views[i]);
+  n_views = 0;
+  if (s) {
+    raise_status(s);
+    goto done;
+  }
+  result = as_list ? PyList_New(n_out) : PyDict_New();
+  for (Py_ssize_t j = 0; j < n_out; j++) {
+    PyObject *arr = result ? array_of_tensor(outs[j], names[j]) : NULL;
+    if (!result) kiln_tensor_free(outs[j]);
+    outs[j] = NULL;
+    if (!arr) {
+      Py_CLEAR(result);
+    } else if (as_list) {
+      PyList_SET_ITEM(result, j, arr);
+    } else {
+      if (PyDict_SetItem(result, PyTuple_GET_ITEM(out_keys, j), arr) < 0) Py_CLEAR(result);
+      Py_DECREF(arr);
+    }
+  }
+
+done:
+  for (Py_ssize_t i = 0; i < n_views; i++) PyBuffer_Release(&views[i]);
+  for (Py_ssize_t i = 0; keep && i < n; i++) Py_XDECREF(keep[i]);
+  Py_XDECREF(items);
+  Py_XDECREF(out_keys);
+  PyMem_Free(views);
+  PyMem_Free(vals);
+  PyMem_Free(dims);
+  PyMem_Free(keep);
+  PyMem_Free(names);
+  PyMem_Free(outs);
+  return result;
+}
+
+static PyMethodDef Model_methods[] = {
+    {"run", (PyCFunction)(void (*)(void))Model_run, METH_VARARGS | METH_KEYWORDS,
+     "run(feeds, outputs=None, threads=0, as_list=False): run the model once."},
+    {"inputs", (PyCFunction)Model_inputs, METH_NOARGS, "[(name, dtype code, shape or None)] of the inputs."},
+    {"outputs", (PyCFunction)Model_outputs, METH_NOARGS, "[(name, dtype code, shape or None)] of the outputs."},
+    {"format", (PyCFunction)Model_format, METH_NOARGS, "(format code, format name) of what was loaded."},
+    {"stats", (PyCFunction)Model_stats, METH_NOARGS, "kiln_model_get_stats as a dict."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ModelType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kiln._kiln.Model",
+    .tp_basicsize = sizeof(ModelObject),
+    .tp_dealloc = (destructor)Model_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A loaded kiln model (made by _kiln.load; use kiln.Model).",
+    .tp_methods = Model_methods,
+};
+
+/* --------------------------------------------------------- module functions ---- */
+
+/* kiln calls that may wait on a lock some other kiln call holds while it logs (through
+ * a callback that needs the GIL) run without the GIL: loads, runs, stats, devices. */
+static PyObject *mod_devices(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  int n = 0;
+  kiln_device_info *infos = NULL;
+  kiln_status s = NULL;
+  Py_BEGIN_ALLOW_THREADS
+  n = kiln_device_count();
+  infos = PyMem_RawCalloc((size_t)(n > 0 ? n : 0) + 1, sizeof *infos);
+  for (int i = 0; infos && i < n && !s; i++) {
+    kiln_device_info d = KILN_DEVICE_INFO_INIT;
+    s = kiln_device_info_at(i, &d);
+    infos[i] = d;
+  }
+  Py_END_ALLOW_THREADS
+  if (!infos) return PyErr_NoMemory();
+  if (s) {
+    PyMem_RawFree(infos);
+    return raise_status(s);
+  }
+  PyObject *list = PyList_New(0);
+  for (int i = 0; list && i < n; i++) {
+    const kiln_device_info *d = &infos[i];
+    PyObject *item = Py_BuildValue("(sisNzs)", d->name ? d->name : "", d->priority,
+                                   d->description ? d->description : "", PyBool_FromLong(d->available), d->reason,
+                                   d->source ? d->source : "");
+    if (!item || PyList_Append(list, item) < 0) Py_CLEAR(list);
+    Py_XDECREF(item);
+  }
+  PyMem_RawFree(infos);
+  return list;
+}
+
+static PyObject *mod_option_keys(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  int n = kiln_options_key_count();
+  PyObject *list = PyList_New(0);
+  for (int i = 0; list && i < n; i++) {
+    const char *help = NULL;
+    const char *key = kiln_options_key(i, &help);
+    if (!key) continue;
+    PyObject *item = Py_BuildValue("(ss)", key, help ? help : "");
+    if (!item || PyList_Append(list, item) < 0) Py_CLEAR(list);
+    Py_XDECREF(item);
+  }
+  return list;
+}
+
+static PyObject *mod_dtype_info(PyObject *mod, PyObject *unused) {
+  (void)mod;
+  (void)unused;
+  /* {code: (name, itemsize)} for every kiln dtype, so Python needs no copy of the enum. */
+  PyObject *d = PyDict_New();
+  for (int c = KILN_BOOL; d && c <= KILN_COMPLEX128; c++) {
+    PyObject *k = PyLong_FromLong(c);
+    PyObject *v = Py_BuildValue("(sn)", kiln_dtype_name((kiln_dtype)c), (Py_ssize_t)kiln_dtype_size((kiln_dtype)c));
+    if (!k || !v || PyDict_SetItem(d, k, v) < 0) Py_CLEAR(d);
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+  }
+  return d;
+}
+
+static PyObject *mod_set_hooks(PyObject *mod, PyObject *args) {
+  (void)mod;
+  PyObject *convert, *bf16;
+  if (!PyArg_ParseTuple(args, "OO:_set_hooks", &convert, &bf16)) return NULL;
+  Py_XSETREF(g_convert_feed, Py_NewRef(convert));
+  Py_XSETREF(g_bf16_output, Py_NewRef(bf16));
+  Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"load", mod_load, METH_VARARGS, "load(source, is_path, format, options, log) -> Model"},
+    {"devices", mod_devices, METH_NOARGS, "[(name, priority, description, available, reason, source)]"},
+    {"option_keys", mod_option_keys, METH_NOARGS, "[(key, help)] of every kiln_options_set key"},
+    {"dtype_info", mod_dtype_info, METH_NOARGS, "{dtype code: (name, itemsize)}"},
+    {"_set_hooks", mod_set_hooks, METH_VARARGS, "_set_hooks(convert_feed, bf16_output)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT, "kiln._kiln", "kiln's C API for Python (use the kiln package).", -1, module_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kiln(void) {
+  if (PyType_Ready(&ModelType) < 0 || PyType_Ready(&TensorBufferType) < 0) return NULL;
+  PyObject *m = PyModule_Create(&module_def);
+  if (!m) return NULL;
+  if (make_errors(m) < 0 || PyModule_AddStringConstant(m, "version", kiln_version()) < 0 ||
+      PyModule_AddIntConstant(m, "version_number", kiln_version_number()) < 0 ||
+      PyModule_AddIntConstant(m, "header_version_number",
+                              KILN_VERSION_MAJOR * 10000 + KILN_VERSION_MINOR * 100 + KILN_VERSION_PATCH) < 0 ||
+      PyModule_AddObjectRef(m, "Model", (PyObject *)&ModelType) < 0) {
+    Py_DECREF(m);
+    return NULL;
+  }
+  return m;
+}

@@ -1,0 +1,179 @@
+/* kiln_tensor: the dense tensors the API hands out, and the element-type tables.
+ *
+ * A kiln_tensor owns one malloc'ed row-major buffer. Outputs of a graph model arrive as
+ * host tensors (graph_tensor) and of an HLO module as literal leaves; both give their
+ * buffer to the kiln_tensor without a copy when nobody else holds it, so returning a
+ * large output costs no memcpy. The public dtype enum has its own numbering (stable
+ * across releases); the tables here map it onto the graph and HLO types. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_internal.h"
+#include "base/status.h"
+
+struct kiln_tensor {
+  kiln_dtype dtype;
+  int rank;
+  int64_t dims[GRAPH_MAX_RANK];
+  int64_t n;
+  size_t bytes;
+  void *data; /* owned */
+};
+
+typedef struct dtype_row {
+  kiln_dtype kiln;
+  graph_dtype graph;
+  const char *name;
+  size_t size;
+} dtype_row;
+
+static const dtype_row dtypes[] = {
+    {KILN_BOOL, GRAPH_DT_BOOL, "bool", 1},
+    {KILN_INT8, GRAPH_DT_INT8, "int8", 1},
+    {KILN_INT16, GRAPH_DT_INT16, "int16", 2},
+    {KILN_INT32, GRAPH_DT_INT32, "int32", 4},
+    {KILN_INT64, GRAPH_DT_INT64, "int64", 8},
+    {KILN_UINT8, GRAPH_DT_UINT8, "uint8", 1},
+    {KILN_UINT16, GRAPH_DT_UINT16, "uint16", 2},
+    {KILN_UINT32, GRAPH_DT_UINT32, "uint32", 4},
+    {KILN_UINT64, GRAPH_DT_UINT64, "uint64", 8},
+    {KILN_FLOAT16, GRAPH_DT_HALF, "float16", 2},
+    {KILN_BFLOAT16, GRAPH_DT_BFLOAT16, "bfloat16", 2},
+    {KILN_FLOAT32, GRAPH_DT_FLOAT, "float32", 4},
+    {KILN_FLOAT64, GRAPH_DT_DOUBLE, "float64", 8},
+    {KILN_COMPLEX64, GRAPH_DT_COMPLEX64, "complex64", 8},
+    {KILN_COMPLEX128, GRAPH_DT_COMPLEX128, "complex128", 16},
+};
+#define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
+
+static const dtype_row *row_of(kiln_dtype d) {
+  for (int i = 0; i < N_DTYPES; i++)
+    if (dtypes[i].kiln == d) return &dtypes[i];
+  return NULL;
+}
+
+size_t kiln_dtype_size(kiln_dtype d) {
+  const dtype_row *r = row_of(d);
+  return r ? r->size : 0;
+}
+
+const char *kiln_dtype_name(kiln_dtype d) {
+  const dtype_row *r = row_of(d);
+  return r ? r->name : "invalid";
+}
+
+bool api_dtype_to_graph(kiln_dtype d, graph_dtype *out) {
+  const dtype_row *r = row_of(d);
+  if (r) *out = r->graph;
+  return r != NULL;
+}
+
+kiln_dtype api_dtype_from_graph(graph_dtype d) {
+  for (int i = 0; i < N_DTYPES; i++)
+    if (dtypes[i].graph == d) return dtypes[i].kiln;
+  return KILN_DTYPE_INVALID;
+}
+
+kiln_dtype api_dtype_from_hlo(hlo_type t) { return api_dtype_from_graph(graph_dtype_from_hlo(t)); }
+
+static kiln_status shell(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out) {
+  *out = NULL;
+  size_t esize = kiln_dtype_size(dtype);
+  if (!esize) return ERR_INVALID("kiln_tensor: dtype %d is not a kiln_dtype", (int)dtype);
+  if (rank < 0 || rank > GRAPH_MAX_RANK) return ERR_INVALID("kiln_tensor: rank %d is outside 0..%d", rank, GRAPH_MAX_RANK);
+  if (rank && !dims) return ERR_INVALID("kiln_tensor: dims is NULL for rank %d", rank);
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) {
+    if (dims[i] < 0) return ERR_INVALID("kiln_tensor: dimension %d is negative (%lld)", i, (long long)dims[i]);
+    if (dims[i] && n > INT64_MAX / dims[i] / (int64_t)esize)
+      return status_error(KILN_OUT_OF_RANGE, "kiln_tensor: the size overflows");
+    n *= dims[i];
+  }
+  if ((size_t)n * esize > (size_t)literal_max_bytes)
+    return status_error(KILN_RESOURCE_EXHAUSTED, "kiln_tensor: %lld bytes exceed the %lld-byte cap",
+                        (long long)((size_t)n * esize), (long long)literal_max_bytes);
+  kiln_tensor *t = calloc(1, sizeof *t);
+  if (!t) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  t->dtype = dtype;
+  t->rank = rank;
+  for (int i = 0; i < rank; i++) t->dims[i] = dims[i];
+  t->n = n;
+  t->bytes = (size_t)n * esize;
+  *out = t;
+  return NULL;
+}
+
+kiln_status kiln_tensor_create(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out) {
+  if (!out) return ERR_INVALID("kiln_tensor_create: out is NULL");
+  TRY(shell(dtype, rank, dims, out));
+  (*out)->data = calloc(1, (*out)->bytes ? (*out)->bytes : 1);
+  if (!(*out)->data) {
+    size_t bytes = (*out)->bytes;
+    free(*out);
+    *out = NULL;
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory allocating %zu bytes", bytes);
+  }
+  return NULL;
+}
+
+void kiln_tensor_free(kiln_tensor *t) {
+  if (!t) return;
+  free(t->data);
+  free(t);
+}
+
+kiln_dtype kiln_tensor_dtype(const kiln_tensor *t) { return t ? t->dtype : KILN_DTYPE_INVALID; }
+int kiln_tensor_rank(const kiln_tensor *t) { return t ? t->rank : 0; }
+const int64_t *kiln_tensor_dims(const kiln_tensor *t) { return t ? t->dims : NULL; }
+int64_t kiln_tensor_element_count(const kiln_tensor *t) { return t ? t->n : 0; }
+size_t kiln_tensor_byte_size(const kiln_tensor *t) { return t ? t->bytes : 0; }
+void *kiln_tensor_data(kiln_tensor *t) { return t ? t->data : NULL; }
+
+/* Takes buf (malloc'ed, bytes long) or copies it when steal is false. */
+static kiln_status fill(kiln_tensor *t, void *buf, bool steal) {
+  if (steal) {
+    t->data = buf;
+    return NULL;
+  }
+  t->data = malloc(t->bytes ? t->bytes : 1);
+  if (!t->data) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory allocating %zu bytes", t->bytes);
+  if (t->bytes) memcpy(t->data, buf, t->bytes);
+  return NULL;
+}
+
+kiln_status api_tensor_from_graph(graph_tensor *gt, kiln_tensor **out) {
+  kiln_dtype d = api_dtype_from_graph(gt->dtype);
+  if (d == KILN_DTYPE_INVALID) {
+    kiln_status s = status_error(KILN_UNIMPLEMENTED, "a %s output has no kiln_dtype (numbers and bools only)",
+                                 graph_dtype_name(gt->dtype));
+    tensor_free(gt);
+    return s;
+  }
+  kiln_status s = shell(d, gt->rank, gt->dims, out);
+  /* The buffer moves when this was the last reference and kiln owns it. */
+  bool steal = !s && !gt->borrowed && atomic_load(&gt->refs) == 1;
+  if (!s) s = fill(*out, gt->data, steal);
+  if (s) {
+    kiln_tensor_free(*out);
+    *out = NULL;
+  } else if (steal) {
+    gt->data = NULL;
+  }
+  if (steal) free(gt);
+  else tensor_free(gt);
+  return s;
+}
+
+kiln_status api_tensor_from_literal(hlo_literal *l, kiln_tensor **out) {
+  kiln_dtype d = api_dtype_from_hlo(l->shape.type);
+  if (d == KILN_DTYPE_INVALID || !shape_is_array(&l->shape)) {
+    kiln_status s = status_error(KILN_UNIMPLEMENTED, "an output of type %s has no kiln_dtype", hlo_type_name(l->shape.type));
+    literal_free(l);
+    return s;
+  }
+  kiln_status s = shell(d, l->shape.rank, l->shape.dims, out);
+  if (!s) s = fill(*out, l->data, true);
+  if (!s) l->data = NULL;
+  literal_free(l);
+  return s;
+}
