@@ -24,14 +24,12 @@
  * Inputs are never copied on the way in: the caller's buffers are wrapped as borrowed
  * host tensors or literal views. Outputs move into kiln_tensors without a copy when
  * kiln holds their only reference. */
-#include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "api/api_internal.h"
 #include "backends/cpu/cpu_backend.h"
@@ -159,22 +157,6 @@ static int find_io(int n, const api_io *ios, const char *name, bool hlo_inputs) 
   return -1;
 }
 
-static kiln_status make_dirs(const char *path) {
-  char *p = xstrdup(path);
-  kiln_status s = NULL;
-  size_t n = strlen(p);
-  for (size_t i = 1; i <= n && !s; i++) {
-    if (p[i] != '/' && p[i] != 0) continue;
-    char saved = p[i];
-    p[i] = 0;
-    if (mkdir(p, 0777) != 0 && errno != EEXIST)
-      s = status_error(KILN_IO_ERROR, "cannot create directory %s: %s", p, strerror(errno));
-    p[i] = saved;
-  }
-  free(p);
-  return s;
-}
-
 /* Plugins the options name join the process-wide registry. */
 static void add_plugins(const kiln_options *o) {
   if (!o->plugin_path[0] && !o->plugins.n) return;
@@ -259,7 +241,7 @@ static kiln_status load_graph(kiln_model *m, graph *g) {
   m->g = g;
   const kiln_options *o = m->opts;
   if (o->device[0] && !backend_find(o->device)) return unknown_device(o->device);
-  if (o->dump_to[0]) TRY(make_dirs(o->dump_to));
+  if (o->dump_to[0]) TRY(file_make_dirs(o->dump_to));
   jit_options jo = api_jit_options(o);
   jit_report *jr = NULL;
   kiln_status s = jit_run(g, &jo, &jr);

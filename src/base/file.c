@@ -62,3 +62,25 @@ kiln_status file_read_all(const char *path, const char *what, int64_t max_bytes,
   *len = n;
   return NULL;
 }
+
+kiln_status file_make_dirs(const char *path) {
+  size_t n = strlen(path);
+  char *p = malloc(n + 1);
+  if (!p) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  memcpy(p, path, n + 1);
+  kiln_status s = NULL;
+  for (size_t i = 1; i <= n && !s; i++) {
+    if (p[i] != '/' && p[i] != 0) continue;
+    char saved = p[i];
+    p[i] = 0;
+    if (mkdir(p, 0777) != 0 && errno != EEXIST)
+      s = status_error(KILN_IO_ERROR, "cannot create directory %s: %s", p, strerror(errno));
+    p[i] = saved;
+  }
+  free(p);
+  if (s) return s;
+  struct stat st;
+  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+    return status_error(KILN_IO_ERROR, "%s exists and is not a directory", path);
+  return NULL;
+}

@@ -15,5 +15,8 @@
  * RESOURCE_EXHAUSTED, found before the whole file is read. A missing file is NOT_FOUND,
  * any other failure IO_ERROR. */
 kiln_status file_read_all(const char *path, const char *what, int64_t max_bytes, char **data, size_t *len);
+/* mkdir -p: creates path and its missing parents; an existing directory is fine, an
+ * existing non-directory is IO_ERROR naming it. */
+kiln_status file_make_dirs(const char *path);
 
 #endif

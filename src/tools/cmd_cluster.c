@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "base/file.h"
 #include "base/flags.h"
 #include "import/import.h"
 #include "jit/jit.h"
@@ -19,7 +20,7 @@ int cmd_cluster(int argc, char **argv) {
   graph *g = NULL, *original = NULL;
   jit_report *report = NULL;
   kiln_status s = import_model_file(argv[0], &g);
-  if (!s && kiln_flags.dump_to[0]) s = tool_make_dirs(kiln_flags.dump_to);
+  if (!s && kiln_flags.dump_to[0]) s = file_make_dirs(kiln_flags.dump_to);
   if (!s) {
     original = graph_clone(g);
     jit_options o = tool_jit_options();

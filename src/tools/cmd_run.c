@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/file.h"
 #include "base/flags.h"
 #include "base/log.h"
 #include "base/strbuf.h"
@@ -466,7 +467,7 @@ int cmd_run(int argc, char **argv) {
   }
   strbuf report;
   strbuf_init(&report);
-  if (!s) s = tool_make_dirs(kiln_flags.output_dir);
+  if (!s) s = file_make_dirs(kiln_flags.output_dir);
   if (!s) s = write_outputs(&r, kiln_flags.output_dir, &report);
   if (s) {
     strbuf_free(&report);

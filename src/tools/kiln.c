@@ -3,12 +3,10 @@
  * flags that configure the libraries process-wide (verbosity, tensor size cap, --plugin
  * manifests) and dispatches to a subcommand. Every path returns through here so the
  * flag storage is released and a leak checker sees a clean exit. */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "backends/backend.h"
 #include "base/flags.h"
@@ -61,28 +59,6 @@ int tool_usage_error(const char *fmt, ...) {
   fputc('\n', stderr);
   va_end(ap);
   return TOOL_USAGE;
-}
-
-kiln_status tool_make_dirs(const char *path) {
-  size_t n = strlen(path);
-  char *p = malloc(n + 1);
-  if (!p) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  memcpy(p, path, n + 1);
-  kiln_status s = NULL;
-  for (size_t i = 1; i <= n && !s; i++) {
-    if (p[i] != '/' && p[i] != 0) continue;
-    char saved = p[i];
-    p[i] = 0;
-    if (mkdir(p, 0777) != 0 && errno != EEXIST)
-      s = status_error(KILN_IO_ERROR, "cannot create directory %s: %s", p, strerror(errno));
-    p[i] = saved;
-  }
-  free(p);
-  if (s) return s;
-  struct stat st;
-  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-    return status_error(KILN_IO_ERROR, "%s exists and is not a directory", path);
-  return NULL;
 }
 
 static int dispatch(int n_pos, char **pos) {

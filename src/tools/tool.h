@@ -20,8 +20,6 @@ enum { TOOL_OK = 0, TOOL_FAILED = 1, TOOL_USAGE = 2 };
 int tool_fail(kiln_status s);
 /* Prints "kiln: error: MESSAGE"; returns TOOL_USAGE. */
 int tool_usage_error(const char *fmt, ...) KILN_PRINTF(1, 2);
-/* mkdir -p. */
-kiln_status tool_make_dirs(const char *path);
 
 /* The flags as library options (tool_options.c); the strings stay kiln_flags' own, valid
  * until flags_reset. tool_jit_options: --jit, --device, --jit_ops, --jit_exclude_ops,
