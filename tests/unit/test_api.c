@@ -651,6 +651,29 @@ static void test_log_callback_receives_warnings_and_level_filters(void) {
   kiln_options_free(o);
 }
 
+static void test_find_resolves_names_by_the_run_rules(void) {
+  kiln_model *g = load_with(CONVNET, NULL, NULL);
+  kiln_model *h = load_hlo(add_hlo, NULL);
+  if (!g || !h) return;
+  int i = -1;
+  CHECK_OK(kiln_model_find_input(g, "image:0", &i));
+  CHECK(i == 0);
+  CHECK_OK(kiln_model_find_output(g, "features", &i));
+  CHECK(i == 1);
+  CHECK_OK(kiln_model_find_input(h, "p1", &i));
+  CHECK(i == 1);
+  CHECK_OK(kiln_model_find_input(h, "a", &i));
+  CHECK(i == 0);
+  kiln_status s = kiln_model_find_input(h, "p01", &i);
+  CHECK(kiln_status_code(s) == KILN_NOT_FOUND && strstr(kiln_status_message(s), "unknown input 'p01'"));
+  kiln_status_free(s);
+  CHECK_ERR(kiln_model_find_output(g, "logits", &i), "unknown output 'logits'; the model's outputs: probs");
+  CHECK_ERR(kiln_model_find_output(NULL, "x", &i), "model handle is NULL");
+  CHECK_ERR(kiln_model_find_input(g, NULL, &i), "name or index is NULL");
+  kiln_model_free(g);
+  kiln_model_free(h);
+}
+
 static void test_devices_list_builtins_with_info(void) {
   int n = kiln_device_count();
   CHECK(n >= 2);
@@ -678,4 +701,5 @@ TEST_MAIN(TEST(test_version_matches_header_macros), TEST(test_status_functions_a
           TEST(test_run_refuses_bad_inputs_naming_them), TEST(test_run_into_caller_buffers),
           TEST(test_hlo_module_runs_by_parameter_name_or_number), TEST(test_load_refuses_bad_files_and_arguments),
           TEST(test_load_from_memory_equals_load_from_file), TEST(test_jit_off_runs_op_by_op_with_same_results),
-          TEST(test_log_callback_receives_warnings_and_level_filters), TEST(test_devices_list_builtins_with_info))
+          TEST(test_log_callback_receives_warnings_and_level_filters), TEST(test_find_resolves_names_by_the_run_rules),
+          TEST(test_devices_list_builtins_with_info))
