@@ -7,7 +7,9 @@
  * hand-written modules put computations in any order. The second phase resolves the
  * references, orders each computation so operands precede users (a cycle is an error),
  * orders computations callees-first with the entry last, and checks what the text
- * declares twice (typed parameter lists, entry_computation_layout) for agreement. All
+ * declares twice (typed parameter lists, entry_computation_layout) for agreement, and
+ * renames instructions whose name another computation already uses (names are scoped
+ * per computation in the text, module-unique in the IR; see uniquify_names). All
  * bookkeeping lives in a scratch arena and all IR in the module's arena, so any error
  * path frees everything by dropping the two; only constant literals are heap objects,
  * handed to the module the moment they are complete. */
@@ -1881,6 +1883,56 @@ static kiln_status check_entry_layout(parser *p) {
   return NULL;
 }
 
+/* Instruction names are scoped per computation in the text (operands are looked up in
+ * their own computation), as in XLA, where reducers written by hand commonly reuse the
+ * entry's `lhs`/`rhs`; kiln's IR keeps them unique in the module (the verifier, the
+ * builder and every dump rely on it). So a name already taken by an earlier-claimed
+ * computation is renamed to "BASE.N" (BASE: the name without a trailing ".N"; N the
+ * smallest number whose name no instruction of the module has). The entry claims its
+ * names first, so entry parameters keep the names `kiln run -i NAME=` refers to; the
+ * other computations follow in text order. */
+static void uniquify_names(parser *p, int entry) {
+  name_map all, taken, next;
+  memset(&all, 0, sizeof all);
+  memset(&taken, 0, sizeof taken);
+  memset(&next, 0, sizeof next);
+  bool dup = false;
+  for (int ci = 0; ci < p->n_comps; ci++)
+    for (int i = 0; i < p->comps[ci].n_instrs; i++) {
+      const char *name = p->comps[ci].instrs[i].ins->name;
+      if (map_get(&all, name) >= 0) dup = true;
+      map_put(p->tmp, &all, name, ci);
+    }
+  if (!dup) return;
+  for (int k = -1; k < p->n_comps; k++) {
+    int ci = k < 0 ? entry : k;
+    if (k >= 0 && ci == entry) continue;
+    pcomp *pc = &p->comps[ci];
+    for (int i = 0; i < pc->n_instrs; i++) {
+      hlo_instr *ins = pc->instrs[i].ins;
+      if (map_get(&taken, ins->name) >= 0) {
+        size_t len = strlen(ins->name), base = len;
+        while (base > 0 && ins->name[base - 1] >= '0' && ins->name[base - 1] <= '9') base--;
+        if (base > 1 && base < len && ins->name[base - 1] == '.')
+          base--;
+        else
+          base = len;
+        char *b = tmp_strndup(p, ins->name, base);
+        int n = map_get(&next, b);
+        if (n < 1) n = 1;
+        const char *cand = NULL;
+        for (;; n++) {
+          cand = arena_printf(p->m->arena, "%s.%d", b, n);
+          if (map_get(&all, cand) < 0 && map_get(&taken, cand) < 0) break;
+        }
+        map_put(p->tmp, &next, b, n + 1);
+        ins->name = cand;
+      }
+      map_put(p->tmp, &taken, ins->name, ci);
+    }
+  }
+}
+
 static kiln_status parse_module(parser *p) {
   hlo_lex_skip_ws(&p->lx);
   if (p->lx.len - p->lx.pos >= 3 && memcmp(p->lx.src + p->lx.pos, "\xef\xbb\xbf", 3) == 0) p->lx.pos += 3;
@@ -1911,7 +1963,10 @@ static kiln_status parse_module(parser *p) {
   TRY(order_computations(p, entry));
   p->m->entry = p->comps[entry].c;
   p->m->entry->is_entry = true;
-  return check_entry_layout(p);
+  TRY(check_entry_layout(p));
+  /* Last, so every message above names instructions as the text does. */
+  uniquify_names(p, entry);
+  return NULL;
 }
 
 kiln_status hlo_parse(const char *text, size_t len, const char *filename, hlo_module **out) {

@@ -4,7 +4,8 @@ Covers `kiln run` (inputs of every dtype written by numpy, named and numbered
 parameters, tuple roots flattened to output_N.npy, --iters, --json, KILN_FLAGS), every
 user-facing error with its exit code and message (missing/unknown/mismatched inputs,
 unknown device or flag, malformed HLO with line:col, unknown opcode, verifier errors,
-truncated / fortran-order / absurdly large .npy files, missing files), `kiln compile`
+truncated / fortran-order / absurdly large .npy files, missing files), modules with
+calls compiled on the cpu device without the interpreter fallback, `kiln compile`
 with --dump_to, and `kiln flags` / `kiln devices` / `kiln help`.
 
 Usage: /usr/bin/python3 tests/hlo/test_cli.py --kiln PATH [-k SUBSTRING] [--keep]
@@ -301,6 +302,69 @@ def iters_and_json():
     check('output_0.npy' in res.out and 'f32[2,3]' in res.out and 'median' in res.out, 'report', res)
     expect_fail(kiln('run', hlo, '-i', 'p0=' + pa, '-i', 'p1=' + pa, '--iters=0'), 2, '--iters')
     expect_fail(kiln('run', hlo, '-i', 'p0=' + pa, '-i', 'p1=' + pa, '--iters=abc'), 2, '--iters', 'abc')
+
+
+# JAX-style HLO: a named function as a call (nested, called twice) and a reducer whose
+# parameter names repeat the entry's, as XLA's own tests write them.
+CALLS = """HloModule jit_f
+
+relu.1 {
+  x = f32[2,3] parameter(0)
+  z = f32[] constant(0)
+  zb = f32[2,3] broadcast(z), dimensions={}
+  ROOT m = f32[2,3] maximum(x, zb)
+}
+
+shifted_relu {
+  x = f32[2,3] parameter(0)
+  y = f32[2,3] parameter(1)
+  s = f32[2,3] subtract(x, y)
+  ROOT r = f32[2,3] call(s), to_apply=relu.1
+}
+
+add {
+  lhs = f32[] parameter(0)
+  rhs = f32[] parameter(1)
+  ROOT add = f32[] add(lhs, rhs)
+}
+
+ENTRY main {
+  lhs = f32[2,3] parameter(0)
+  rhs = f32[2,3] parameter(1)
+  a = f32[2,3] call(lhs, rhs), to_apply=shifted_relu
+  b = f32[2,3] call(rhs), to_apply=relu.1
+  m = f32[2,3] multiply(a, b)
+  z = f32[] constant(0)
+  ROOT s = f32[2] reduce(m, z), dimensions={1}, to_apply=add
+}
+"""
+
+
+@test
+def calls_compile_on_cpu():
+    """A module with calls runs on the cpu device itself (the call inliner removes them),
+    never through the interpreter fallback; the entry keeps its parameter names."""
+    d = tmpdir('calls')
+    hlo = write(os.path.join(d, 'calls.hlo'), CALLS)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 3)).astype(np.float32)
+    y = rng.standard_normal((2, 3)).astype(np.float32)
+    px, py = save(d, 'x.npy', x), save(d, 'y.npy', y)
+    want = (np.maximum(x - y, 0) * np.maximum(y, 0)).sum(axis=1, dtype=np.float32)
+    for inputs in (('p0=' + px, 'p1=' + py), ('lhs=' + px, 'rhs=' + py)):
+        out = os.path.join(d, 'out_' + inputs[0][:1])
+        args = ['run', hlo, '--device', 'cpu', '--json', '-o', out]
+        for i in inputs:
+            args += ['-i', i]
+        res = expect_ok(kiln(*args))
+        check(json.loads(res.out)['device'] == 'cpu', 'ran on %s' % res.out.strip(), res)
+        check('running it on' not in res.err and 'cannot compile' not in res.err, 'fell back', res)
+        check(np.allclose(load(out, 0), want, rtol=1e-6, atol=1e-6), 'result %r want %r' % (load(out, 0), want))
+    # What the pipeline leaves: no call, no callee; the reducer stays.
+    res = expect_ok(kiln('compile', hlo))
+    check(' call(' not in res.out and 'relu' not in res.out, 'calls left after compile', res)
+    check(re.search(r'^%add \(lhs\.1: f32\[\], rhs\.1: f32\[\]\) -> f32\[\] \{$', res.out, re.M),
+          'the reducer (its names made unique)', res)
 
 
 @test

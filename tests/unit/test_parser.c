@@ -11,6 +11,7 @@
 #include "check.h"
 #include "hlo/parser.h"
 #include "hlo/printer.h"
+#include "hlo/verifier.h"
 
 #define CORPUS_DIR "tests/hlo/corpus"
 
@@ -560,6 +561,94 @@ static void test_order_and_entry(void) {
   hlo_module_free(m);
 }
 
+/* ---- instruction names are scoped per computation ---- */
+
+/* As in XLA's parser, a name may repeat in different computations (hand-written modules
+ * reuse lhs/rhs in every reducer); operands are looked up in their own computation. The
+ * IR keeps names module-unique, so the later ones are renamed (the entry's first: its
+ * parameters are the names `kiln run -i NAME=` takes), to names no instruction of the
+ * module has, and the result verifies and round-trips. */
+static void test_parser_accepts_names_repeated_across_computations(void) {
+  hlo_module *m = parse_ok(
+      "HloModule m\n"
+      "add {\n"
+      "  lhs = f32[] parameter(0)\n"
+      "  rhs = f32[] parameter(1)\n"
+      "  ROOT add = f32[] add(lhs, rhs)\n"
+      "}\n"
+      "mul {\n"
+      "  lhs = f32[] parameter(0)\n"
+      "  rhs = f32[] parameter(1)\n"
+      "  ROOT mul = f32[] multiply(rhs, lhs)\n"
+      "}\n"
+      "ENTRY e {\n"
+      "  lhs = f32[4] parameter(0)\n"
+      "  rhs = f32[4] parameter(1)\n"
+      "  lhs.1 = f32[4] add(lhs, rhs)\n"
+      "  z = f32[] constant(0)\n"
+      "  s = f32[] reduce(lhs.1, z), dimensions={0}, to_apply=add\n"
+      "  o = f32[] constant(1)\n"
+      "  ROOT p = f32[] reduce(rhs, o), dimensions={0}, to_apply=mul\n"
+      "}\n");
+  if (!m) return;
+  CHECK_OK(hlo_verify_module(m));
+  check_structure(m, "repeated names");
+  /* The entry keeps its names. */
+  CHECK(strcmp(m->entry->params[0]->name, "lhs") == 0 && strcmp(m->entry->params[1]->name, "rhs") == 0);
+  hlo_computation *add = hlo_module_find_computation(m, "add"), *mul = hlo_module_find_computation(m, "mul");
+  CHECK(add && mul);
+  if (!add || !mul) {
+    hlo_module_free(m);
+    return;
+  }
+  /* The others are renamed past every name of the module (lhs.1 is the entry's). */
+  CHECK(strcmp(add->params[0]->name, "lhs.2") == 0 && strcmp(add->params[1]->name, "rhs.1") == 0);
+  CHECK(strcmp(mul->params[0]->name, "lhs.3") == 0 && strcmp(mul->params[1]->name, "rhs.2") == 0);
+  /* Operands were resolved in their own computation. */
+  CHECK(add->root->operands[0] == add->params[0] && add->root->operands[1] == add->params[1]);
+  CHECK(mul->root->operands[0] == mul->params[1] && mul->root->operands[1] == mul->params[0]);
+  CHECK(find(m, "lhs.1") && find(m, "lhs.1")->parent == m->entry);
+  char *t = hlo_module_to_string(m, NULL);
+  CHECK(strstr(t, "%add (lhs.2: f32[], rhs.1: f32[]) -> f32[]") != NULL);
+  free(t);
+  check_round_trip(m, NULL, "repeated names");
+  hlo_module_free(m);
+}
+
+static void test_parser_refuses_name_repeated_in_one_computation(void) {
+  hlo_module *m = NULL;
+  const char *text =
+      "HloModule m\n"
+      "add {\n"
+      "  x = f32[] parameter(0)\n"
+      "  x = f32[] parameter(1)\n"
+      "  ROOT s = f32[] add(x, x)\n"
+      "}\n"
+      "ENTRY e {\n"
+      "  x = f32[4] parameter(0)\n"
+      "  z = f32[] constant(0)\n"
+      "  ROOT r = f32[] reduce(x, z), dimensions={0}, to_apply=add\n"
+      "}\n";
+  CHECK_ERR(hlo_parse(text, strlen(text), "test.hlo", &m),
+            "test.hlo:4:3: duplicate instruction name 'x' (first defined at 3:3)");
+  CHECK(m == NULL);
+  /* The entry too, where the name also appears in another computation. */
+  text =
+      "HloModule m\n"
+      "neg {\n"
+      "  y = f32[4] parameter(0)\n"
+      "  ROOT n = f32[4] negate(y)\n"
+      "}\n"
+      "ENTRY e {\n"
+      "  y = f32[4] parameter(0)\n"
+      "  n = f32[4] call(y), to_apply=neg\n"
+      "  ROOT n = f32[4] negate(n)\n"
+      "}\n";
+  CHECK_ERR(hlo_parse(text, strlen(text), "test.hlo", &m),
+            "test.hlo:9:8: duplicate instruction name 'n' (first defined at 8:3)");
+  CHECK(m == NULL);
+}
+
 /* ---- malformed input ---- */
 
 typedef struct bad_case {
@@ -683,4 +772,6 @@ static void test_size_limits(void) {
 TEST_MAIN(TEST(test_corpus_round_trip), TEST(test_window_and_dim_labels), TEST(test_slice_pad_and_friends),
           TEST(test_gather_scatter_dot), TEST(test_called_computations), TEST(test_attributes_verbatim),
           TEST(test_shapes), TEST(test_literal_values), TEST(test_elided_constants_are_deterministic),
-          TEST(test_order_and_entry), TEST(test_malformed_inputs), TEST(test_size_limits))
+          TEST(test_order_and_entry), TEST(test_malformed_inputs), TEST(test_size_limits),
+          TEST(test_parser_accepts_names_repeated_across_computations),
+          TEST(test_parser_refuses_name_repeated_in_one_computation))

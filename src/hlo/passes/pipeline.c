@@ -282,6 +282,9 @@ static void add_simplification(hlo_pipeline *p, const char *name, hlo_pass_fn co
 
 hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
   hlo_pipeline *p = hlo_pipeline_new("optimizations");
+  /* First: JAX wraps every named function in a call, and no later pass or backend
+   * looks inside calls (the cpu code generator refuses them). */
+  hlo_pipeline_add_pass(p, "call-inliner", hlo_pass_call_inliner);
   hlo_pipeline_add_pass(p, "batchnorm-expander", hlo_pass_batchnorm_expander);
   add_simplification(p, "simplification", constant_folding);
   hlo_pipeline_add_pass(p, "transpose-folding", hlo_pass_transpose_folding);

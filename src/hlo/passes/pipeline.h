@@ -65,14 +65,21 @@ kiln_status hlo_pipeline_run(const hlo_pipeline *p, hlo_module *m, const hlo_pip
 hlo_pipeline *hlo_pipeline_new_default(void);
 
 /* The full target-independent optimization pipeline:
- *   batchnorm-expander, fix(algsimp, constant-folding, cse, dce), transpose-folding,
- *   fix(algsimp, cse, dce).
+ *   call-inliner, batchnorm-expander, fix(algsimp, constant-folding, cse, dce),
+ *   transpose-folding, fix(algsimp, cse, dce).
  * constant_folding is the folding pass (eval_pass_constant_folding from
  * eval/constant_folding.h) or NULL to leave it out: kiln_hlo cannot call the evaluator
  * itself, so whoever links kiln_eval passes it in. */
 hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding);
 
 /* ---- passes defined in src/hlo/passes ---- */
+
+/* Call inlining (call_inliner.c), as XLA's CallInliner: every call instruction, in
+ * every computation, nested calls included, is replaced by a copy of its callee's
+ * instructions (fresh module-unique names, definition order restored); callees no
+ * longer reachable from the entry are removed from the module. Afterwards the module
+ * has no call instructions; the evaluator still runs them when no pipeline does. */
+kiln_status hlo_pass_call_inliner(hlo_module *m, bool *changed);
 
 /* Dead code elimination: removes instructions that do not reach a computation's root
  * (keeping parameters and side-effecting instructions), then computations no longer
