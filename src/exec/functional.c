@@ -187,14 +187,192 @@ static kiln_status read_axes(const graph_node *n, const char *name, int count, i
   return NULL;
 }
 
+/* Writes step t of batch entry b into a Scan-8 scan output, which the first step of
+ * any entry creates zero-filled as [batch, max_len, <its element shape>]. */
+static kiln_status scan8_place(graph_tensor **out, const graph_tensor *e, int64_t batch, int64_t max_len, int64_t b,
+                               int64_t t) {
+  if (!*out) {
+    if (e->rank + 2 > GRAPH_MAX_RANK)
+      return ERR_INVALID("a rank-%d scan output element needs rank %d with its batch and sequence axes (the limit is "
+                         "%d)",
+                         e->rank, e->rank + 2, GRAPH_MAX_RANK);
+    int64_t dims[GRAPH_MAX_RANK] = {batch, max_len};
+    for (int i = 0; i < e->rank; i++) dims[2 + i] = e->dims[i];
+    TRY(tensor_create(e->dtype, e->rank + 2, dims, out));
+  }
+  graph_tensor *o = *out;
+  bool same = e->dtype == o->dtype && e->rank + 2 == o->rank;
+  for (int i = 0; same && i < e->rank; i++) same = e->dims[i] == o->dims[2 + i];
+  if (!same) {
+    strbuf sb;
+    strbuf_init(&sb);
+    exec_print_tensor_type(&sb, e);
+    kiln_status s = ERR_INVALID("batch %lld, step %lld gives %s, unlike the earlier steps' elements", (long long)b,
+                                (long long)t, strbuf_cstr(&sb));
+    strbuf_free(&sb);
+    return s;
+  }
+  exec_copy_elements(o, (b * max_len + t) * e->n, e, 0, e->n);
+  return NULL;
+}
+
+/* A Scan-8 scan output that no step wrote (no batch entries, no steps): zeros shaped
+ * [batch, max_len, ...] after the node's declared element shape. */
+static kiln_status scan8_empty_output(const graph_node *n, int port, const graph *body, int64_t batch,
+                                      int64_t max_len, graph_tensor **out) {
+  const graph_shape *d = port < n->n_outputs ? &n->outputs[port].shape : NULL;
+  bool known = d && d->rank >= 2;
+  for (int i = 2; known && i < d->rank; i++) known = d->dims[i] >= 0;
+  if (!known)
+    return ERR_INVALID("scan output %d: no step ran and the node does not declare its element shape", port);
+  int64_t dims[GRAPH_MAX_RANK];
+  memcpy(dims, d->dims, sizeof dims);
+  dims[0] = batch;
+  dims[1] = max_len;
+  return tensor_create(declared_dtype(n, port, body, port), d->rank, dims, out);
+}
+
+/* Scan-8, before the scan axes became attributes: ONNX input 0 is the optional
+ * sequence_lens, and every state and scan input has a leading batch axis. Each batch
+ * entry b runs the body on its own slices: the states start from init[b], each scan
+ * input is iterated along its axis 1 for sequence_lens[b] steps (the whole axis when
+ * sequence_lens is absent), and the final states are stacked back along the batch axis.
+ * Scan outputs are [batch, max_len, ...]; the spec leaves the steps past a short
+ * sequence undefined and ONNX Runtime writes zeros there, so kiln does too. A reversed
+ * input ("directions") starts at the entry's last valid step, sequence_lens[b] - 1,
+ * as in ONNX Runtime, not at the padded end. */
+static kiln_status scan8(exec_node_ctx *c, graph *body, int n_scan_in) {
+  const graph_node *n = c->node;
+  int caps = n_captures(n);
+  int i_lens = onnx_input_index(n, 0);
+  int first = i_lens >= 0; /* data index of the first state input */
+  int formal = c->n_inputs - caps;
+  int n_vars = formal - first;
+  int n_state = n_vars - n_scan_in;
+  int n_scan_out = c->n_outputs - n_state;
+  if (n_scan_in < 1 || n_state < 0 || n_scan_out < 0 || body->n_inputs != n_vars + caps ||
+      body->n_results != c->n_outputs)
+    return ERR_INVALID("num_scan_inputs %d does not fit %d inputs (%d captures%s), %d outputs and a body of %d "
+                       "inputs and %d results",
+                       n_scan_in, c->n_inputs, caps, first ? ", sequence_lens" : "", c->n_outputs, body->n_inputs,
+                       body->n_results);
+  graph_tensor *const *state_in = c->inputs + first, *const *scan_in = c->inputs + first + n_state;
+  int64_t batch = -1, max_len = -1;
+  for (int k = 0; k < n_vars; k++) {
+    const graph_tensor *x = k < n_state ? state_in[k] : scan_in[k - n_state];
+    const char *what = k < n_state ? "state" : "scan input";
+    int idx = k < n_state ? k : k - n_state;
+    if (x->rank < (k < n_state ? 1 : 2))
+      return ERR_INVALID("%s %d has rank %d: Scan-8 needs a batch axis%s", what, idx, x->rank,
+                         k < n_state ? "" : " and a sequence axis");
+    if (batch >= 0 && x->dims[0] != batch)
+      return ERR_INVALID("%s %d has batch size %lld, the earlier inputs %lld", what, idx, (long long)x->dims[0],
+                         (long long)batch);
+    batch = x->dims[0];
+    if (k < n_state) continue;
+    if (max_len >= 0 && x->dims[1] != max_len)
+      return ERR_INVALID("scan inputs have different sequence lengths (%lld and %lld)", (long long)max_len,
+                         (long long)x->dims[1]);
+    max_len = x->dims[1];
+  }
+  int64_t *lens = calloc((size_t)batch + 1, sizeof *lens), *dirs = calloc((size_t)n_scan_in, sizeof *dirs);
+  if (!lens || !dirs) abort();
+  kiln_status s = read_axes(n, "directions", n_scan_in, dirs);
+  if (!s && i_lens >= 0) {
+    /* The spec allows any length up to the maximum, 0 included (ONNX Runtime refuses
+     * 0): such an entry keeps its initial states and gets all-zero scan outputs. */
+    const graph_tensor *l = c->inputs[i_lens];
+    if (l->n != batch || !graph_dtype_is_int(l->dtype))
+      s = ERR_INVALID("sequence_lens must be %lld integers (one per batch entry), got %lld of %s", (long long)batch,
+                      (long long)l->n, graph_dtype_name(l->dtype));
+    for (int64_t b = 0; b < batch && !s; b++) {
+      lens[b] = tensor_get_s64(l, b);
+      if (lens[b] < 0 || lens[b] > max_len)
+        s = ERR_INVALID("sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)b, (long long)lens[b],
+                        (long long)max_len);
+    }
+  } else {
+    for (int64_t b = 0; b < batch; b++) lens[b] = max_len;
+  }
+  graph_tensor **args = tensors(body->n_inputs);
+  graph_tensor **res = tensors(body->n_results);
+  graph_tensor **rows = tensors(n_scan_in);   /* batch entry b of each scan input */
+  graph_tensor **outs = tensors(n_scan_out);  /* the scan outputs, made at the first step */
+  scan_acc *finals = calloc((size_t)(n_state ? n_state : 1), sizeof *finals);
+  if (!finals) abort();
+  for (int k = 0; k < caps; k++) args[n_vars + k] = tensor_ref(c->inputs[formal + k]);
+  for (int64_t b = 0; b < batch && !s; b++) {
+    for (int k = 0; k < n_state && !s; k++) s = exec_tensor_take(state_in[k], 0, b, &args[k]);
+    for (int j = 0; j < n_scan_in && !s; j++) {
+      tensor_free(rows[j]);
+      rows[j] = NULL;
+      s = exec_tensor_take(scan_in[j], 0, b, &rows[j]);
+    }
+    for (int64_t t = 0; t < lens[b] && !s; t++) {
+      for (int j = 0; j < n_scan_in && !s; j++) {
+        tensor_free(args[n_state + j]);
+        args[n_state + j] = NULL;
+        s = exec_tensor_take(rows[j], 0, dirs[j] ? lens[b] - 1 - t : t, &args[n_state + j]);
+      }
+      if (!s) s = exec_call_function(c->e, body, body->n_inputs, args, body->n_results, res);
+      for (int k = 0; k < n_state && !s; k++) {
+        tensor_free(args[k]);
+        args[k] = res[k];
+        res[k] = NULL;
+      }
+      for (int k = 0; k < n_scan_out && !s; k++) {
+        s = scan8_place(&outs[k], res[n_state + k], batch, max_len, b, t);
+        if (s) s = status_wrap(s, "scan output %d", k);
+      }
+      release(res, body->n_results);
+      if (s) s = status_wrap(s, "batch entry %lld, iteration %lld", (long long)b, (long long)t);
+    }
+    for (int k = 0; k < n_state && !s; k++) {
+      acc_push(&finals[k], args[k]);
+      args[k] = NULL;
+    }
+  }
+  for (int k = 0; k < n_state && !s; k++) {
+    /* With no batch entries the final states are the (empty) initial ones. */
+    if (batch == 0) c->outputs[k] = tensor_ref(state_in[k]);
+    else s = exec_tensor_stack(finals[k].items[0]->dtype, finals[k].n, finals[k].items, 0, NULL, &c->outputs[k]);
+    if (s) s = status_wrap(s, "final state %d", k);
+  }
+  for (int k = 0; k < n_scan_out && !s; k++) {
+    if (outs[k]) {
+      c->outputs[n_state + k] = outs[k];
+      outs[k] = NULL;
+    } else {
+      s = scan8_empty_output(n, n_state + k, body, batch, max_len, &c->outputs[n_state + k]);
+    }
+  }
+  release(args, body->n_inputs);
+  release(res, body->n_results);
+  release(rows, n_scan_in);
+  release(outs, n_scan_out);
+  free(args);
+  free(res);
+  free(rows);
+  free(outs);
+  acc_free(finals, n_state);
+  free(lens);
+  free(dirs);
+  return s;
+}
+
 kiln_status exec_onnx_scan(exec_node_ctx *c) {
   const graph_node *n = c->node;
-  if (n->graph->root->opset > 0 && n->graph->root->opset < 9)
-    return ERR_UNIMPLEMENTED("Scan before opset 9 (with a batch axis and sequence_lens) is not supported");
   graph *body = NULL;
   TRY(func_attr(n, "body", &body));
   int64_t n_scan_in = 0;
   TRY(graph_node_get_int(n, "num_scan_inputs", &n_scan_in));
+  int opset = n->graph->root->opset;
+  if (opset > 0 && opset < 8) return ERR_INVALID("Scan does not exist before opset 8 (the model imports %d)", opset);
+  if (opset == 8) {
+    if (n_scan_in < 1 || n_scan_in > c->n_inputs)
+      return ERR_INVALID("num_scan_inputs %lld does not fit %d inputs", (long long)n_scan_in, c->n_inputs);
+    return scan8(c, body, (int)n_scan_in);
+  }
   int caps = n_captures(n);
   int formal = c->n_inputs - caps;
   int n_state = formal - (int)n_scan_in;

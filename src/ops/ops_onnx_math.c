@@ -528,12 +528,18 @@ static kiln_status quant_param(op_lower_ctx *ctx, hlo_instr *v, hlo_instr *x, in
   return NULL;
 }
 
-static kiln_status quant_axis(op_lower_ctx *ctx, hlo_instr *x, int64_t *axis) {
+/* The quantisation axis of x for this scale. ONNX ignores `axis` for per-tensor
+ * quantisation (a scalar or one-element scale), so it is only checked for per-axis
+ * scales: the default axis 1 does not exist on a rank-1 x, which per-tensor Q/DQ nodes
+ * (a quantised LayerNorm bias, say) have without saying axis=0. */
+static kiln_status quant_axis(op_lower_ctx *ctx, hlo_instr *x, hlo_instr *scale, int64_t *axis) {
   int64_t a = graph_node_attr_int_or(ctx->node, "axis", 1);
-  if (x->shape.rank == 0) {
-    *axis = 0;
-    return NULL;
-  }
+  int64_t block = graph_node_attr_int_or(ctx->node, "block_size", 0);
+  if (block != 0)
+    return op_error(ctx->node, KILN_UNIMPLEMENTED, "blocked quantisation (block_size %lld) is not supported",
+                    (long long)block);
+  *axis = 0;
+  if (x->shape.rank == 0 || shape_elements(&scale->shape) == 1) return NULL;
   L(oplib_normalize_axis(a, x->shape.rank, axis));
   return NULL;
 }
@@ -547,7 +553,7 @@ static kiln_status lower_quantize(op_lower_ctx *ctx) {
   if (!hlo_type_is_int(out_t))
     return op_error(ctx->node, KILN_UNIMPLEMENTED, "quantising to %s is not supported", hlo_type_name(out_t));
   int64_t axis;
-  TRY(quant_axis(ctx, x, &axis));
+  TRY(quant_axis(ctx, x, scale, &axis));
   hlo_type ct = x->shape.type == HLO_F64 ? HLO_F64 : HLO_F32;
   hlo_instr *lo, *hi;
   L(oplib_convert(ctx->comp, x, ct, &x));
@@ -576,7 +582,7 @@ static kiln_status lower_dequantize(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 1, &scale));
   if (!zp && onnx_const_input(ctx, 2)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 2), &zp));
   int64_t axis;
-  TRY(quant_axis(ctx, x, &axis));
+  TRY(quant_axis(ctx, x, scale, &axis));
   hlo_type out_t = scale->shape.type;
   if (!hlo_type_is_float(out_t)) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "x_scale must be floating-point");
   /* int32 inputs exceed f32's exact range: subtract the zero point in the wide type. */

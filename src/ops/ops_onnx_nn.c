@@ -634,8 +634,12 @@ static kiln_status lower_lrn(op_lower_ctx *ctx) {
   return set_output(ctx, 0, y);
 }
 
+/* x / ||x||_p along axis. A vector whose norm is 0 (all zeros, or squares that underflow)
+ * gives zeros rather than 0/0 = NaN, as in ONNX Runtime (`norm != 0 ? x / norm : 0`).
+ * The norm is the plain sum, not rescaled by max|x| first, so squares that overflow
+ * give x / inf, as in ONNX Runtime 1.30 (newer ONNX Runtime sources rescale). */
 static kiln_status lower_lpnorm(op_lower_ctx *ctx) {
-  hlo_instr *x, *n, *nb, *y;
+  hlo_instr *x, *n, *nb, *y, *zero, *is_zero;
   TRY(onnx_require_input(ctx, 0, &x));
   int64_t axis, p = graph_node_attr_int_or(ctx->node, "p", 2);
   if (p != 1 && p != 2) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "p must be 1 or 2, got %lld", (long long)p);
@@ -645,6 +649,9 @@ static kiln_status lower_lpnorm(op_lower_ctx *ctx) {
   TRY(lp_of_sum(ctx, n, (double)p, false, &n));
   L(oplib_broadcast_to(ctx->comp, n, x->shape.rank, x->shape.dims, &nb));
   L(hlo_build_binary(ctx->comp, HLO_OP_DIVIDE, x, nb, &y));
+  L(oplib_full_like(ctx->comp, x, HLO_TYPE_COUNT, 0, &zero));
+  L(hlo_build_compare(ctx->comp, HLO_DIR_EQ, nb, zero, &is_zero));
+  L(hlo_build_select(ctx->comp, is_zero, zero, y, &y));
   return set_output(ctx, 0, y);
 }
 

@@ -25,8 +25,8 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from onnx_harness import (CASES, Case, F, K, TensorProto, add, helper, i64, main, numpy_helper, rint,  # noqa: E402
-                          rnd)
+from onnx_harness import (CASES, Case, F, K, TensorProto, add, bad, helper, i64, main, numpy_helper,  # noqa: E402
+                          rint, rnd)
 
 
 # ---- math --------------------------------------------------------------------------
@@ -129,6 +129,18 @@ def math_cases():
                                                             K(np.array([1, 0, -1], np.int8))], {'axis': 0}, opset=13)
     add('math/DequantizeLinear_i32', 'DequantizeLinear', [F(rint(3, 4, lo=-10 ** 6, hi=10 ** 6, dtype=np.int32)),
                                                           K(np.array(0.001, np.float32))], opset=13)
+    # Per-tensor Q/DQ on a rank-1 tensor: the default axis (1) does not exist there, and
+    # ONNX ignores axis for a scalar (or one-element) scale.
+    v = rnd(7) * 3
+    for zp_name, zp in [('u8', np.array(130, np.uint8)), ('s8', np.array(-5, np.int8))]:
+        for ax_name, attrs in [('default_axis', None), ('axis1', {'axis': 1})]:
+            add('math/QuantizeLinear_rank1_%s_%s' % (zp_name, ax_name), 'QuantizeLinear',
+                [F(v), K(np.array(0.02, np.float32)), K(zp)], attrs, opset=13)
+            q = rint(7, lo=np.iinfo(zp.dtype).min, hi=np.iinfo(zp.dtype).max, dtype=zp.dtype)
+            add('math/DequantizeLinear_rank1_%s_%s' % (zp_name, ax_name), 'DequantizeLinear',
+                [F(q), K(np.array(0.05, np.float32)), K(zp)], attrs, opset=13)
+    add('math/QuantizeLinear_rank1_one_element_scale', 'QuantizeLinear',
+        [F(v), K(np.array([0.03], np.float32)), K(np.array([7], np.uint8))], opset=13)
     add('math/CastLike', 'CastLike', [F(rint(3, 4, dtype=np.int32)), F(np.zeros(1, np.float64))], opset=15)
 
 
@@ -203,6 +215,14 @@ def nn_cases():
     add('nn/MeanVarianceNormalization', 'MeanVarianceNormalization', [F(xp)])
     add('nn/LpNormalization', 'LpNormalization', [F(xp)], {'axis': 1})
     add('nn/LpNormalization_p1', 'LpNormalization', [F(xp)], {'axis': -1, 'p': 1})
+    # A vector of zeros has norm 0: ONNX Runtime gives zeros there, not 0/0.
+    xz = rnd(3, 5)
+    xz[1] = 0
+    for p in [1, 2]:
+        add('nn/LpNormalization_p%d_zero_row' % p, 'LpNormalization', [F(xz)], {'axis': 1, 'p': p})
+    xz4 = rnd(2, 3, 4)
+    xz4[:, :, 2] = 0
+    add('nn/LpNormalization_p2_zero_axis1', 'LpNormalization', [F(xz4)], {'axis': 1})
     add('nn/LRN', 'LRN', [F(rnd(2, 6, 3, 3))], {'size': 3, 'alpha': 1e-2, 'beta': 0.6, 'bias': 1.5})
     s = rnd(2, 3, 4) * 3
     add('nn/Softmax13_axis1', 'Softmax', [F(s)], {'axis': 1}, opset=13)
@@ -425,7 +445,45 @@ def resize_cases():
                                          K(np.array([1, 1, 2, 2], np.float32))], opset=13)
 
 
-for f in [math_cases, nn_cases, tensor_cases, index_cases, reduce_cases, resize_cases]:
+# ---- control flow ------------------------------------------------------------------
+def scan8_case(name, lens, directions, batch=2, seq=4):
+    """Scan at opset 8: inputs [sequence_lens], state [batch, 2], two scan inputs
+    [batch, seq, 2] (the second scanned in `directions`), and an outer value the body
+    reads. Body: s' = s * w + x - x2; outputs the new state and x * s."""
+    f = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph(
+        [helper.make_node('Mul', ['s_in', 'w'], ['sw']), helper.make_node('Add', ['sw', 'x_t'], ['a']),
+         helper.make_node('Sub', ['a', 'x2_t'], ['s_out']), helper.make_node('Mul', ['x_t', 's_in'], ['y_t'])],
+        'body', [vi('s_in', f, [2]), vi('x_t', f, [2]), vi('x2_t', f, [2])], [vi('s_out', f, [2]), vi('y_t', f, [2])])
+    ins = ['lens' if lens is not None else '', 's0', 'x', 'x2']
+    attrs = {'body': body, 'num_scan_inputs': 2}
+    if directions is not None:
+        attrs['directions'] = directions
+    node = helper.make_node('Scan', ins, ['out0', 'out1'], **attrs)
+    inputs = [('lens', F(np.array(lens, np.int64)))] if lens is not None else []
+    inputs += [('s0', F(rnd(batch, 2))), ('x', F(rnd(batch, seq, 2))), ('x2', F(rnd(batch, seq, 2))),
+               ('w', K(np.array([0.5, -1.5], np.float32)))]
+    CASES.append(Case(name, [node], inputs, n_out=2, opset=8))
+
+
+def control_cases():
+    scan8_case('control/Scan8_batch2', None, None)
+    scan8_case('control/Scan8_batch2_reverse', None, [0, 1])
+    scan8_case('control/Scan8_batch2_sequence_lens', [4, 2], None)
+    scan8_case('control/Scan8_batch2_sequence_lens_reverse', [1, 3], [1, 0])
+    scan8_case('control/Scan8_batch3_sequence_lens_full', [4, 4, 4], [0, 1], batch=3)
+    f = TensorProto.FLOAT
+    vi = helper.make_tensor_value_info
+    body = helper.make_graph([helper.make_node('Add', ['s_in', 'x_t'], ['s_out'])], 'body',
+                             [vi('s_in', f, [2]), vi('x_t', f, [2])], [vi('s_out', f, [2])])
+    bad('Scan8_sequence_lens_too_long', 'Scan', [F(i64(5, 2)), F(rnd(2, 2)), F(rnd(2, 4, 2))],
+        {'body': body, 'num_scan_inputs': 1}, 'sequence_lens[0] = 5 is outside [0, 4]', opset=8)
+    bad('Scan8_batch_mismatch', 'Scan', [None, F(rnd(3, 2)), F(rnd(2, 4, 2))],
+        {'body': body, 'num_scan_inputs': 1}, 'scan input 0 has batch size 2, the earlier inputs 3', opset=8)
+
+
+for f in [math_cases, nn_cases, tensor_cases, index_cases, reduce_cases, resize_cases, control_cases]:
     f()
 
 if __name__ == '__main__':

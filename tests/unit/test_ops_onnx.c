@@ -845,6 +845,93 @@ static void test_einsum(void) {
   tc_free(&t);
 }
 
+static hlo_literal *lit_typed(hlo_type type, int rank, const int64_t *dims, const double *v) {
+  hlo_shape s = shape_make(type, rank, dims);
+  hlo_literal *l;
+  if (literal_create(&s, &l)) abort();
+  for (int64_t i = 0; i < l->n; i++) literal_set_f64(l, i, v[i]);
+  return l;
+}
+
+/* Per-tensor QuantizeLinear/DequantizeLinear on a rank-1 x: ONNX ignores axis for a
+ * scalar scale, so neither the default axis 1 nor an explicit one (out of range for
+ * rank 1) is an error. Expected values: y = saturate(round_half_even(x / s) + zp) and
+ * x = (q - zp) * s, with x / 0.5 exact so that the ties really are ties. */
+static void test_quantize_rank1(void) {
+  const float x[7] = {-1.25f, 0.25f, 0.75f, 3.0f, 100.0f, -100.0f, 1.3f};
+  const struct {
+    hlo_type t;
+    double zp, lo, hi;
+  } kinds[] = {{HLO_U8, 130, 0, 255}, {HLO_S8, -5, -128, 127}};
+  for (int k = 0; k < 2; k++)
+    for (int with_axis = 0; with_axis < 2; with_axis++) {
+      tcase t;
+      tc_init(&t, "QuantizeLinear", 13);
+      if (with_axis) graph_node_set_attr_int(t.node, "axis", 1);
+      tc_input(&t, lit_f32(1, (int64_t[]){7}, x), false);
+      tc_input(&t, lit_f32(0, NULL, (float[]){0.5f}), true);
+      tc_input(&t, lit_typed(kinds[k].t, 0, NULL, &kinds[k].zp), true);
+      RUN(&t);
+      int64_t want[7];
+      for (int i = 0; i < 7; i++)
+        want[i] = (int64_t)fmin(kinds[k].hi, fmax(kinds[k].lo, nearbyint(x[i] / 0.5) + kinds[k].zp));
+      CHECK(t.out[0] && t.out[0]->shape.type == kinds[k].t);
+      check_ints(t.out[0], want, 7, __LINE__);
+      tc_free(&t);
+
+      double q[5] = {kinds[k].lo, kinds[k].hi, kinds[k].zp, 0, 100};
+      tc_init(&t, "DequantizeLinear", 13);
+      if (with_axis) graph_node_set_attr_int(t.node, "axis", 1);
+      tc_input(&t, lit_typed(kinds[k].t, 1, (int64_t[]){5}, q), false);
+      tc_input(&t, lit_f32(1, (int64_t[]){1}, (float[]){0.25f}), true); /* one element: per-tensor too */
+      tc_input(&t, lit_typed(kinds[k].t, 1, (int64_t[]){1}, &kinds[k].zp), true);
+      RUN(&t);
+      float dq[5];
+      for (int i = 0; i < 5; i++) dq[i] = (float)((q[i] - kinds[k].zp) * 0.25);
+      check_dims(t.out[0], 1, (int64_t[]){5}, __LINE__);
+      check_close(t.out[0], dq, 5, __LINE__);
+      tc_free(&t);
+    }
+  /* A per-axis scale still needs its axis to exist. */
+  tcase t;
+  tc_init(&t, "QuantizeLinear", 13);
+  tc_input(&t, lit_f32(1, (int64_t[]){3}, x), false);
+  tc_input(&t, lit_f32(1, (int64_t[]){3}, (float[]){0.5f, 0.25f, 1.0f}), true);
+  CHECK_ERR(tc_run(&t), "node n (onnx.QuantizeLinear): axis 1 is out of range for rank 1");
+  tc_free(&t);
+  tc_init(&t, "DequantizeLinear", 21);
+  graph_node_set_attr_int(t.node, "block_size", 2);
+  tc_input(&t, lit_typed(HLO_U8, 1, (int64_t[]){4}, (double[]){1, 2, 3, 4}), false);
+  tc_input(&t, lit_f32(1, (int64_t[]){2}, (float[]){0.5f, 0.25f}), true);
+  CHECK_ERR(tc_run(&t), "blocked quantisation (block_size 2) is not supported");
+  tc_free(&t);
+}
+
+/* LpNormalization of a vector with norm 0 is zeros (ONNX Runtime: norm != 0 ? x / norm
+ * : 0), never 0/0. */
+static void test_lpnorm_zero(void) {
+  float x[3 * 4];
+  fill(x, 12, 31);
+  for (int j = 0; j < 4; j++) x[4 + j] = 0; /* row 1 */
+  for (int p = 1; p <= 2; p++) {
+    tcase t;
+    tc_init(&t, "LpNormalization", 13);
+    graph_node_set_attr_int(t.node, "axis", 1);
+    graph_node_set_attr_int(t.node, "p", p);
+    tc_input(&t, lit_f32(2, (int64_t[]){3, 4}, x), false);
+    RUN(&t);
+    float want[12];
+    for (int i = 0; i < 3; i++) {
+      double norm = 0;
+      for (int j = 0; j < 4; j++) norm += p == 1 ? fabs(x[i * 4 + j]) : (double)x[i * 4 + j] * x[i * 4 + j];
+      if (p == 2) norm = sqrt(norm);
+      for (int j = 0; j < 4; j++) want[i * 4 + j] = norm != 0 ? (float)(x[i * 4 + j] / norm) : 0.0f;
+    }
+    check_close(t.out[0], want, 12, __LINE__);
+    tc_free(&t);
+  }
+}
+
 static void test_errors(void) {
   float x[6] = {0};
   tcase t;
@@ -869,4 +956,5 @@ TEST_MAIN(TEST(test_registry), TEST(test_absent_inputs), TEST(test_add_broadcast
           TEST(test_conv_transpose), TEST(test_gemm), TEST(test_matmul_batch), TEST(test_pools),
           TEST(test_maxpool_indices), TEST(test_softmax), TEST(test_reshape), TEST(test_slice), TEST(test_gather),
           TEST(test_scatter), TEST(test_resize), TEST(test_reduce_and_argmax), TEST(test_topk_and_host),
-          TEST(test_pad_modes), TEST(test_einsum), TEST(test_errors))
+          TEST(test_pad_modes), TEST(test_einsum), TEST(test_quantize_rank1), TEST(test_lpnorm_zero),
+          TEST(test_errors))
