@@ -165,6 +165,7 @@ KILN_API void kiln_options_free(kiln_options *opts);
  *                     message delivered
  *   format            "auto" (default), "onnx", "graphdef", "tfjs", "hlo", "graph":
  *                     how kiln_model_load* reads the bytes
+ *   report            "true": keep what the bridge decided for kiln_model_report
  * An unknown key is NOT_FOUND listing the keys; a bad value is INVALID_ARGUMENT naming
  * the key and what it takes.
  * Plugins named by plugin_path / plugin join the process-wide device registry when a
@@ -295,6 +296,18 @@ typedef struct kiln_model_stats {
 } kiln_model_stats;
 #define KILN_MODEL_STATS_INIT {sizeof(kiln_model_stats), 0, 0, 0, 0, 0, 0, 0, 0.0, 0, 0, NULL, NULL}
 KILN_API kiln_status kiln_model_get_stats(const kiln_model *model, kiln_model_stats *out);
+
+/* What the bridge decided for a graph model (what `kiln cluster` prints), as text the
+ * caller frees with kiln_free. Needs the model loaded with the option report=true
+ * (keeping it costs a copy of the graph's structure, weights shared); HLO modules have
+ * no bridge (UNIMPLEMENTED). */
+typedef enum kiln_report_kind {
+  KILN_REPORT_CLUSTERS = 1, /* clusters with sizes and op histograms, and why every other node stayed out */
+  KILN_REPORT_DOT = 2       /* the graph as clustered, as Graphviz DOT */
+} kiln_report_kind;
+KILN_API kiln_status kiln_model_report(const kiln_model *model, kiln_report_kind kind, char **text);
+/* Frees memory kiln handed out as char* (kiln_model_report). NULL is ignored. */
+KILN_API void kiln_free(void *p);
 
 /* ------------------------------------------------------------------ devices ---- */
 

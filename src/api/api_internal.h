@@ -50,6 +50,7 @@ struct kiln_options {
   api_strlist plugin_options;
   log_level log_level;
   kiln_format format;
+  bool report;
   kiln_log_fn log_fn;
   void *log_user;
   char *get_text; /* kiln_options_get's last answer */

@@ -65,6 +65,8 @@ struct kiln_model {
   /* graphs */
   graph *g;
   int n_clusters;
+  jit_report *report; /* option report: the bridge's decisions and the graph before it */
+  graph *original;
   bool serial; /* assigns variables: one executor, runs queue */
   pthread_mutex_t lock;
   pthread_cond_t idle;
@@ -244,9 +246,11 @@ static kiln_status load_graph(kiln_model *m, graph *g) {
   if (o->dump_to[0]) TRY(file_make_dirs(o->dump_to));
   jit_options jo = api_jit_options(o);
   jit_report *jr = NULL;
+  if (o->report) m->original = graph_clone(g);
   kiln_status s = jit_run(g, &jo, &jr);
   if (jr) m->n_clusters = jr->n_clusters;
-  jit_report_free(jr);
+  if (o->report) m->report = jr;
+  else jit_report_free(jr);
   TRY(status_wrap(s, "%s", m->source));
   m->serial = graph_assigns_variables(g);
   executor_options eo = executor_options_of(m);
@@ -372,6 +376,8 @@ static kiln_status load_hlo(kiln_model *m, const char *text, size_t len) {
 void kiln_model_free(kiln_model *m) {
   if (!m) return;
   for (int i = 0; i < m->n_pool; i++) executor_free(m->pool[i]);
+  jit_report_free(m->report);
+  graph_free(m->original);
   graph_free(m->g);
   if (m->exe) m->device->destroy(m->exe);
   hlo_module_free(m->module);
@@ -889,3 +895,22 @@ kiln_status kiln_model_get_stats(const kiln_model *m, kiln_model_stats *out) {
   pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
   return NULL;
 }
+
+kiln_status kiln_model_report(const kiln_model *m, kiln_report_kind kind, char **text) {
+  if (!m || !text) return ERR_INVALID("kiln_model_report: model handle or text is NULL");
+  *text = NULL;
+  if (kind != KILN_REPORT_CLUSTERS && kind != KILN_REPORT_DOT)
+    return ERR_INVALID("kiln_model_report: kind %d is not a kiln_report_kind", (int)kind);
+  if (m->format == KILN_FORMAT_HLO)
+    return ERR_UNIMPLEMENTED("kiln_model_report: %s is an HLO module; only graph models go through the bridge", m->source);
+  if (!m->report || !m->original)
+    return ERR_INVALID("kiln_model_report: %s was loaded without the option report=true", m->source);
+  strbuf b;
+  strbuf_init(&b);
+  if (kind == KILN_REPORT_CLUSTERS) jit_report_print(&b, m->report);
+  else jit_report_dot(&b, m->report, m->original);
+  *text = strbuf_take(&b);
+  return NULL;
+}
+
+void kiln_free(void *p) { free(p); }

@@ -50,6 +50,7 @@ static const opt_key keys[] = {
     {"plugin_option", OPT_LIST, F(plugin_options), 0, 0, "KEY=VALUE for every plugin compile (adds one per call)"},
     {"log_level", OPT_LOG_LEVEL, F(log_level), 0, 0, "least severe message delivered: info, warning or error"},
     {"format", OPT_FORMAT, F(format), 0, 0, "auto, onnx, graphdef, tfjs, hlo or graph"},
+    {"report", OPT_BOOL, F(report), 0, 0, "keep what the bridge decided, for kiln_model_report"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof keys / sizeof keys[0]))

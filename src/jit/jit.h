@@ -92,6 +92,6 @@ void jit_report_free(jit_report *r);
 void jit_report_print(strbuf *b, const jit_report *r);
 /* Graphviz DOT of the graph as clustered (before encapsulation: one box per node,
  * clusters as coloured subgraphs). */
-kiln_status jit_report_write_dot(const jit_report *r, const graph *original, const char *path);
+void jit_report_dot(strbuf *b, const jit_report *r, const graph *original);
 
 #endif

@@ -74,13 +74,13 @@ void jit_report_print(strbuf *b, const jit_report *r) {
   free(h);
 }
 
-static void dot_id(FILE *f, const char *s) {
-  fputc('"', f);
+static void dot_id(strbuf *b, const char *s) {
+  strbuf_putc(b, '"');
   for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fputc('\\', f);
-    fputc(*s, f);
+    if (*s == '"' || *s == '\\') strbuf_putc(b, '\\');
+    strbuf_putc(b, *s);
   }
-  fputc('"', f);
+  strbuf_putc(b, '"');
 }
 
 /* The report entry of original->nodes[i]: the report lists the graph's nodes in order
@@ -93,52 +93,48 @@ static const jit_node_report *find_report(const jit_report *r, int i, const char
   return NULL;
 }
 
-kiln_status jit_report_write_dot(const jit_report *r, const graph *original, const char *path) {
+void jit_report_dot(strbuf *f, const jit_report *r, const graph *original) {
   static const char *const colours[] = {"#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462",
                                         "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f"};
   const int n_colours = (int)(sizeof colours / sizeof colours[0]);
-  FILE *f = fopen(path, "w");
-  if (!f) return status_error(KILN_IO_ERROR, "cannot write %s", path);
-  fprintf(f, "digraph kiln {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n");
+  strbuf_printf(f, "digraph kiln {\n  rankdir=TB;\n  node [shape=box, fontsize=10];\n");
   for (int c = -1; c < r->n_clusters; c++) {
     if (c >= 0) {
-      fprintf(f, "  subgraph \"cluster_%d\" {\n    style=filled; color=\"%s\"; label=", c, colours[c % n_colours]);
+      strbuf_printf(f, "  subgraph \"cluster_%d\" {\n    style=filled; color=\"%s\"; label=", c, colours[c % n_colours]);
       dot_id(f, r->clusters[c].name);
-      fprintf(f, ";\n");
+      strbuf_printf(f, ";\n");
     }
     for (int i = 0; i < original->n_nodes; i++) {
       const graph_node *n = original->nodes[i];
       const jit_node_report *nr = find_report(r, i, n->name);
       if ((nr ? nr->cluster : -1) != c) continue;
-      fprintf(f, "    ");
+      strbuf_printf(f, "    ");
       dot_id(f, n->name);
-      fprintf(f, " [label=");
+      strbuf_printf(f, " [label=");
       char label[512];
       snprintf(label, sizeof label, "%s\\n%s", n->name, n->op);
-      fprintf(f, "\"%s\"", label);
-      if (c < 0) fprintf(f, ", style=dashed");
-      fprintf(f, "];\n");
+      strbuf_printf(f, "\"%s\"", label);
+      if (c < 0) strbuf_printf(f, ", style=dashed");
+      strbuf_printf(f, "];\n");
     }
-    if (c >= 0) fprintf(f, "  }\n");
+    if (c >= 0) strbuf_printf(f, "  }\n");
   }
   for (int i = 0; i < original->n_nodes; i++) {
     const graph_node *n = original->nodes[i];
     for (int k = 0; k < n->n_inputs; k++) {
-      fprintf(f, "  ");
+      strbuf_printf(f, "  ");
       dot_id(f, n->inputs[k].node->name);
-      fprintf(f, " -> ");
+      strbuf_printf(f, " -> ");
       dot_id(f, n->name);
-      fprintf(f, ";\n");
+      strbuf_printf(f, ";\n");
     }
     for (int k = 0; k < n->n_control; k++) {
-      fprintf(f, "  ");
+      strbuf_printf(f, "  ");
       dot_id(f, n->control_inputs[k]->name);
-      fprintf(f, " -> ");
+      strbuf_printf(f, " -> ");
       dot_id(f, n->name);
-      fprintf(f, " [style=dotted];\n");
+      strbuf_printf(f, " [style=dotted];\n");
     }
   }
-  fprintf(f, "}\n");
-  if (fclose(f) != 0) return status_error(KILN_IO_ERROR, "cannot write %s", path);
-  return NULL;
+  strbuf_append(f, "}\n");
 }

@@ -60,43 +60,6 @@ static void run_state_free(run_state *r) {
   kiln_model_free(r->model);
 }
 
-/* ------------------------------------------------------------ flags -> options ---- */
-
-static kiln_status set_flag(kiln_options *o, const char *key, const char *value) {
-  return status_wrap(kiln_options_set(o, key, value), "--%s", key);
-}
-
-static kiln_status options_from_flags(kiln_options **out) {
-  kiln_options *o;
-  TRY(kiln_options_create(&o));
-  char num[32];
-  kiln_status s = set_flag(o, "device", kiln_flags.device);
-  if (!s) s = set_flag(o, "jit", kiln_flags.jit);
-  if (!s) s = set_flag(o, "dump_to", kiln_flags.dump_to);
-  if (!s) s = set_flag(o, "dump_pass_re", kiln_flags.dump_pass_re);
-  if (!s) s = set_flag(o, "dump_large_constants", kiln_flags.dump_large_constants ? "true" : "false");
-  if (!s) s = set_flag(o, "disable_passes", kiln_flags.disable_passes);
-  if (!s) s = set_flag(o, "jit_ops", kiln_flags.jit_ops);
-  if (!s) s = set_flag(o, "jit_exclude_ops", kiln_flags.jit_exclude_ops);
-  snprintf(num, sizeof num, "%lld", (long long)kiln_flags.min_cluster_size);
-  if (!s) s = set_flag(o, "min_cluster_size", num);
-  snprintf(num, sizeof num, "%lld", (long long)kiln_flags.max_cluster_size);
-  if (!s) s = set_flag(o, "max_cluster_size", num);
-  if (!s) s = set_flag(o, "clustering_debug", kiln_flags.clustering_debug ? "true" : "false");
-  if (!s) s = set_flag(o, "log_placement", kiln_flags.log_placement ? "true" : "false");
-  if (!s) s = set_flag(o, "no_host_fallback", kiln_flags.no_host_fallback ? "true" : "false");
-  if (!s) s = set_flag(o, "profile", kiln_flags.profile ? "true" : "false");
-  for (int i = 0; !s && i < kiln_flags.plugin.n; i++) s = set_flag(o, "plugin", kiln_flags.plugin.v[i]);
-  for (int i = 0; !s && i < kiln_flags.plugin_option.n; i++) s = set_flag(o, "plugin_option", kiln_flags.plugin_option.v[i]);
-  if (!s) s = set_flag(o, "log_level", kiln_flags.v > 0 ? "info" : "warning");
-  if (s) {
-    kiln_options_free(o);
-    return s;
-  }
-  *out = o;
-  return NULL;
-}
-
 /* ------------------------------------------------------------------- inputs ---- */
 
 static bool hlo_type_of(kiln_dtype d, hlo_type *out) {
@@ -446,7 +409,7 @@ int cmd_run(int argc, char **argv) {
   memset(&r, 0, sizeof r);
   int iters = (int)kiln_flags.iters;
   kiln_options *opts = NULL;
-  kiln_status s = options_from_flags(&opts);
+  kiln_status s = tool_kiln_options(&opts);
   if (!s) s = kiln_model_load(argv[0], opts, &r.model);
   kiln_options_free(opts);
   if (!s) s = bind_inputs(&r);

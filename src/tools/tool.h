@@ -22,14 +22,14 @@ int tool_fail(kiln_status s);
 int tool_usage_error(const char *fmt, ...) KILN_PRINTF(1, 2);
 
 /* The flags as library options (tool_options.c); the strings stay kiln_flags' own, valid
- * until flags_reset. tool_jit_options: --jit, --device, --jit_ops, --jit_exclude_ops,
- * --min/max_cluster_size, --dump_to, --dump_large_constants, --clustering_debug,
- * --log_placement, --no_host_fallback. */
-jit_options tool_jit_options(void);
-/* --dump_to, --dump_pass_re, --dump_large_constants, --disable_passes. */
+ * until flags_reset. tool_pipeline_options: --dump_to, --dump_pass_re,
+ * --dump_large_constants, --disable_passes. */
 hlo_pipeline_options tool_pipeline_options(void);
 /* Those four, --profile and --plugin_option. */
 backend_compile_options tool_compile_options(void);
+/* Every flag the public API has an option for, as a new kiln_options (free it with
+ * kiln_options_free); --v=1 makes the log level info. */
+kiln_status tool_kiln_options(kiln_options **out);
 
 int cmd_run(int argc, char **argv);
 int cmd_compile(int argc, char **argv);

@@ -674,6 +674,30 @@ static void test_find_resolves_names_by_the_run_rules(void) {
   kiln_model_free(h);
 }
 
+static void test_report_tells_what_the_bridge_decided(void) {
+  kiln_model *plain = load_with(TRANSFORMER, NULL, NULL);
+  kiln_model *m = load_with(TRANSFORMER, "report", "true");
+  kiln_model *h = load_hlo(add_hlo, NULL);
+  if (!plain || !m || !h) return;
+  char *text = NULL;
+  CHECK_OK(kiln_model_report(m, KILN_REPORT_CLUSTERS, &text));
+  CHECK(text && strstr(text, "1 cluster holding") && strstr(text, "tf.BatchMatMulV2 x7"));
+  kiln_free(text);
+  CHECK_OK(kiln_model_report(m, KILN_REPORT_DOT, &text));
+  CHECK(text && strncmp(text, "digraph kiln {", 14) == 0 && strstr(text, "\"q/w\" -> \"q\";"));
+  kiln_free(text);
+  CHECK_ERR(kiln_model_report(plain, KILN_REPORT_CLUSTERS, &text), "was loaded without the option report=true");
+  kiln_status s = kiln_model_report(h, KILN_REPORT_CLUSTERS, &text);
+  CHECK(kiln_status_code(s) == KILN_UNIMPLEMENTED && text == NULL);
+  kiln_status_free(s);
+  CHECK_ERR(kiln_model_report(m, (kiln_report_kind)9, &text), "kind 9 is not a kiln_report_kind");
+  CHECK_ERR(kiln_model_report(NULL, KILN_REPORT_DOT, &text), "model handle or text is NULL");
+  kiln_free(NULL);
+  kiln_model_free(plain);
+  kiln_model_free(m);
+  kiln_model_free(h);
+}
+
 static void test_devices_list_builtins_with_info(void) {
   int n = kiln_device_count();
   CHECK(n >= 2);
@@ -702,4 +726,5 @@ TEST_MAIN(TEST(test_version_matches_header_macros), TEST(test_status_functions_a
           TEST(test_hlo_module_runs_by_parameter_name_or_number), TEST(test_load_refuses_bad_files_and_arguments),
           TEST(test_load_from_memory_equals_load_from_file), TEST(test_jit_off_runs_op_by_op_with_same_results),
           TEST(test_log_callback_receives_warnings_and_level_filters), TEST(test_find_resolves_names_by_the_run_rules),
+          TEST(test_report_tells_what_the_bridge_decided),
           TEST(test_devices_list_builtins_with_info))

@@ -160,8 +160,9 @@ static bool is_loop_fusible(const hlo_instr *ins) {
   switch (ins->op) {
     case HLO_OP_BROADCAST: case HLO_OP_RESHAPE: case HLO_OP_TRANSPOSE: case HLO_OP_SLICE:
     case HLO_OP_CONCATENATE: case HLO_OP_PAD: case HLO_OP_IOTA: case HLO_OP_REVERSE:
-    case HLO_OP_BITCAST:
       return true;
+    case HLO_OP_BITCAST: /* a kernel reads it as a reshape: the element type must stay */
+      return ins->n_operands == 1 && ins->operands[0]->shape.type == ins->shape.type;
     case HLO_OP_BITCAST_CONVERT: /* same element width only: then it is elementwise */
       return ins->n_operands == 1 && ins->operands[0]->shape.rank == ins->shape.rank;
     case HLO_OP_CONSTANT: /* big constants stay buffers the kernel reads */

@@ -280,8 +280,8 @@ static void add_simplification(hlo_pipeline *p, const char *name, hlo_pass_fn co
   hlo_pipeline_add_fix(p, simplify, HLO_FIX_DEFAULT_MAX_ITERS);
 }
 
-hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
-  hlo_pipeline *p = hlo_pipeline_new("optimizations");
+/* The optimize pipeline's passes, appended to p. */
+static void add_optimize_passes(hlo_pipeline *p, hlo_pass_fn constant_folding) {
   /* First: JAX wraps every named function in a call, and no later pass or backend
    * looks inside calls (the cpu code generator refuses them). */
   hlo_pipeline_add_pass(p, "call-inliner", hlo_pass_call_inliner);
@@ -293,11 +293,21 @@ hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
   hlo_pipeline_add_pass(cleanup, "cse", hlo_pass_cse);
   hlo_pipeline_add_pass(cleanup, "dce", hlo_pass_dce);
   hlo_pipeline_add_fix(p, cleanup, HLO_FIX_DEFAULT_MAX_ITERS);
+}
+
+hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
+  hlo_pipeline *p = hlo_pipeline_new("optimizations");
+  add_optimize_passes(p, constant_folding);
   return p;
 }
 
 hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding) {
-  hlo_pipeline *p = hlo_pipeline_new_optimize(constant_folding);
+  hlo_pipeline *p = hlo_pipeline_new("optimizations");
+  /* Before everything: the code generator reads every bitcast as a reshape of a
+   * row-major buffer, and the call inliner would replace a callee parameter's layout
+   * (which a bitcast in the callee is defined by) with its argument's. */
+  hlo_pipeline_add_pass(p, "bitcast-layouts", hlo_pass_bitcast_layouts);
+  add_optimize_passes(p, constant_folding);
   /* NHWC convolutions: the transposes left between convolutions cancel in algsimp,
    * transposed constant kernels fold into relayouted constants, and CSE merges the
    * input transposes of convolutions sharing an operand. */

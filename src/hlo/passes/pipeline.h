@@ -121,7 +121,13 @@ kiln_status hlo_pass_dot_canonicalize(hlo_module *m, bool *changed);
  * bit-identical. */
 kiln_status hlo_pass_conv_layout(hlo_module *m, bool *changed);
 
-/* The CPU backend's pipeline: the optimize pipeline above, then conv-layout,
+/* Layout-changing bitcasts -> transpose / reshape / transpose (the reshape a
+ * default-layout bitcast when the element type changes) with the evaluator's
+ * physical-order semantics (bitcast_layouts.c); bitcasts with default layouts on both
+ * sides stay. Afterwards no instruction's meaning depends on a layout. */
+kiln_status hlo_pass_bitcast_layouts(hlo_module *m, bool *changed);
+
+/* The CPU backend's pipeline: bitcast-layouts, the optimize pipeline above, then conv-layout,
  * fix(algsimp, constant-folding, cse, dce), dot-canonicalize, fix(algsimp,
  * constant-folding, dce), reduction-splitter, fusion, dce. constant_folding as for
  * hlo_pipeline_new_optimize. */
