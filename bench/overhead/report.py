@@ -11,13 +11,13 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.dirname(HERE))
+import bench  # noqa: E402  (bench/bench.py: machine_info, git_info)
 HEADING = '## Per-call overhead'
 
 # (driver, runtime, api) in table order, with the text of the API column.
@@ -45,37 +45,14 @@ def fmt(x):
 
 
 def machine():
-    cpu = platform.processor() or '?'
-    try:
-        with open('/proc/cpuinfo') as f:
-            for line in f:
-                if line.startswith('model name'):
-                    cpu = line.split(':', 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    mem = None
-    try:
-        with open('/proc/meminfo') as f:
-            for line in f:
-                if line.startswith('MemTotal:'):
-                    mem = int(line.split()[1]) / 1024 / 1024
-    except OSError:
-        pass
+    m = bench.machine_info()
     return '`%s`, %s, %d cores, %s GiB memory, Linux %s' % (
-        platform.machine(), cpu, os.cpu_count() or 0, '%.1f' % mem if mem else '?', platform.release())
+        m['arch'], m['cpu'], m['cores'] or 0, '%.1f' % m['mem_gib'] if m['mem_gib'] else '?', m['kernel'])
 
 
 def git_commit():
-    def git(*args):
-        try:
-            return subprocess.run(['git', '-C', ROOT] + list(args), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  universal_newlines=True, check=True).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-    commit = git('rev-parse', 'HEAD')
-    dirty = bool(git('status', '--porcelain', '--untracked-files=no'))
-    return commit, dirty
+    g = bench.git_info()
+    return g['commit'], bool(g['dirty'])
 
 
 def show(path):

@@ -1,8 +1,10 @@
 /* See check_util.h. */
 #include "check_util.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "eval/eval.h"
@@ -78,4 +80,24 @@ int check_count_op(const hlo_computation *c, hlo_opcode op) {
   int n = 0;
   for (int i = 0; i < c->n_instrs; i++) n += c->instrs[i]->op == op;
   return n;
+}
+
+/* Runs fn with stderr going to a temporary file and returns what it wrote (malloc'ed). */
+char *check_capture_stderr(void (*fn)(void)) {
+  fflush(stderr);
+  FILE *tmp = tmpfile();
+  if (!tmp) abort();
+  int saved = dup(2);
+  dup2(fileno(tmp), 2);
+  fn();
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  long n = ftell(tmp);
+  char *text = calloc((size_t)(n > 0 ? n : 0) + 1, 1);
+  if (!text) abort();
+  rewind(tmp);
+  if (n > 0 && fread(text, 1, (size_t)n, tmp) != (size_t)n) text[0] = 0;
+  fclose(tmp);
+  return text;
 }

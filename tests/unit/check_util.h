@@ -32,5 +32,7 @@ hlo_module *check_run_pass(const char *text, hlo_pass_fn pass, bool expect_chang
 
 /* How many instructions of c have opcode op. */
 int check_count_op(const hlo_computation *c, hlo_opcode op);
+/* Runs fn with stderr going to a temporary file and returns what it wrote (malloc'ed). */
+char *check_capture_stderr(void (*fn)(void));
 
 #endif

@@ -98,25 +98,6 @@ static const backend *profiled_cpu;
 static backend_executable *profiled_exe;
 static void release_profiled(void) { profiled_cpu->destroy(profiled_exe); }
 
-/* Runs `release` with stderr in a temporary file; returns what it wrote (malloc'ed). */
-static char *stderr_of(void (*release)(void)) {
-  fflush(stderr);
-  FILE *tmp = tmpfile();
-  if (!tmp) abort();
-  int saved = dup(2);
-  dup2(fileno(tmp), 2);
-  release();
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  long n = ftell(tmp);
-  char *text = calloc((size_t)(n > 0 ? n : 0) + 1, 1);
-  if (!text) abort();
-  rewind(tmp);
-  if (n > 0 && fread(text, 1, (size_t)n, tmp) != (size_t)n) text[0] = 0;
-  fclose(tmp);
-  return text;
-}
 
 /* profile is part of the cache key: a profiled compile never hands out (or gets) the
  * executable of an unprofiled one, and only the profiled one prints its summary when
@@ -155,7 +136,7 @@ static void test_profile_in_cache_key(void) {
   for (int i = 0; i < 4; i++) {
     if (!order[i]) continue;
     profiled_exe = order[i];
-    char *err = stderr_of(release_profiled);
+    char *err = check_capture_stderr(release_profiled);
     if (i == 2) CHECK(strstr(err, "cpu profile of profile_probe") != NULL);
     else CHECK(err[0] == 0);
     free(err);

@@ -7,30 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "base/log.h"
 #include "check.h"
+#include "check_util.h"
 
-/* Runs fn with stderr going to a temporary file and returns what it wrote (malloc'ed). */
-static char *capture_stderr(void (*fn)(void)) {
-  fflush(stderr);
-  FILE *tmp = tmpfile();
-  if (!tmp) abort();
-  int saved = dup(2);
-  dup2(fileno(tmp), 2);
-  fn();
-  fflush(stderr);
-  dup2(saved, 2);
-  close(saved);
-  long n = ftell(tmp);
-  char *text = calloc((size_t)(n > 0 ? n : 0) + 1, 1);
-  if (!text) abort();
-  rewind(tmp);
-  if (n > 0 && fread(text, 1, (size_t)n, tmp) != (size_t)n) text[0] = 0;
-  fclose(tmp);
-  return text;
-}
 
 static void log_three(void) {
   log_info("note %d", 1);
@@ -40,11 +21,11 @@ static void log_three(void) {
 
 static void test_default_stderr_format(void) {
   log_verbose = 0;
-  char *quiet = capture_stderr(log_three);
+  char *quiet = check_capture_stderr(log_three);
   CHECK(strcmp(quiet, "kiln: warning: careful with x\nkiln: error: broke 2\n") == 0);
   free(quiet);
   log_verbose = 1;
-  char *verbose = capture_stderr(log_three);
+  char *verbose = check_capture_stderr(log_three);
   CHECK(strcmp(verbose, "kiln: note 1\nkiln: warning: careful with x\nkiln: error: broke 2\n") == 0);
   free(verbose);
   log_verbose = 0;
@@ -54,12 +35,12 @@ static void test_default_stderr_format(void) {
 static void test_level_only_sink_filters_stderr(void) {
   log_sink errors_only = {NULL, NULL, LOG_ERROR};
   log_set_thread_sink(&errors_only, NULL, NULL);
-  char *text = capture_stderr(log_three);
+  char *text = check_capture_stderr(log_three);
   CHECK(strcmp(text, "kiln: error: broke 2\n") == 0);
   free(text);
   log_sink everything = {NULL, NULL, LOG_INFO};
   log_set_thread_sink(&everything, NULL, NULL);
-  text = capture_stderr(log_three); /* log_verbose is 0, the sink asks for info */
+  text = check_capture_stderr(log_three); /* log_verbose is 0, the sink asks for info */
   CHECK(strncmp(text, "kiln: note 1\n", 13) == 0);
   free(text);
   log_set_thread_sink(NULL, NULL, NULL);
@@ -131,7 +112,7 @@ static void test_restore_is_exact(void) {
   CHECK(strcmp(outer.text, "to outer|") == 0);
   /* Back to the default: messages reach stderr again, nothing reaches the sinks. */
   log_set_thread_sink(had ? &prev : NULL, NULL, NULL);
-  char *text = capture_stderr(log_three);
+  char *text = check_capture_stderr(log_three);
   CHECK(strcmp(text, "kiln: warning: careful with x\nkiln: error: broke 2\n") == 0);
   free(text);
   CHECK(outer.count == 1 && inner.count == 1);
