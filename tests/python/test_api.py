@@ -428,7 +428,8 @@ def test_unimplemented_is_not_implemented_error():
 def test_log_callback_receives_warnings():
     logs = []
     f = kiln.compile_hlo(SORT_HLO, log=lambda level, msg: logs.append((level, msg)))
-    # The cpu device does not compile sort: kiln warns and runs it on the interpreter.
+    # The cpu device does not compile sort: kiln warns that it runs it through the
+    # interpreter's evaluator (one thunk of the cpu executable).
     assert any(level == kiln.LogLevel.WARNING and "interpreter" in msg for level, msg in logs), logs
     assert all(isinstance(level, kiln.LogLevel) and isinstance(msg, str) for level, msg in logs)
     np.testing.assert_array_equal(f(np.array([3, 1, 2, 5, 4], np.float32)), [1, 2, 3, 4, 5])

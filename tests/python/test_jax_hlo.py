@@ -4,7 +4,8 @@ relu + softmax, convolutions in several layouts, pooling, reductions, layer norm
 attention, gather/scatter, cumulative sums, sort/top-k, dynamic slices, while/fori
 loops, cond/switch, f16/bf16, PRNG, ... The HLO is what the JAX user gets from
 jax.jit(f).lower(*args).as_text(dialect="hlo"); kiln compiles it for the default
-device (cpu, whose unsupported modules fall back to the interpreter with a warning)
+device (cpu, which runs the instructions it cannot compile through the evaluator one
+by one, with a warning, and falls back to the interpreter for what it cannot take at all)
 and for the interpreter, and each output must match JAX's own result on XLA:CPU within
 the case's stated tolerance (jax_models.py says why each is what it is; compare_output
 is the CLI test's). The one accepted gap, as in the CLI test: a module calling a LAPACK

@@ -6,8 +6,14 @@
  * takes, a generated LLVM kernel for everything else that computes values (one
  * function per fusion or instruction, all in one LLVM module JIT-compiled at once), a
  * memmove for copies, nothing for parameters, constants, tuples and aliases. An
- * instruction that neither oneDNN nor the code generator can do makes compile answer
- * UNIMPLEMENTED with the instruction and the reason, which lets the caller fall back.
+ * instruction that neither oneDNN nor the code generator can do (while, sort, scatter,
+ * ...) runs alone through the evaluator (cpu_eval.c: an evaluator thunk, listed by
+ * --profile as "evaluator"), so the rest of the module stays compiled; compile warns
+ * once per call naming those instructions. supports() still refuses them, so graph
+ * placement keeps such nodes on the interpreter. Only what the evaluator cannot run
+ * either (custom-calls, rng, tokens, tuple-shaped parameters, nested-tuple outputs)
+ * makes compile answer UNIMPLEMENTED with the instruction and the reason, which lets
+ * the caller fall back.
  *
  * Executables are cached by fingerprint (the module's printed text with large constants
  * elided, plus a 128-bit digest of every constant's bytes: printing megabytes of
@@ -28,7 +34,9 @@
 #include "backends/cpu/cpu_codegen.h"
 #include "backends/cpu/cpu_dnnl.h"
 #include "backends/cpu/cpu_elemental.h"
+#include "backends/cpu/cpu_eval.h"
 #include "backends/cpu/cpu_jit.h"
+#include "base/log.h"
 #include "eval/constant_folding.h"
 #include "hlo/buffer_assignment.h"
 #include "hlo/passes/pipeline.h"
@@ -43,7 +51,7 @@ int omp_get_max_threads(void);
 /* Idle cached executables kept beyond this many are evicted (oldest first). */
 #define CPU_CACHE_MAX_ENTRIES 256
 
-typedef enum thunk_kind { THUNK_KERNEL, THUNK_DNNL, THUNK_COPY } thunk_kind;
+typedef enum thunk_kind { THUNK_KERNEL, THUNK_DNNL, THUNK_COPY, THUNK_EVAL } thunk_kind;
 
 /* Where a buffer lives: instruction `base` of the entry (its PARAMETER, CONSTANT or
  * ARENA storage) plus a byte offset. */
@@ -55,7 +63,9 @@ typedef struct buffer_ref {
 typedef struct thunk {
   thunk_kind kind;
   int n_refs;
-  buffer_ref *refs; /* [0] the output, [1 + k] operand k */
+  buffer_ref *refs; /* [0] the output, [1 + k] operand k; THUNK_EVAL: see add_eval_thunk */
+  int n_out;        /* THUNK_EVAL: refs[0..n_out) are the result's leaves */
+  cpu_eval_op *eval;
   cpu_kernel_fn fn;
   cpu_kernel_space space;
   cpu_dnnl_prim *prim;
@@ -77,6 +87,7 @@ typedef struct cpu_executable {
   thunk *thunks;
   int n_outputs;
   buffer_ref *outputs;
+  char *evaluated; /* the warning naming the evaluator thunks (repeated by every compile), or NULL */
   pthread_mutex_t run_lock;
   char *arena; /* temp arena, kept between runs (guarded by run_lock) */
   struct cpu_executable *next; /* cache list, most recently used first */
@@ -154,7 +165,7 @@ static void print_profile(const cpu_executable *x) {
     return;
   }
   qsort(order, (size_t)x->n_thunks, sizeof *order, by_time);
-  static const char *const kinds[] = {"kernel", "onednn", "copy"};
+  static const char *const kinds[] = {"kernel", "onednn", "copy", "evaluator"};
   fprintf(stderr, "cpu profile of %s: %d thunks, %.3f ms per run over %lld runs; the most expensive:\n",
           x->module->name, x->n_thunks, (double)total / 1e6 / (double)runs, (long long)runs);
   for (int i = 0; i < x->n_thunks && i < 15; i++) {
@@ -197,6 +208,7 @@ static void executable_free(cpu_executable *x) {
   for (int i = 0; i < x->n_thunks; i++) {
     free(x->thunks[i].refs);
     if (x->thunks[i].prim) cpu_dnnl_destroy(x->thunks[i].prim);
+    cpu_eval_destroy(x->thunks[i].eval);
   }
   free(x->thunks);
   free(x->outputs);
@@ -205,6 +217,7 @@ static void executable_free(cpu_executable *x) {
   if (x->module) hlo_module_free(x->module);
   pthread_mutex_destroy(&x->run_lock);
   free(x->arena);
+  free(x->evaluated);
   free(x->fingerprint);
   free(x);
 }
@@ -396,11 +409,11 @@ static kiln_status resolve(const hlo_computation *entry, const hlo_buffer_assign
 
 static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-/* A tuple of arrays packed in one arena block, as buffer assignment lays it out: leaf k
- * at the sum of the aligned sizes of the leaves before it. */
+/* A tuple packed in one arena block, as buffer assignment lays it out: element k at
+ * the sum of the aligned sizes of the elements before it. */
 static int64_t packed_leaf_offset(const hlo_shape *tuple, int k) {
   int64_t off = 0;
-  for (int j = 0; j < k; j++) off += align_up(shape_byte_size(&tuple->elems[j]), CPU_ALIGNMENT);
+  for (int j = 0; j < k; j++) off += align_up(cpu_eval_packed_bytes(&tuple->elems[j], CPU_ALIGNMENT), CPU_ALIGNMENT);
   return off;
 }
 
@@ -426,6 +439,67 @@ static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, co
     TRY(resolve(entry, x->assignment, ins->operands[k], &t->refs[n_out + k]));
   *out = t;
   return NULL;
+}
+
+/* The storage of every array leaf of ins's value, depth-first, appended to refs at
+ * *n: a value with storage (an array, or a packed tuple: a while, a sort, a parameter)
+ * gives its leaves at their packed offsets; a `tuple` instruction has none and gives
+ * its operands' leaves; a get-tuple-element of one gives that operand's. */
+static kiln_status collect_leaves(const hlo_computation *entry, const hlo_buffer_assignment *a, const hlo_instr *ins,
+                                  buffer_ref *refs, int *n) {
+  int i = -1;
+  for (int k = 0; k < entry->n_instrs; k++)
+    if (entry->instrs[k] == ins) i = k;
+  buffer_ref base;
+  if (i >= 0 && hlo_buffer_resolve(entry, a, i, &base.base, &base.offset)) {
+    int leaves = cpu_eval_leaf_count(&ins->shape);
+    for (int k = 0; k < leaves; k++) {
+      refs[*n] = base;
+      refs[(*n)++].offset += cpu_eval_leaf_offset(&ins->shape, k, CPU_ALIGNMENT);
+    }
+    return NULL;
+  }
+  if (ins->op == HLO_OP_TUPLE) {
+    for (int k = 0; k < ins->n_operands; k++) TRY(collect_leaves(entry, a, ins->operands[k], refs, n));
+    return NULL;
+  }
+  if (ins->op == HLO_OP_GET_TUPLE_ELEMENT && ins->n_operands == 1 && shape_is_tuple(&ins->operands[0]->shape) &&
+      ins->tuple_index >= 0 && ins->tuple_index < ins->operands[0]->shape.n_elems) {
+    /* The operand's leaves, then only those of the element taken. */
+    const hlo_shape *ts = &ins->operands[0]->shape;
+    int all = cpu_eval_leaf_count(ts), first = *n, skip = 0;
+    buffer_ref *tmp = calloc((size_t)all + 1, sizeof *tmp);
+    if (!tmp) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    int m = 0;
+    kiln_status st = collect_leaves(entry, a, ins->operands[0], tmp, &m);
+    for (int e = 0; e < ins->tuple_index; e++) skip += cpu_eval_leaf_count(&ts->elems[e]);
+    int take = cpu_eval_leaf_count(&ins->shape);
+    for (int k = 0; !st && k < take; k++) refs[first + k] = tmp[skip + k];
+    if (!st) *n += take;
+    free(tmp);
+    return st;
+  }
+  return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): its value has no storage", ins->name,
+                      hlo_opcode_name(ins->op));
+}
+
+/* An evaluator thunk: refs[0..n_out) the result's leaves, then every operand's leaves
+ * in operand order (see cpu_eval_run). */
+static kiln_status add_eval_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins) {
+  thunk *t = &x->thunks[x->n_thunks];
+  memset(t, 0, sizeof *t);
+  t->kind = THUNK_EVAL;
+  t->ins = ins;
+  int n = cpu_eval_leaf_count(&ins->shape);
+  for (int k = 0; k < ins->n_operands; k++) n += cpu_eval_leaf_count(&ins->operands[k]->shape);
+  t->refs = calloc((size_t)n + 1, sizeof *t->refs);
+  if (!t->refs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  x->n_thunks++;
+  TRY(collect_leaves(entry, x->assignment, ins, t->refs, &t->n_refs));
+  t->n_out = t->n_refs;
+  for (int k = 0; k < ins->n_operands; k++)
+    TRY(collect_leaves(entry, x->assignment, ins->operands[k], t->refs, &t->n_refs));
+  return cpu_eval_create(x->module, ins, &t->eval);
 }
 
 /* The operand of thunk T whose arena block T's result takes over (buffer assignment's
@@ -495,12 +569,24 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_jit_module *jm, bool 
       return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): no storage was assigned to it", ins->name,
                           hlo_opcode_name(ins->op));
     }
-    if (!shape_is_array(&ins->shape) && ins->op != HLO_OP_REDUCE)
-      return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): tuple-shaped results are not supported", ins->name,
-                          hlo_opcode_name(ins->op));
-    if (shape_elements(cpu_kernel_output_shape(ins, 0)) == 0) continue;
+    /* Tuple-shaped results other than a variadic reduce's are the evaluator's. */
+    bool tuple = !shape_is_array(&ins->shape) && ins->op != HLO_OP_REDUCE;
+    if (tuple ? cpu_eval_packed_bytes(&ins->shape, CPU_ALIGNMENT) == 0
+              : shape_elements(cpu_kernel_output_shape(ins, 0)) == 0)
+      continue;
     thunk *t;
-    if (ins->op == HLO_OP_COPY) {
+    if (tuple) {
+      strbuf why;
+      strbuf_init(&why);
+      if (!cpu_eval_supports(ins, &why)) {
+        kiln_status st = status_error(KILN_UNIMPLEMENTED, "cpu: cannot compile %s (%s): a tuple-shaped result; %s",
+                                      ins->name, hlo_opcode_name(ins->op), strbuf_cstr(&why));
+        strbuf_free(&why);
+        return st;
+      }
+      strbuf_free(&why);
+      TRY(add_eval_thunk(x, entry, ins));
+    } else if (ins->op == HLO_OP_COPY) {
       TRY(add_thunk(x, entry, ins, THUNK_COPY, &t));
       t->bytes = shape_byte_size(&ins->shape);
     } else if (cpu_dnnl_supports(ins)) {
@@ -512,6 +598,13 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_jit_module *jm, bool 
       strbuf why;
       strbuf_init(&why);
       if (!cpu_elemental_supports(ins, &why)) {
+        /* Neither path takes it: the evaluator runs this one instruction. */
+        strbuf_append(&why, "; ");
+        if (cpu_eval_supports(ins, &why)) {
+          strbuf_free(&why);
+          TRY(add_eval_thunk(x, entry, ins));
+          continue;
+        }
         kiln_status st = status_error(KILN_UNIMPLEMENTED, "cpu: cannot compile %s: %s", ins->name, strbuf_cstr(&why));
         strbuf_free(&why);
         return st;
@@ -537,6 +630,29 @@ static kiln_status build_thunks(cpu_executable *x, cpu_jit_module *jm, bool *has
   return st;
 }
 
+/* The warning about evaluator thunks, or NULL when there are none: they are slow (the
+ * evaluator is the oracle, not a fast path), so whoever compiles should know which. */
+static char *describe_evaluated(const cpu_executable *x) {
+  int n = 0;
+  for (int i = 0; i < x->n_thunks; i++) n += x->thunks[i].kind == THUNK_EVAL;
+  if (!n) return NULL;
+  strbuf b;
+  strbuf_init(&b);
+  strbuf_printf(&b,
+                "device cpu runs %d instruction%s of %s through the evaluator (the interpreter's code), the rest "
+                "compiled:",
+                n, n == 1 ? "" : "s", x->module->name);
+  int listed = 0;
+  for (int i = 0; i < x->n_thunks && listed < 8; i++) {
+    const thunk *t = &x->thunks[i];
+    if (t->kind != THUNK_EVAL) continue;
+    strbuf_printf(&b, "%s %s (%s)", listed ? "," : "", t->ins->name, hlo_opcode_name(t->ins->op));
+    listed++;
+  }
+  if (n > listed) strbuf_printf(&b, " and %d more", n - listed);
+  return strbuf_take(&b);
+}
+
 static kiln_status link_kernels(cpu_executable *x) {
   for (int i = 0; i < x->n_thunks; i++) {
     thunk *t = &x->thunks[i];
@@ -558,15 +674,34 @@ static kiln_status build_outputs(cpu_executable *x) {
   if (!x->outputs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   for (int k = 0; k < a->n_outputs; k++) {
     const hlo_instr *ins = entry->instrs[a->output_instr[k]];
-    if (!shape_is_array(&ins->shape)) {
-      /* Only a packed tuple of arrays (a variadic reduce) can be copied out leaf by leaf. */
-      if (ins->op != HLO_OP_REDUCE)
-        return status_error(KILN_UNIMPLEMENTED, "cpu: output %s (%s) is a nested tuple", ins->name,
-                            hlo_opcode_name(ins->op));
-    }
+    /* Only a packed tuple (a variadic reduce, a while, ...) can be copied out leaf by
+     * leaf; a `tuple` instruction inside the root tuple has no block of its own. */
+    if (ins->op == HLO_OP_TUPLE)
+      return status_error(KILN_UNIMPLEMENTED, "cpu: output %s (%s) is a nested tuple", ins->name,
+                          hlo_opcode_name(ins->op));
     TRY(resolve(entry, a, ins, &x->outputs[k]));
   }
   return NULL;
+}
+
+/* Fusion groups the ops the code generator has rules for by opcode, but it lacks a few
+ * of them (reduce-precision, some element types): a fusion holding one would run
+ * through the evaluator as a whole. Such a fusion is split back into its instructions,
+ * so only the one the code generator lacks is evaluated and the rest become kernels:
+ * relabelled a call (same operands, one called computation), the call inliner does the
+ * split. Fusions inside loop bodies stay: the evaluator runs those bodies anyway. */
+static kiln_status unfuse_uncompilable(hlo_module *m) {
+  bool any = false;
+  for (int i = 0; i < m->entry->n_instrs; i++) {
+    hlo_instr *ins = m->entry->instrs[i];
+    if (ins->op != HLO_OP_FUSION || ins->n_called != 1 || cpu_dnnl_supports(ins) || cpu_elemental_supports(ins, NULL))
+      continue;
+    ins->op = HLO_OP_CALL;
+    ins->fusion_kind = NULL;
+    any = true;
+  }
+  bool changed;
+  return any ? status_wrap(hlo_pass_call_inliner(m, &changed), "cpu: splitting a fusion") : NULL;
 }
 
 static kiln_status compile_module(const hlo_module *m, const backend_compile_options *opts, char *fingerprint,
@@ -592,12 +727,14 @@ static kiln_status compile_module(const hlo_module *m, const backend_compile_opt
     st = hlo_pipeline_run(p, x->module, &po, NULL);
     hlo_pipeline_free(p);
   }
+  if (!st) st = unfuse_uncompilable(x->module);
   if (!st) st = hlo_assign_buffers(x->module->entry, CPU_ALIGNMENT, &x->assignment);
   cpu_jit_module jm = {0};
   bool has_kernels = false;
   if (!st) st = cpu_jit_new_module(x->module->name, &jm);
   if (!st) st = build_thunks(x, &jm, &has_kernels);
   if (!st) st = build_outputs(x);
+  if (!st) x->evaluated = describe_evaluated(x);
   if (!st && has_kernels) {
     st = cpu_jit_create(&jm, &x->jit);
     if (!st) st = link_kernels(x);
@@ -658,6 +795,7 @@ static kiln_status cpu_compile(const backend *b, const hlo_module *m, const back
       x->refs++;
       pthread_mutex_unlock(&cache_lock);
       free(text);
+      if (x->evaluated) log_warning("%s", x->evaluated);
       h->x = x;
       *out = h;
       return NULL;
@@ -673,6 +811,7 @@ static kiln_status cpu_compile(const backend *b, const hlo_module *m, const back
     free(h);
     return st;
   }
+  if (x->evaluated) log_warning("%s", x->evaluated);
   pthread_mutex_lock(&cache_lock);
   x->refs = 1;
   x->next = cache_head;
@@ -770,6 +909,7 @@ static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const
         if (bufs[0] != bufs[1]) memmove(bufs[0], bufs[1], (size_t)t->bytes);
         break;
       case THUNK_DNNL: st = cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]); break;
+      case THUNK_EVAL: st = cpu_eval_run(t->eval, bufs, bufs + t->n_out); break;
     }
     if (x->profile) {
       clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -785,24 +925,22 @@ static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const
   return NULL;
 }
 
-/* A result literal from an output's storage: an array, or a packed tuple of arrays. */
-static kiln_status output_literal(const hlo_instr *ins, const char *src, hlo_literal **out) {
+/* A result literal from an output's storage: an array, or a packed tuple (nested ones
+ * too: an evaluator thunk's while may carry tuples). */
+static kiln_status output_literal(const hlo_shape *shape, const char *src, hlo_literal **out) {
   *out = NULL;
-  if (shape_is_array(&ins->shape)) {
-    TRY(literal_create(&ins->shape, out));
-    int64_t bytes = shape_byte_size(&ins->shape);
+  if (!shape_is_tuple(shape)) {
+    TRY(literal_create(shape, out));
+    int64_t bytes = shape_byte_size(shape);
     if (bytes > 0) memcpy((*out)->data, src, (size_t)bytes);
     return NULL;
   }
-  int n = ins->shape.n_elems;
+  int n = shape->n_elems;
   hlo_literal **leaves = calloc((size_t)n + 1, sizeof *leaves);
   if (!leaves) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   kiln_status st = NULL;
-  for (int k = 0; k < n && !st; k++) {
-    st = literal_create(&ins->shape.elems[k], &leaves[k]);
-    int64_t bytes = shape_byte_size(&ins->shape.elems[k]);
-    if (!st && bytes > 0) memcpy(leaves[k]->data, src + packed_leaf_offset(&ins->shape, k), (size_t)bytes);
-  }
+  for (int k = 0; k < n && !st; k++)
+    st = output_literal(&shape->elems[k], src + packed_leaf_offset(shape, k), &leaves[k]);
   if (st) {
     for (int k = 0; k < n; k++) literal_free(leaves[k]);
     free(leaves);
@@ -821,7 +959,7 @@ static kiln_status make_result(const cpu_executable *x, char *arena, hlo_literal
   kiln_status st = NULL;
   for (int k = 0; k < x->n_outputs && !st; k++) {
     const hlo_instr *ins = entry->instrs[a->output_instr[k]];
-    st = output_literal(ins, buffer_address(x, arena, args, x->outputs[k]), &elems[k]);
+    st = output_literal(&ins->shape, buffer_address(x, arena, args, x->outputs[k]), &elems[k]);
   }
   if (st) {
     for (int k = 0; k < x->n_outputs; k++) literal_free(elems[k]);
