@@ -14,23 +14,23 @@ static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 /* Bytes of a value: arrays as they are, tuples packed leaf by leaf at aligned offsets.
  * -1 on overflow. */
-static int64_t packed_bytes(const hlo_shape *s, int64_t align) {
+int64_t hlo_buffer_packed_bytes(const hlo_shape *s, int64_t align) {
   if (!shape_is_tuple(s)) {
     if (s->type == HLO_TOKEN) return 0;
     return shape_byte_size(s);
   }
   int64_t total = 0;
   for (int k = 0; k < s->n_elems; k++) {
-    int64_t e = packed_bytes(&s->elems[k], align);
+    int64_t e = hlo_buffer_packed_bytes(&s->elems[k], align);
     if (e < 0 || e > INT64_MAX / 2 - total) return -1;
     total += align_up(e, align);
   }
   return total;
 }
 
-static int64_t packed_element_offset(const hlo_shape *s, int64_t index, int64_t align) {
+int64_t hlo_buffer_packed_element_offset(const hlo_shape *s, int64_t index, int64_t align) {
   int64_t off = 0;
-  for (int k = 0; k < index && k < s->n_elems; k++) off += align_up(packed_bytes(&s->elems[k], align), align);
+  for (int k = 0; k < index && k < s->n_elems; k++) off += align_up(hlo_buffer_packed_bytes(&s->elems[k], align), align);
   return off;
 }
 
@@ -129,7 +129,7 @@ static void assign_kinds(const hlo_computation *c, int64_t align, hlo_buffer_slo
       case HLO_OP_GET_TUPLE_ELEMENT:
         s->kind = HLO_BUFFER_ALIAS;
         if (!gte_of_tuple_instr(ins) && ins->n_operands == 1)
-          s->offset = packed_element_offset(&ins->operands[0]->shape, ins->tuple_index, align);
+          s->offset = hlo_buffer_packed_element_offset(&ins->operands[0]->shape, ins->tuple_index, align);
         break;
       case HLO_OP_BITCAST:
       case HLO_OP_RESHAPE:
@@ -352,7 +352,7 @@ kiln_status hlo_assign_buffers(const hlo_computation *entry, int64_t alignment, 
   assign_kinds(entry, alignment, a->slots);
   for (int i = 0; i < n && !st; i++) {
     if (a->slots[i].kind != HLO_BUFFER_ARENA) continue;
-    int64_t bytes = packed_bytes(&entry->instrs[i]->shape, alignment);
+    int64_t bytes = hlo_buffer_packed_bytes(&entry->instrs[i]->shape, alignment);
     if (bytes < 0 || bytes > INT64_MAX / 4)
       st = ERR_INVALID("buffer assignment: %s: the size of its result overflows", entry->instrs[i]->name);
     a->slots[i].size = bytes < 0 ? 0 : align_up(bytes, alignment);

@@ -69,6 +69,12 @@ typedef struct hlo_buffer_assignment {
 /* alignment: a power of two (64 for the CPU backend). Errors name the instruction whose
  * size cannot be represented or whose operands are not in the computation. */
 kiln_status hlo_assign_buffers(const hlo_computation *entry, int64_t alignment, hlo_buffer_assignment **out);
+/* The packing a tuple-shaped value gets in its block, for the backends that read and
+ * write such blocks: the bytes of a value of shape s (arrays as they are, tuple elements
+ * one after the other, each at an aligned offset; -1 on overflow), and the offset of
+ * tuple element `index` inside it. */
+int64_t hlo_buffer_packed_bytes(const hlo_shape *s, int64_t alignment);
+int64_t hlo_buffer_packed_element_offset(const hlo_shape *s, int64_t index, int64_t alignment);
 void hlo_buffer_assignment_free(hlo_buffer_assignment *a);
 
 /* Independent re-check: recomputes live ranges and verifies that no two arena buffers

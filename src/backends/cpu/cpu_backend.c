@@ -407,16 +407,6 @@ static kiln_status resolve(const hlo_computation *entry, const hlo_buffer_assign
   return NULL;
 }
 
-static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
-/* A tuple packed in one arena block, as buffer assignment lays it out: element k at
- * the sum of the aligned sizes of the elements before it. */
-static int64_t packed_leaf_offset(const hlo_shape *tuple, int k) {
-  int64_t off = 0;
-  for (int j = 0; j < k; j++) off += align_up(cpu_eval_packed_bytes(&tuple->elems[j], CPU_ALIGNMENT), CPU_ALIGNMENT);
-  return off;
-}
-
 /* refs: the instruction's outputs (each leaf of a packed tuple result), then its
  * operands. */
 static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins, thunk_kind kind,
@@ -433,7 +423,7 @@ static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, co
   TRY(resolve(entry, x->assignment, ins, &t->refs[0]));
   for (int k = 1; k < n_out; k++) {
     t->refs[k] = t->refs[0];
-    t->refs[k].offset += packed_leaf_offset(&ins->shape, k);
+    t->refs[k].offset += hlo_buffer_packed_element_offset(&ins->shape, k, CPU_ALIGNMENT);
   }
   for (int k = 0; k < ins->n_operands; k++)
     TRY(resolve(entry, x->assignment, ins->operands[k], &t->refs[n_out + k]));
@@ -571,7 +561,7 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_jit_module *jm, bool 
     }
     /* Tuple-shaped results other than a variadic reduce's are the evaluator's. */
     bool tuple = !shape_is_array(&ins->shape) && ins->op != HLO_OP_REDUCE;
-    if (tuple ? cpu_eval_packed_bytes(&ins->shape, CPU_ALIGNMENT) == 0
+    if (tuple ? hlo_buffer_packed_bytes(&ins->shape, CPU_ALIGNMENT) == 0
               : shape_elements(cpu_kernel_output_shape(ins, 0)) == 0)
       continue;
     thunk *t;
@@ -940,7 +930,7 @@ static kiln_status output_literal(const hlo_shape *shape, const char *src, hlo_l
   if (!leaves) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   kiln_status st = NULL;
   for (int k = 0; k < n && !st; k++)
-    st = output_literal(&shape->elems[k], src + packed_leaf_offset(shape, k), &leaves[k]);
+    st = output_literal(&shape->elems[k], src + hlo_buffer_packed_element_offset(shape, k, CPU_ALIGNMENT), &leaves[k]);
   if (st) {
     for (int k = 0; k < n; k++) literal_free(leaves[k]);
     free(leaves);

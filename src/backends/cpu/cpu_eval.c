@@ -8,6 +8,7 @@
 
 #include "backends/cpu/cpu_eval.h"
 #include "eval/eval.h"
+#include "hlo/buffer_assignment.h"
 #include "hlo/builder.h"
 #include "hlo/shape.h"
 
@@ -32,17 +33,6 @@ int cpu_eval_leaf_count(const hlo_shape *s) {
   return n;
 }
 
-static int64_t align_up(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
-/* Mirrors buffer assignment's packing: arrays as they are, tuple elements one after
- * the other, each starting at an aligned offset. */
-int64_t cpu_eval_packed_bytes(const hlo_shape *s, int64_t align) {
-  if (!shape_is_tuple(s)) return shape_byte_size(s);
-  int64_t total = 0;
-  for (int k = 0; k < s->n_elems; k++) total += align_up(cpu_eval_packed_bytes(&s->elems[k], align), align);
-  return total;
-}
-
 /* Walks s depth-first from byte `base`; *k counts down the leaves still to skip. */
 static bool find_leaf(const hlo_shape *s, int *k, int64_t align, int64_t base, int64_t *off) {
   if (!shape_is_tuple(s)) {
@@ -52,10 +42,8 @@ static bool find_leaf(const hlo_shape *s, int *k, int64_t align, int64_t base, i
     }
     return false;
   }
-  for (int e = 0; e < s->n_elems; e++) {
-    if (find_leaf(&s->elems[e], k, align, base, off)) return true;
-    base += align_up(cpu_eval_packed_bytes(&s->elems[e], align), align);
-  }
+  for (int e = 0; e < s->n_elems; e++)
+    if (find_leaf(&s->elems[e], k, align, base + hlo_buffer_packed_element_offset(s, e, align), off)) return true;
   return false;
 }
 

@@ -30,9 +30,6 @@ bool cpu_eval_supports(const hlo_instr *ins, strbuf *why);
 
 /* The array leaves of s, depth-first: 1 for an array. */
 int cpu_eval_leaf_count(const hlo_shape *s);
-/* The bytes of a value of shape s packed as buffer assignment packs tuples: arrays as
- * they are, tuple elements one after the other, each at an aligned offset. */
-int64_t cpu_eval_packed_bytes(const hlo_shape *s, int64_t alignment);
 /* The byte offset of leaf k of s inside a block packed as buffer assignment packs
  * tuples with this alignment (0 for an array). */
 int64_t cpu_eval_leaf_offset(const hlo_shape *s, int k, int64_t alignment);
