@@ -116,6 +116,11 @@ static bool classify(exec_cache *cache, exec_pnode *pn) {
     pn->kind = EK_INPUT;
     return true;
   }
+  kiln_status version = op_check_onnx_version(n); /* an ONNX op version kiln lacks */
+  if (version) {
+    kiln_status_free(version);
+    return false;
+  }
   if (is_tf_namespace(n)) {
     const char *b = graph_node_op_base(n);
     static const struct {
@@ -203,6 +208,12 @@ static void plan_free(exec_plan *p) {
 }
 
 static void list_unsupported(strbuf *b, const exec_pnode *pn, int count) {
+  kiln_status version = op_check_onnx_version(pn->node);
+  if (version) { /* its message names the node, the op version and what kiln has */
+    strbuf_printf(b, "%s%s", count ? ", " : "", kiln_status_message(version));
+    kiln_status_free(version);
+    return;
+  }
   const op_def *def = op_find(pn->node->op);
   strbuf_printf(b, "%snode %s (%s%s)", count ? ", " : "", pn->node->name, pn->node->op,
                 def ? ": registered without lowering or host kernel" : "");

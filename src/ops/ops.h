@@ -114,6 +114,21 @@ const op_def *op_find(const char *name);
 int op_count(void);
 const op_def *op_at(int i); /* sorted by name */
 
+/* ONNX op versions (ops_onnx_versions.c). ONNX versions an op by the opset at which
+ * each of its definitions took effect (its since-versions); a model of opset V uses the
+ * greatest one <= V. */
+/* The newest default-domain opset kiln knows the ops of. */
+int op_onnx_max_opset(void);
+/* The since-version of op_type ("Conv") that opset selects; 0 when op_type is no ONNX
+ * op at that opset. */
+int op_onnx_since_version(const char *op_type, int64_t opset);
+/* The since-versions [*lo, *hi] kiln implements op_type at; false for an op kiln lacks. */
+bool op_onnx_version_range(const char *op_type, int *lo, int *hi);
+/* NULL when node is not an ONNX default-domain op of kiln's, or when kiln implements the
+ * version of its op that its model's opset selects; else an error naming the node, the
+ * version, the opset and the versions kiln has. */
+kiln_status op_check_onnx_version(const graph_node *node);
+
 /* Error naming the node and op, for lowerings and kernels:
  *   "node conv1 (onnx.Conv): kernel_shape has 3 entries, input is 2-D" */
 kiln_status op_error(const graph_node *node, kiln_code code, const char *fmt, ...) KILN_PRINTF(3, 4);

@@ -921,6 +921,16 @@ kiln_status onnx_attr_floats(const graph_node *node, const char *name, double *b
   return NULL;
 }
 
+/* TensorProto.DataType's enum names, at their numbers (ONNX's onnx.proto). */
+static graph_dtype onnx_dtype_from_name(const char *s, size_t n) {
+  static const char *const names[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",      "UINT16", "INT16",
+                                      "INT32",     "INT64",  "STRING",    "BOOL",      "FLOAT16", "DOUBLE",
+                                      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
+  for (int i = 1; i < (int)(sizeof names / sizeof names[0]); i++)
+    if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0) return graph_dtype_from_onnx(i);
+  return GRAPH_DT_INVALID;
+}
+
 kiln_status onnx_attr_dtype(const graph_node *node, const char *name, graph_dtype *out) {
   const graph_attr_value *a = graph_node_attr(node, name);
   if (!a) return op_error(node, KILN_INVALID_ARGUMENT, "attribute %s is missing", name);
@@ -928,6 +938,8 @@ kiln_status onnx_attr_dtype(const graph_node *node, const char *name, graph_dtyp
     *out = a->type;
   else if (a->kind == GRAPH_ATTR_INT)
     *out = graph_dtype_from_onnx((int)(a->i >= 0 && a->i < 1000 ? a->i : 0));
+  else if (a->kind == GRAPH_ATTR_STRING) /* Cast-1 names its target: "FLOAT", "INT64"... */
+    *out = onnx_dtype_from_name(a->s.data, a->s.len);
   else
     return op_error(node, KILN_INVALID_ARGUMENT, "attribute %s must be a data type", name);
   if (*out == GRAPH_DT_INVALID)

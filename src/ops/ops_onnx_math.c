@@ -88,11 +88,32 @@ static const binary_entry binary_ops[] = {
     {"BitwiseXor", HLO_OP_XOR},
 };
 
+/* Before opset 7 the binary ops broadcast only when attribute broadcast=1, and then B's
+ * dims line up with A's starting at attribute axis (by default at the trailing end, as
+ * numpy would): B becomes A's rank with ones around its dims. Without broadcast=1 the
+ * shapes must already agree, which the numpy-style path checks as well. */
+static kiln_status legacy_broadcast(op_lower_ctx *ctx, hlo_instr *a, hlo_instr **b) {
+  if (!(ctx->opset > 0 && ctx->opset < 7) || graph_node_attr_int_or(ctx->node, "broadcast", 0) == 0) return NULL;
+  int ra = a->shape.rank, rb = (*b)->shape.rank;
+  if (!graph_node_attr(ctx->node, "axis")) return NULL;
+  int64_t axis = graph_node_attr_int_or(ctx->node, "axis", 0);
+  if (axis < 0) axis += ra;
+  if (axis < 0 || axis + rb > ra)
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "legacy broadcast: axis %lld does not fit a rank-%d B into rank %d",
+                    (long long)graph_node_attr_int_or(ctx->node, "axis", 0), rb, ra);
+  int64_t dims[HLO_MAX_RANK];
+  for (int i = 0; i < ra; i++) dims[i] = 1;
+  for (int i = 0; i < rb; i++) dims[axis + i] = (*b)->shape.dims[i];
+  L(oplib_reshape(ctx->comp, *b, ra, dims, b));
+  return NULL;
+}
+
 static kiln_status lower_binary(op_lower_ctx *ctx) {
   const char *base = graph_node_op_base(ctx->node);
   hlo_instr *a, *b, *r;
   TRY(onnx_require_input(ctx, 0, &a));
   TRY(onnx_require_input(ctx, 1, &b));
+  TRY(legacy_broadcast(ctx, a, &b));
   for (size_t i = 0; i < sizeof binary_ops / sizeof binary_ops[0]; i++) {
     if (strcmp(binary_ops[i].name, base) != 0) continue;
     L(oplib_binary(ctx->comp, binary_ops[i].op, a, b, &r));
@@ -116,6 +137,7 @@ static kiln_status lower_compare(op_lower_ctx *ctx) {
   hlo_instr *a, *b, *r;
   TRY(onnx_require_input(ctx, 0, &a));
   TRY(onnx_require_input(ctx, 1, &b));
+  TRY(legacy_broadcast(ctx, a, &b));
   for (size_t i = 0; i < sizeof compare_ops / sizeof compare_ops[0]; i++) {
     if (strcmp(compare_ops[i].name, base) != 0) continue;
     L(oplib_compare(ctx->comp, compare_ops[i].dir, a, b, &r));
@@ -128,6 +150,7 @@ static kiln_status lower_pow(op_lower_ctx *ctx) {
   hlo_instr *a, *b, *r;
   TRY(onnx_require_input(ctx, 0, &a));
   TRY(onnx_require_input(ctx, 1, &b));
+  TRY(legacy_broadcast(ctx, a, &b));
   hlo_type ta = a->shape.type, tb = b->shape.type;
   if (ta == tb || hlo_type_is_float(ta)) {
     L(oplib_convert(ctx->comp, b, ta, &b));
@@ -204,6 +227,14 @@ static kiln_status lower_prelu(op_lower_ctx *ctx) {
   hlo_instr *x, *slope, *zero, *neg, *scaled, *r;
   TRY(onnx_require_input(ctx, 0, &x));
   TRY(onnx_require_input(ctx, 1, &slope));
+  /* Before opset 7 a 1-D slope of C values is per channel (dim 1), not numpy-aligned. */
+  if (ctx->opset > 0 && ctx->opset < 7 && slope->shape.rank == 1 && x->shape.rank > 2 &&
+      slope->shape.dims[0] == x->shape.dims[1] && slope->shape.dims[0] != 1) {
+    int64_t dims[HLO_MAX_RANK];
+    dims[0] = slope->shape.dims[0];
+    for (int i = 1; i < x->shape.rank - 1; i++) dims[i] = 1;
+    L(oplib_reshape(ctx->comp, slope, x->shape.rank - 1, dims, &slope));
+  }
   L(oplib_broadcast_to(ctx->comp, slope, x->shape.rank, x->shape.dims, &slope));
   L(like(ctx, x, 0, &zero));
   L(hlo_build_compare(ctx->comp, HLO_DIR_LT, x, zero, &neg));

@@ -110,7 +110,9 @@ static kiln_status lower_concat(op_lower_ctx *ctx) {
   int64_t axis = 0;
   if (!st) {
     const graph_attr_value *a = graph_node_attr(ctx->node, "axis");
-    if (!a || a->kind != GRAPH_ATTR_INT)
+    if (!a && ctx->opset > 0 && ctx->opset < 4) /* Concat-1: axis defaults to 1 */
+      st = oplib_wrap(ctx->node, oplib_normalize_axis(1, xs[0]->shape.rank, &axis));
+    else if (!a || a->kind != GRAPH_ATTR_INT)
       st = op_error(ctx->node, KILN_INVALID_ARGUMENT, "attribute axis is required");
     else
       st = oplib_wrap(ctx->node, oplib_normalize_axis(a->i, xs[0]->shape.rank, &axis));

@@ -320,7 +320,7 @@ def broken(out):
                           initializer=[nodata])
     save(out, "missing_init_data.onnx", model(g))
     g = helper.make_graph([relu("X", "Y", name="r")], "new", [x], [y])
-    save(out, "opset22.onnx", model(g, opset=22))
+    save(out, "opset29.onnx", model(g, opset=29))
     g = helper.make_graph([relu("X", "Y", name="r")], "old", [x], [y])
     save(out, "opset6.onnx", model(g, opset=6))
     sparse = helper.make_node("Constant", [], ["Y"], name="sp")

@@ -36,16 +36,15 @@ static kiln_status collect_opsets(onnx_ctx *ctx) {
         return ERR_INVALID("opset_import names the default domain twice (versions %" PRId64 " and %" PRId64 ")",
                            ctx->opset, version);
       if (version < ONNX_IMPORT_MIN_OPSET || version > ONNX_IMPORT_MAX_OPSET)
-        return ERR_UNIMPLEMENTED("default-domain opset %" PRId64 " is not supported (kiln imports opsets %d to %d)",
+        return ERR_UNIMPLEMENTED("default-domain opset %" PRId64 " is not supported (kiln knows the ops of opsets %d to %d)",
                                  version, ONNX_IMPORT_MIN_OPSET, ONNX_IMPORT_MAX_OPSET);
       ctx->opset = version;
     } else {
       ctx->domains[ctx->n_domains++] = (onnx_domain_opset){domain, version};
     }
   }
-  if (!m->n_opset_import && m->has_ir_version && m->ir_version < 3)
-    return ERR_UNIMPLEMENTED("IR version %" PRId64 " models (opset 1) are not supported (kiln imports opsets %d to %d)",
-                             m->ir_version, ONNX_IMPORT_MIN_OPSET, ONNX_IMPORT_MAX_OPSET);
+  /* Before IR version 3 a model named no opsets: its ops are opset 1's. */
+  if (!m->n_opset_import && m->has_ir_version && m->ir_version < 3) ctx->opset = 1;
   return NULL;
 }
 

@@ -5,9 +5,12 @@
  * values, graph.h connects (node, port) pairs and has no notion of an absent input or of
  * an implicitly captured outer value, so the importer fixes the following conventions.
  *
- * Graph. framework "onnx"; graph->opset holds the default domain's opset (7..21, see
- * ONNX_IMPORT_MIN_OPSET/MAX_OPSET; other versions are refused as unimplemented), on the
- * root and on every body function alike. In each graph the inputs come first, then
+ * Graph. framework "onnx"; graph->opset holds the default domain's opset (1..28, see
+ * ONNX_IMPORT_MIN_OPSET/MAX_OPSET; a newer one is refused, as kiln cannot know its ops),
+ * on the root and on every body function alike. Which op versions kiln implements is
+ * the op library's to say, per node (op_check_onnx_version in ops/ops.h; the executor
+ * refuses a node whose version is missing); ONNX_IMPORT_MAX_OPSET equals the op
+ * library's op_onnx_max_opset() (a unit test holds them together). In each graph the inputs come first, then
  * the constants made from initializers, then the nodes in a topological order of the
  * ONNX node list (the file's own order when it is already sorted, as ONNX requires).
  *
@@ -86,8 +89,8 @@
 #include "base/status.h"
 #include "graph/graph.h"
 
-#define ONNX_IMPORT_MIN_OPSET 7
-#define ONNX_IMPORT_MAX_OPSET 21
+#define ONNX_IMPORT_MIN_OPSET 1
+#define ONNX_IMPORT_MAX_OPSET 28
 
 /* Model-local functions calling each other can expand exponentially; inlining more
  * nodes plus calls than this is a RESOURCE_EXHAUSTED error. Default 1 << 20; the fuzz target

@@ -1,0 +1,12 @@
+# ONNX's conformance suite (node test cases generated from the pinned onnx package, and
+# the legacy backend test models its wheel ships), run on kiln and ONNX Runtime by
+# run_onnx_suite.py in a reference environment of its own (BUILD/onnx-suite-venv).
+# Fails when a case listed in kiln_passes.txt stops passing, or when kiln crashes or
+# hangs on any case. Included by tests/CMakeLists.txt.
+if(NOT KILN_TSAN AND NOT KILN_FUZZ)
+  add_test(NAME onnx_suite.conformance
+           COMMAND ${KILN_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/run_onnx_suite.py --kiln $<TARGET_FILE:kiln>
+                   --venv ${CMAKE_BINARY_DIR}/onnx-suite-venv --work ${CMAKE_BINARY_DIR}/onnx-suite
+           WORKING_DIRECTORY ${CMAKE_SOURCE_DIR})
+  set_tests_properties(onnx_suite.conformance PROPERTIES LABELS reference TIMEOUT 1200)
+endif()
