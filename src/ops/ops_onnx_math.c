@@ -198,8 +198,8 @@ static kiln_status lower_bitshift(op_lower_ctx *ctx) {
   hlo_opcode op;
   if (strcmp(dir, "LEFT") == 0)
     op = HLO_OP_SHIFT_LEFT;
-  else if (strcmp(dir, "RIGHT") == 0)
-    op = HLO_OP_SHIFT_RIGHT_LOGICAL;
+  else if (strcmp(dir, "RIGHT") == 0) /* BitShift-28: signed types shift arithmetically */
+    op = hlo_type_is_signed_int(a->shape.type) ? HLO_OP_SHIFT_RIGHT_ARITHMETIC : HLO_OP_SHIFT_RIGHT_LOGICAL;
   else
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "direction must be LEFT or RIGHT, got \"%s\"", dir);
   L(oplib_binary(ctx->comp, op, a, b, &r));
@@ -543,35 +543,81 @@ static kiln_status lower_castlike(op_lower_ctx *ctx) {
 /* ------------------------------------------------------------ quantisation ---- */
 
 /* A scale or zero point shaped for x: scalars broadcast, 1-D per-axis vectors go along
- * `axis` (ONNX's per-axis quantisation). */
-static kiln_status quant_param(op_lower_ctx *ctx, hlo_instr *v, hlo_instr *x, int64_t axis, hlo_instr **out) {
+ * `axis` (ONNX's per-axis quantisation), and with block > 0 (blocked quantisation,
+ * opset 21) v has x's rank with ceil(n / block) entries along axis, each standing for
+ * `block` consecutive elements of x there. */
+static kiln_status quant_param(op_lower_ctx *ctx, hlo_instr *v, hlo_instr *x, int64_t axis, int64_t block,
+                               hlo_instr **out) {
+  if (block > 0) {
+    int r = x->shape.rank;
+    bool fits = v->shape.rank == r && r > 0 && r < HLO_MAX_RANK;
+    for (int i = 0; fits && i < r; i++)
+      fits = i == axis ? v->shape.dims[i] == (x->shape.dims[i] + block - 1) / block : v->shape.dims[i] == x->shape.dims[i];
+    if (!fits)
+      return op_error(ctx->node, KILN_INVALID_ARGUMENT,
+                      "blocked quantisation: a scale/zero point of rank %d does not cover x of rank %d in blocks of %lld "
+                      "along axis %lld",
+                      v->shape.rank, r, (long long)block, (long long)axis);
+    /* [.., B, ..] -> [.., B, block, ..] -> [.., B*block, ..] -> the first n along axis. */
+    int64_t wide[HLO_MAX_RANK], map[HLO_MAX_RANK], flat[HLO_MAX_RANK];
+    for (int i = 0, k = 0; i <= r; i++) {
+      if (i == axis + 1) {
+        wide[i] = block;
+        continue;
+      }
+      wide[i] = v->shape.dims[k];
+      map[k++] = i;
+    }
+    L(hlo_build_broadcast(ctx->comp, v, r + 1, wide, map, &v));
+    for (int i = 0; i < r; i++) flat[i] = i == axis ? v->shape.dims[i] * block : v->shape.dims[i < axis ? i : i + 1];
+    L(oplib_reshape(ctx->comp, v, r, flat, &v));
+    int64_t lo[HLO_MAX_RANK] = {0}, hi[HLO_MAX_RANK], st[HLO_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+      hi[i] = x->shape.dims[i];
+      st[i] = 1;
+    }
+    L(hlo_build_slice(ctx->comp, v, lo, hi, st, out));
+    return NULL;
+  }
   if (shape_elements(&v->shape) == 1) {
     L(oplib_reshape(ctx->comp, v, 0, NULL, &v));
     L(hlo_build_broadcast(ctx->comp, v, x->shape.rank, x->shape.dims, NULL, out));
     return NULL;
   }
   if (v->shape.rank != 1 || x->shape.rank == 0 || v->shape.dims[0] != x->shape.dims[axis])
-    return op_error(ctx->node, KILN_UNIMPLEMENTED,
-                    "scale/zero point must be a scalar or a vector along axis %lld (blocked quantisation is not "
-                    "supported)",
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT,
+                    "scale/zero point must be a scalar, a vector along axis %lld or (with block_size) x's rank",
                     (long long)axis);
   L(hlo_build_broadcast(ctx->comp, v, x->shape.rank, x->shape.dims, &axis, out));
   return NULL;
 }
 
-/* The quantisation axis of x for this scale. ONNX ignores `axis` for per-tensor
- * quantisation (a scalar or one-element scale), so it is only checked for per-axis
- * scales: the default axis 1 does not exist on a rank-1 x, which per-tensor Q/DQ nodes
- * (a quantised LayerNorm bias, say) have without saying axis=0. */
-static kiln_status quant_axis(op_lower_ctx *ctx, hlo_instr *x, hlo_instr *scale, int64_t *axis) {
+/* The quantisation axis of x for this scale, and the block size (0: none). ONNX ignores
+ * `axis` for per-tensor quantisation (a scalar or one-element scale), so it is only
+ * checked for per-axis and blocked scales: the default axis 1 does not exist on a
+ * rank-1 x, which per-tensor Q/DQ nodes (a quantised LayerNorm bias, say) have without
+ * saying axis=0. */
+static kiln_status quant_axis(op_lower_ctx *ctx, hlo_instr *x, hlo_instr *scale, int64_t *axis, int64_t *block) {
   int64_t a = graph_node_attr_int_or(ctx->node, "axis", 1);
-  int64_t block = graph_node_attr_int_or(ctx->node, "block_size", 0);
-  if (block != 0)
-    return op_error(ctx->node, KILN_UNIMPLEMENTED, "blocked quantisation (block_size %lld) is not supported",
-                    (long long)block);
+  *block = graph_node_attr_int_or(ctx->node, "block_size", 0);
+  if (*block < 0)
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "block_size %lld is negative", (long long)*block);
   *axis = 0;
-  if (x->shape.rank == 0 || shape_elements(&scale->shape) == 1) return NULL;
+  if (*block == 0 && (x->shape.rank == 0 || shape_elements(&scale->shape) == 1)) return NULL;
   L(oplib_normalize_axis(a, x->shape.rank, axis));
+  return NULL;
+}
+
+/* The HLO type named by optional dtype attribute `name` (0 or absent: *have false). */
+static kiln_status quant_dtype_attr(op_lower_ctx *ctx, const char *name, bool *have, hlo_type *out) {
+  *have = false;
+  const graph_attr_value *a = graph_node_attr(ctx->node, name);
+  if (!a || (a->kind == GRAPH_ATTR_INT && a->i == 0)) return NULL;
+  graph_dtype dt;
+  TRY(onnx_attr_dtype(ctx->node, name, &dt));
+  if (!graph_dtype_to_hlo(dt, out))
+    return op_error(ctx->node, KILN_UNIMPLEMENTED, "%s %s is not supported", name, graph_dtype_name(dt));
+  *have = true;
   return NULL;
 }
 
@@ -580,21 +626,31 @@ static kiln_status lower_quantize(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 0, &x));
   TRY(onnx_require_input(ctx, 1, &scale));
   if (!zp && onnx_const_input(ctx, 2)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 2), &zp));
-  hlo_type out_t = zp ? zp->shape.type : HLO_U8;
+  bool have_out, have_prec;
+  hlo_type out_t = zp ? zp->shape.type : HLO_U8, prec;
+  TRY(quant_dtype_attr(ctx, "output_dtype", &have_out, &out_t));
+  if (have_out && zp && zp->shape.type != out_t)
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "output_dtype %s differs from y_zero_point's type %s",
+                    hlo_type_name(out_t), hlo_type_name(zp->shape.type));
   if (!hlo_type_is_int(out_t))
     return op_error(ctx->node, KILN_UNIMPLEMENTED, "quantising to %s is not supported", hlo_type_name(out_t));
-  int64_t axis;
-  TRY(quant_axis(ctx, x, scale, &axis));
-  hlo_type ct = x->shape.type == HLO_F64 ? HLO_F64 : HLO_F32;
+  int64_t axis, block;
+  TRY(quant_axis(ctx, x, scale, &axis, &block));
+  /* The division's precision: attribute precision (opset 23), else f32 (f64 for f64 x). */
+  TRY(quant_dtype_attr(ctx, "precision", &have_prec, &prec));
+  hlo_type ct = have_prec ? prec : x->shape.type == HLO_F64 ? HLO_F64 : HLO_F32;
+  if (!hlo_type_is_float(ct))
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "precision must be a floating-point type, got %s",
+                    hlo_type_name(ct));
   hlo_instr *lo, *hi;
   L(oplib_convert(ctx->comp, x, ct, &x));
   L(oplib_convert(ctx->comp, scale, ct, &scale));
-  TRY(quant_param(ctx, scale, x, axis, &scale));
+  TRY(quant_param(ctx, scale, x, axis, block, &scale));
   L(hlo_build_binary(ctx->comp, HLO_OP_DIVIDE, x, scale, &y));
   L(hlo_build_unary(ctx->comp, HLO_OP_ROUND_NEAREST_EVEN, y, &y));
   if (zp) {
     L(oplib_convert(ctx->comp, zp, ct, &zp));
-    TRY(quant_param(ctx, zp, x, axis, &zp));
+    TRY(quant_param(ctx, zp, x, axis, block, &zp));
     L(hlo_build_binary(ctx->comp, HLO_OP_ADD, y, zp, &y));
   }
   /* Saturate to the output type's range before converting. */
@@ -612,22 +668,25 @@ static kiln_status lower_dequantize(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 0, &x));
   TRY(onnx_require_input(ctx, 1, &scale));
   if (!zp && onnx_const_input(ctx, 2)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 2), &zp));
-  int64_t axis;
-  TRY(quant_axis(ctx, x, scale, &axis));
-  hlo_type out_t = scale->shape.type;
+  int64_t axis, block;
+  TRY(quant_axis(ctx, x, scale, &axis, &block));
+  hlo_type out_t = scale->shape.type, asked;
   if (!hlo_type_is_float(out_t)) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "x_scale must be floating-point");
+  bool have_out;
+  TRY(quant_dtype_attr(ctx, "output_dtype", &have_out, &asked)); /* opset 23 */
   /* int32 inputs exceed f32's exact range: subtract the zero point in the wide type. */
   hlo_type wide = hlo_type_size(x->shape.type) >= 4 ? HLO_S64 : HLO_S32;
   if (hlo_type_is_float(x->shape.type)) wide = x->shape.type;
   L(oplib_convert(ctx->comp, x, wide, &y));
   if (zp) {
     L(oplib_convert(ctx->comp, zp, wide, &zp));
-    TRY(quant_param(ctx, zp, y, axis, &zp));
+    TRY(quant_param(ctx, zp, y, axis, block, &zp));
     L(hlo_build_binary(ctx->comp, HLO_OP_SUBTRACT, y, zp, &y));
   }
   L(oplib_convert(ctx->comp, y, out_t, &y));
-  TRY(quant_param(ctx, scale, y, axis, &scale));
+  TRY(quant_param(ctx, scale, y, axis, block, &scale));
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, y, scale, &y));
+  if (have_out) L(oplib_convert(ctx->comp, y, asked, &y));
   return set_output(ctx, 0, y);
 }
 

@@ -899,11 +899,25 @@ static void test_quantize_rank1(void) {
   tc_input(&t, lit_f32(1, (int64_t[]){3}, (float[]){0.5f, 0.25f, 1.0f}), true);
   CHECK_ERR(tc_run(&t), "node n (onnx.QuantizeLinear): axis 1 is out of range for rank 1");
   tc_free(&t);
+  /* Blocked (opset 21): each scale / zero point covers block_size consecutive elements
+   * along axis, the last block short: 5 elements in blocks of 2 take 3 of them. */
   tc_init(&t, "DequantizeLinear", 21);
   graph_node_set_attr_int(t.node, "block_size", 2);
+  graph_node_set_attr_int(t.node, "axis", 0);
+  tc_input(&t, lit_typed(HLO_U8, 1, (int64_t[]){5}, (double[]){1, 2, 3, 4, 5}), false);
+  tc_input(&t, lit_f32(1, (int64_t[]){3}, (float[]){0.5f, 0.25f, 2.0f}), true);
+  tc_input(&t, lit_typed(HLO_U8, 1, (int64_t[]){3}, (double[]){1, 2, 3}), true);
+  RUN(&t);
+  check_close(t.out[0], (float[]){(1 - 1) * 0.5f, (2 - 1) * 0.5f, (3 - 2) * 0.25f, (4 - 2) * 0.25f, (5 - 3) * 2.0f}, 5,
+              __LINE__);
+  tc_free(&t);
+  /* A blocked scale that does not cover x is refused by shape. */
+  tc_init(&t, "DequantizeLinear", 21);
+  graph_node_set_attr_int(t.node, "block_size", 2);
+  graph_node_set_attr_int(t.node, "axis", 0);
   tc_input(&t, lit_typed(HLO_U8, 1, (int64_t[]){4}, (double[]){1, 2, 3, 4}), false);
-  tc_input(&t, lit_f32(1, (int64_t[]){2}, (float[]){0.5f, 0.25f}), true);
-  CHECK_ERR(tc_run(&t), "blocked quantisation (block_size 2) is not supported");
+  tc_input(&t, lit_f32(1, (int64_t[]){3}, (float[]){0.5f, 0.25f, 1.0f}), true);
+  CHECK_ERR(tc_run(&t), "blocked quantisation: a scale/zero point of rank 1 does not cover x of rank 1 in blocks of 2");
   tc_free(&t);
 }
 
