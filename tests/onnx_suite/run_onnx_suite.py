@@ -11,7 +11,8 @@ The cases:
     onnx's own dummy data, arange/n, and its expected output is shipped beside it).
 
 Each case runs twice: `kiln run model.onnx -i NAME=PATH.npy ... -o DIR` (one process per
-data set, so a crash is one failed case), and ONNX Runtime's CPU provider in this
+data set, so a crash is one failed case; bfloat16 values travel as float32 .npy files,
+the CLI's documented mapping, as numpy has no bfloat16), and ONNX Runtime's CPU provider in this
 process. Both are compared with the recorded outputs by onnx's own rule
 (onnx.backend.test.runner: same count, shape and dtype; strings and ints exactly;
 floats by assert_allclose with the case's rtol/atol, 1e-3/1e-7 unless the case says
@@ -255,6 +256,8 @@ def run_kiln(kiln, case, ins, outs, work):
                 return "input %s: a %s (the kiln CLI takes tensors)" % (ins[i].name, type(v).__name__), False
             if v.dtype == object:
                 return "input %s: strings (the kiln CLI reads no string .npy)" % ins[i].name, False
+            if v.dtype.name == "bfloat16":  # the CLI's documented mapping: bf16 travels as f32
+                v = v.astype(np.float32)
             p = os.path.join(d, "in_%d.npy" % i)
             np.save(p, v)
             cmd += ["-i", "%s=%s" % (ins[i].name, p)]
@@ -268,12 +271,16 @@ def run_kiln(kiln, case, ins, outs, work):
             err = [x for x in r.stderr.strip().splitlines() if x.strip()]
             return (err[0] if err else "exit 1")[:400], False
         got = []
-        for o in outs[:len(expected)]:
+        for j, o in enumerate(outs[:len(expected)]):
             p = os.path.join(d, "out", safe_name(o.name) + ".npy")
             if not os.path.isfile(p):
                 return "output %s not written" % o.name, False
             try:
-                got.append(np.load(p, allow_pickle=False))
+                g = np.load(p, allow_pickle=False)
+                ref = as_array(expected[j])
+                if isinstance(ref, np.ndarray) and ref.dtype.name == "bfloat16" and g.dtype == np.float32:
+                    g = g.astype(ref.dtype)  # bf16 outputs are written as f32 (exact: they are bf16 values)
+                got.append(g)
             except Exception as e:  # noqa: BLE001
                 return "output %s: unreadable .npy (%s)" % (o.name, e), False
         why = compare(expected, got, case.rtol, case.atol)
