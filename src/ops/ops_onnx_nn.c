@@ -464,15 +464,54 @@ static kiln_status channel_param(op_lower_ctx *ctx, int pos, hlo_instr *like, hl
                   (long long)(like->shape.rank >= 2 ? like->shape.dims[1] : 1));
 }
 
+/* BatchNormalization with training_mode=1 (opset 14+): normalises with the batch's own
+ * statistics (mean and population variance over every axis but the channel axis 1) and
+ * outputs the updated running statistics, input * momentum + batch * (1 - momentum). */
+static kiln_status lower_batchnorm_training(op_lower_ctx *ctx, hlo_instr *x, double eps) {
+  double momentum = graph_node_attr_float_or(ctx->node, "momentum", 0.9f);
+  int64_t axes[HLO_MAX_RANK], one = 1;
+  int n = 0;
+  for (int i = 0; i < x->shape.rank; i++)
+    if (i != 1) axes[n++] = i;
+  hlo_instr *mean, *var, *d, *t, *scale, *bias, *y;
+  L(oplib_reduce_mean(ctx->comp, x, n, axes, false, &mean)); /* [C] */
+  L(hlo_build_broadcast(ctx->comp, mean, x->shape.rank, x->shape.dims, &one, &t));
+  L(hlo_build_binary(ctx->comp, HLO_OP_SUBTRACT, x, t, &d));
+  L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, d, d, &t));
+  L(oplib_reduce_mean(ctx->comp, t, n, axes, false, &var)); /* [C], population variance */
+  L(oplib_binary_scalar(ctx->comp, HLO_OP_ADD, var, eps, &t));
+  L(hlo_build_unary(ctx->comp, HLO_OP_RSQRT, t, &t));
+  L(hlo_build_broadcast(ctx->comp, t, x->shape.rank, x->shape.dims, &one, &t));
+  TRY(channel_param(ctx, 1, x, &scale));
+  TRY(channel_param(ctx, 2, x, &bias));
+  L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, d, t, &y));
+  L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, y, scale, &y));
+  L(hlo_build_binary(ctx->comp, HLO_OP_ADD, y, bias, &y));
+  set_output(ctx, 0, y);
+  hlo_instr *batch[2] = {mean, var};
+  for (int i = 1; i < ctx->n_outputs && i < 3; i++) {
+    hlo_instr *run, *a, *b;
+    TRY(onnx_require_input(ctx, 2 + i, &run));
+    L(oplib_convert(ctx->comp, run, x->shape.type, &run));
+    if (run->shape.rank != 1 || run->shape.dims[0] != batch[i - 1]->shape.dims[0])
+      return op_error(ctx->node, KILN_INVALID_ARGUMENT, "input %d must have shape [%lld]", 2 + i,
+                      (long long)batch[i - 1]->shape.dims[0]);
+    L(oplib_binary_scalar(ctx->comp, HLO_OP_MULTIPLY, run, momentum, &a));
+    L(oplib_binary_scalar(ctx->comp, HLO_OP_MULTIPLY, batch[i - 1], 1.0 - momentum, &b));
+    L(hlo_build_binary(ctx->comp, HLO_OP_ADD, a, b, &a));
+    set_output(ctx, i, a);
+  }
+  return NULL;
+}
+
 static kiln_status lower_batchnorm(op_lower_ctx *ctx) {
   hlo_instr *x, *scale, *bias, *mean, *var, *t, *y;
   TRY(onnx_require_input(ctx, 0, &x));
   TRY(need_rank_at_least(ctx, x, 2, "input X"));
   if (!hlo_type_is_float(x->shape.type))
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "needs a floating-point input");
-  if (graph_node_attr_int_or(ctx->node, "training_mode", 0) != 0)
-    return op_error(ctx->node, KILN_UNIMPLEMENTED, "training_mode=1 is not supported (inference only)");
   double eps = graph_node_attr_float_or(ctx->node, "epsilon", 1e-5f);
+  if (graph_node_attr_int_or(ctx->node, "training_mode", 0) != 0) return lower_batchnorm_training(ctx, x, eps);
   TRY(channel_param(ctx, 1, x, &scale));
   TRY(channel_param(ctx, 2, x, &bias));
   TRY(channel_param(ctx, 3, x, &mean));
