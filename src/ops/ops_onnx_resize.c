@@ -1,4 +1,4 @@
-/* ONNX Resize (opsets 10-19) and the deprecated Upsample.
+/* ONNX Resize (opsets 10-19, antialias included) and the deprecated Upsample.
  *
  * Resampling is separable: every mode ONNX defines (nearest, linear, cubic) computes
  * each output coordinate of an axis from one input coordinate, and the N-D result is
@@ -36,6 +36,7 @@ typedef struct rs_params {
   rs_nearest nearest;
   float cubic_a;
   bool exclude_outside;
+  bool antialias; /* linear/cubic filters stretched by 1/scale when downsampling (opset 18) */
   float extrapolation;
 } rs_params;
 
@@ -99,9 +100,52 @@ static void rs_axis_free(rs_axis *a) {
   free(a->outside);
 }
 
+/* The cubic convolution kernel of parameter A at distance x. */
+static double rs_cubic(double x, double A) {
+  x = fabs(x);
+  if (x <= 1) return ((A + 2) * x - (A + 3)) * x * x + 1;
+  if (x < 2) return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A;
+  return 0;
+}
+
+/* Antialiased taps of one output (ONNX Resize's antialias=1): the linear (support 1) or
+ * cubic (support 2) filter stretched by 1/s, s = min(scale, 1), over the ntaps input
+ * positions around orig; orig's integer part is the tap base, with an integral orig
+ * counted as the right end of the interval below it (ratio in (0, 1]). Positions past
+ * the edges read the edge element, or (exclude_outside) drop out before the weights
+ * are normalised to sum 1. */
+static void rs_antialias_taps(const rs_params *p, int64_t in, float scale, float orig, int ntaps, int64_t *ix,
+                              double *w) {
+  double s = scale < 1 ? scale : 1;
+  double base = floor((double)orig), ratio = (double)orig - base;
+  if (ratio == 0) {
+    ratio = 1;
+    base -= 1;
+  }
+  int start = 1 - ntaps / 2;
+  double sum = 0;
+  for (int t = 0; t < ntaps; t++) {
+    double at = (double)(start + t);
+    double c = p->mode == RS_LINEAR ? fmax(0.0, 1 - fabs((at - ratio) * s)) : rs_cubic((at - ratio) * s, p->cubic_a);
+    int64_t j = (int64_t)base + start + t;
+    if (p->exclude_outside && (j < 0 || j >= in)) c = 0;
+    ix[t] = j < 0 ? 0 : j > in - 1 ? in - 1 : j;
+    w[t] = c;
+    sum += c;
+  }
+  for (int t = 0; t < ntaps; t++) w[t] = sum != 0 ? w[t] / sum : 0;
+}
+
+/* Taps per output of an antialiased axis: 2 - 2 * (floor(-support / s) + 1). */
+static int rs_antialias_ntaps(const rs_params *p, float scale) {
+  double s = scale < 1 ? scale : 1, support = p->mode == RS_LINEAR ? 1 : 2;
+  return 2 - 2 * ((int)floor(-support / s) + 1);
+}
+
 static void rs_plan_axis(const rs_params *p, int64_t in, int64_t out, float scale, float roi_start, float roi_end,
                          rs_axis *a) {
-  a->ntaps = p->mode == RS_NEAREST ? 1 : p->mode == RS_LINEAR ? 2 : 4;
+  bool aa = p->antialias && p->mode != RS_NEAREST;
+  a->ntaps = aa ? rs_antialias_ntaps(p, scale) : p->mode == RS_NEAREST ? 1 : p->mode == RS_LINEAR ? 2 : 4;
   size_t n = (size_t)(out ? out : 1) * (size_t)a->ntaps;
   a->idx = malloc(n * sizeof *a->idx);
   a->w = malloc(n * sizeof *a->w);
@@ -117,7 +161,9 @@ static void rs_plan_axis(const rs_params *p, int64_t in, int64_t out, float scal
     }
     int64_t *ix = a->idx + o * a->ntaps;
     double *w = a->w + o * a->ntaps;
-    if (p->mode == RS_NEAREST) {
+    if (aa) {
+      rs_antialias_taps(p, in, scale, orig, a->ntaps, ix, w);
+    } else if (p->mode == RS_NEAREST) {
       int64_t i = rs_nearest_index(p->nearest, orig, scale < 1);
       ix[0] = i < 0 ? 0 : i > in - 1 ? in - 1 : i;
       w[0] = 1;
@@ -237,6 +283,7 @@ static kiln_status rs_parse(op_lower_ctx *ctx, bool legacy, rs_params *p) {
   }
   p->cubic_a = graph_node_attr_float_or(n, "cubic_coeff_a", -0.75f);
   p->exclude_outside = graph_node_attr_int_or(n, "exclude_outside", 0) != 0;
+  p->antialias = graph_node_attr_int_or(n, "antialias", 0) != 0;
   p->extrapolation = graph_node_attr_float_or(n, "extrapolation_value", 0.0f);
   return NULL;
 }
@@ -363,10 +410,13 @@ static kiln_status lower_resize(op_lower_ctx *ctx) {
       }
     }
   }
-  if (graph_node_attr_int_or(ctx->node, "antialias", 0) != 0)
+  /* Antialiasing bounds the filter's taps (a 1/1000 downscale would take thousands). */
+  if (p.antialias && p.mode != RS_NEAREST)
     for (int i = 0; i < r; i++)
-      if (scales[i] < 1)
-        return op_error(ctx->node, KILN_UNIMPLEMENTED, "antialiased downsampling is not supported");
+      if (out[i] != x->shape.dims[i] && rs_antialias_ntaps(&p, scales[i]) > 256)
+        return op_error(ctx->node, KILN_UNIMPLEMENTED,
+                        "antialiased downsampling by %g along axis %d needs %d taps per output (kiln takes 256)",
+                        (double)scales[i], i, rs_antialias_ntaps(&p, scales[i]));
   bool same = true;
   for (int i = 0; i < r; i++) same &= out[i] == x->shape.dims[i];
   if (same) {
