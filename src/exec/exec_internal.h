@@ -6,6 +6,7 @@
  * op_runner.c    op-library ops: single-op HLO modules, the compile cache, host kernels
  * natives.c      the table of ops the executor interprets, and the simple ones
  * resources.c    resource variables, TensorArrayV3 family, TensorList family
+ * sequences.c    ONNX sequence and optional ops over the TensorList list values
  * functional.c   ONNX If/Loop/Scan, TF If/While/PartitionedCall
  * key_table.c    the byte-keyed hash table and key builders both compile caches use
  * cluster_runner.c  kiln.Cluster call nodes: one HLO module per cluster signature
@@ -86,6 +87,18 @@ kiln_status exec_tl_resize(exec_node_ctx *c);
 kiln_status exec_tl_concat(exec_node_ctx *c);
 kiln_status exec_tl_split(exec_node_ctx *c);
 
+kiln_status exec_seq_construct(exec_node_ctx *c);
+kiln_status exec_seq_empty(exec_node_ctx *c);
+kiln_status exec_seq_insert(exec_node_ctx *c);
+kiln_status exec_seq_erase(exec_node_ctx *c);
+kiln_status exec_seq_at(exec_node_ctx *c);
+kiln_status exec_seq_length(exec_node_ctx *c);
+kiln_status exec_seq_split(exec_node_ctx *c);
+kiln_status exec_seq_concat(exec_node_ctx *c);
+kiln_status exec_opt_make(exec_node_ctx *c);
+kiln_status exec_opt_has_element(exec_node_ctx *c);
+kiln_status exec_opt_get_element(exec_node_ctx *c);
+
 kiln_status exec_onnx_if(exec_node_ctx *c);
 kiln_status exec_onnx_loop(exec_node_ctx *c);
 kiln_status exec_onnx_scan(exec_node_ctx *c);
@@ -121,6 +134,38 @@ kiln_status exec_var_lookup(executor *e, const graph_tensor *handle, const char 
                             const graph_tensor **value);
 kiln_status exec_var_read_value(executor *e, const graph_tensor *handle, graph_tensor **out);
 kiln_status exec_var_write_value(executor *e, const graph_tensor *handle, graph_tensor *value);
+
+/* List values (resources.c): TensorLists, and ONNX sequences and optionals
+ * (sequences.c), all DT_VARIANT scalar handles into step state that live until the
+ * top-level run ends. A list is a value: ops that change one take a writable list
+ * (exec_list_writable), which is the input itself when nothing else holds its handle
+ * tensor, else a fresh copy sharing the element tensors. */
+typedef enum exec_list_kind {
+  EXEC_LIST_TENSOR_LIST = 0, /* TF TensorList */
+  EXEC_LIST_SEQUENCE,        /* ONNX sequence */
+  EXEC_LIST_OPTIONAL,        /* ONNX optional: 0 (none) or 1 element, a tensor or a sequence handle */
+} exec_list_kind;
+
+typedef struct exec_list {
+  graph_dtype dtype; /* element dtype; INVALID while unknown */
+  graph_shape element_shape;
+  int64_t n, cap;
+  graph_tensor **elems; /* NULL: uninitialized element (TensorList only) */
+  exec_list_kind kind;
+} exec_list;
+
+/* A new list of n uninitialized elements (kind TENSOR_LIST; set l->kind after) and its
+ * handle. */
+kiln_status exec_list_new(exec_node_ctx *c, graph_dtype dtype, const graph_shape *shape, int64_t n, exec_list **list,
+                          graph_tensor **handle);
+/* The list data input `input` refers to; an error when it is not a list handle. */
+kiln_status exec_list_input(exec_node_ctx *c, int input, exec_list **out);
+/* The list an updating op may change (see above); *handle is its handle, a new reference. */
+kiln_status exec_list_writable(exec_node_ctx *c, int input, exec_list **out, graph_tensor **handle);
+/* Grows (new elements NULL) or shrinks (releasing elements) to n elements. */
+kiln_status exec_list_resize(exec_list *l, int64_t n);
+/* The list t is a handle of, or NULL when t is not a valid list handle of this run. */
+exec_list *exec_list_lookup(executor *e, const graph_tensor *t);
 
 /* ----------------------------------------------------------- cache keys ---- */
 

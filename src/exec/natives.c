@@ -3,8 +3,8 @@
  * Constants and identities are here because running them through a compiled HLO
  * module would copy every weight once per run and could not carry strings, resource
  * handles or TensorList variants; the stateful families (variables, TensorArray,
- * TensorList) live in resources.c and the ops that call function bodies in
- * functional.c. The table below is the single list of what the executor claims; it
+ * TensorList) live in resources.c, ONNX sequences and optionals in sequences.c and
+ * the ops that call function bodies in functional.c. The table below is the single list of what the executor claims; it
  * wins over the op library for these names. */
 #include <stdlib.h>
 #include <string.h>
@@ -13,11 +13,22 @@
 
 static const exec_native natives[] = {
     {"kiln.Cluster", exec_cluster},
+    {"onnx.ConcatFromSequence", exec_seq_concat},
     {"onnx.Constant", exec_native_const},
     {"onnx.Identity", exec_native_identity},
     {"onnx.If", exec_onnx_if},
     {"onnx.Loop", exec_onnx_loop},
+    {"onnx.Optional", exec_opt_make},
+    {"onnx.OptionalGetElement", exec_opt_get_element},
+    {"onnx.OptionalHasElement", exec_opt_has_element},
     {"onnx.Scan", exec_onnx_scan},
+    {"onnx.SequenceAt", exec_seq_at},
+    {"onnx.SequenceConstruct", exec_seq_construct},
+    {"onnx.SequenceEmpty", exec_seq_empty},
+    {"onnx.SequenceErase", exec_seq_erase},
+    {"onnx.SequenceInsert", exec_seq_insert},
+    {"onnx.SequenceLength", exec_seq_length},
+    {"onnx.SplitToSequence", exec_seq_split},
     {"tf.AssignAddVariableOp", exec_var_assign_add},
     {"tf.AssignSubVariableOp", exec_var_assign_sub},
     {"tf.AssignVariableOp", exec_var_assign},

@@ -37,13 +37,6 @@ typedef struct exec_ta {
   bool *written, *cleared;
 } exec_ta;
 
-typedef struct exec_list {
-  graph_dtype dtype;
-  graph_shape element_shape;
-  int64_t n, cap;
-  graph_tensor **elems; /* NULL: uninitialized element */
-} exec_list;
-
 struct exec_resources {
   int n_vars, cap_vars;
   exec_variable *vars;
@@ -643,6 +636,7 @@ static kiln_status writable_list(exec_node_ctx *c, int input, exec_list **out, g
   }
   exec_list *l;
   TRY(new_list(c, src->dtype, &src->element_shape, src->n, &l, handle));
+  l->kind = src->kind;
   for (int64_t i = 0; i < src->n; i++) l->elems[i] = src->elems[i] ? tensor_ref(src->elems[i]) : NULL;
   *out = l;
   return NULL;
@@ -667,6 +661,31 @@ static kiln_status list_resize(exec_list *l, int64_t n) {
   for (int64_t i = l->n; i < n; i++) l->elems[i] = NULL;
   l->n = n;
   return NULL;
+}
+
+/* The list API other files (sequences.c) build on: see exec_internal.h. */
+kiln_status exec_list_new(exec_node_ctx *c, graph_dtype dtype, const graph_shape *shape, int64_t n, exec_list **list,
+                          graph_tensor **handle) {
+  return new_list(c, dtype, shape, n, list, handle);
+}
+
+kiln_status exec_list_input(exec_node_ctx *c, int input, exec_list **out) { return get_list(c, input, out); }
+
+kiln_status exec_list_writable(exec_node_ctx *c, int input, exec_list **out, graph_tensor **handle) {
+  return writable_list(c, input, out, handle);
+}
+
+kiln_status exec_list_resize(exec_list *l, int64_t n) { return list_resize(l, n); }
+
+exec_list *exec_list_lookup(executor *e, const graph_tensor *t) {
+  if (!t || t->dtype != GRAPH_DT_VARIANT || t->n != 1) return NULL;
+  int idx = 0;
+  kiln_status s = read_handle(t, HANDLE_TL, e->res->n_lists, &idx);
+  if (s) {
+    kiln_status_free(s);
+    return NULL;
+  }
+  return e->res->lists[idx];
 }
 
 static kiln_status shape_input(exec_node_ctx *c, int input, graph_shape *out) {

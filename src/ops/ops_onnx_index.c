@@ -1,5 +1,5 @@
 /* ONNX indexing ops: Gather, GatherElements, GatherND, ScatterND, ScatterElements
- * (and the deprecated Scatter), OneHot, ArgMax/ArgMin, TopK, CumSum, and the
+ * (and the deprecated Scatter), OneHot, ArgMax/ArgMin, TopK, CumSum/CumProd, and the
  * data-dependent ones that only have host kernels: NonZero and NonMaxSuppression
  * (TopK also runs on the host when k is not a compile-time constant).
  *
@@ -456,10 +456,15 @@ static kiln_status host_topk(op_host_ctx *ctx) {
   return NULL;
 }
 
-/* ------------------------------------------------------------------- CumSum ---- */
+/* ---------------------------------------------------------- CumSum, CumProd ---- */
 
-static kiln_status lower_cumsum(op_lower_ctx *ctx) {
-  hlo_instr *x, *y, *zero;
+/* A running reduction along the constant `axis` input: a reduce-window whose window
+ * spans the whole axis and is padded by dim-1 identity elements at the start, so
+ * output j folds elements 0..j. `exclusive` shifts the input by one identity element
+ * first; `reverse` flips the axis before and after. `prod` picks multiply (identity 1;
+ * AND for bool) instead of add (identity 0; OR for bool). */
+static kiln_status lower_cumulative(op_lower_ctx *ctx, bool prod) {
+  hlo_instr *x, *y, *identity;
   TRY(onnx_require_input(ctx, 0, &x));
   const graph_tensor *at;
   TRY(onnx_require_const(ctx, 1, "axis", &at));
@@ -471,14 +476,15 @@ static kiln_status lower_cumsum(op_lower_ctx *ctx) {
   bool reverse = graph_node_attr_int_or(ctx->node, "reverse", 0) != 0;
   int64_t dim = x->shape.dims[axis];
   if (dim == 0) return set_output(ctx, 0, x);
+  bool is_pred = x->shape.type == HLO_PRED;
   y = x;
   if (reverse) L(hlo_build_reverse(ctx->comp, y, 1, &axis, &y));
-  L(oplib_scalar(ctx->comp, x->shape.type, 0, &zero));
+  L(oplib_scalar(ctx->comp, x->shape.type, prod ? 1 : 0, &identity));
   if (exclusive) {
     int64_t lo[HLO_MAX_RANK] = {0}, hi[HLO_MAX_RANK] = {0};
     lo[axis] = 1;
     hi[axis] = -1;
-    L(oplib_pad(ctx->comp, y, zero, lo, hi, &y));
+    L(oplib_pad(ctx->comp, y, identity, lo, hi, &y));
   }
   oplib_window w;
   memset(&w, 0, sizeof w);
@@ -488,15 +494,18 @@ static kiln_status lower_cumsum(op_lower_ctx *ctx) {
   w.dilation[0] = 1;
   w.pad_lo[0] = dim - 1;
   hlo_window hw = oplib_window_to_hlo(&w, x->shape.rank, (int)axis);
-  hlo_computation *add;
-  L(hlo_build_scalar_computation(ctx->comp->module, x->shape.type == HLO_PRED ? HLO_OP_OR : HLO_OP_ADD,
-                                 x->shape.type, &add));
-  hlo_instr *sums;
-  L(hlo_build_reduce_window(ctx->comp, 1, &y, &zero, &hw, add, &sums));
-  y = sums;
+  hlo_opcode op = prod ? (is_pred ? HLO_OP_AND : HLO_OP_MULTIPLY) : (is_pred ? HLO_OP_OR : HLO_OP_ADD);
+  hlo_computation *fold;
+  L(hlo_build_scalar_computation(ctx->comp->module, op, x->shape.type, &fold));
+  hlo_instr *acc;
+  L(hlo_build_reduce_window(ctx->comp, 1, &y, &identity, &hw, fold, &acc));
+  y = acc;
   if (reverse) L(hlo_build_reverse(ctx->comp, y, 1, &axis, &y));
   return set_output(ctx, 0, y);
 }
+
+static kiln_status lower_cumsum(op_lower_ctx *ctx) { return lower_cumulative(ctx, false); }
+static kiln_status lower_cumprod(op_lower_ctx *ctx) { return lower_cumulative(ctx, true); }
 
 /* ------------------------------------------------------------------ NonZero ---- */
 
@@ -650,6 +659,7 @@ static const op_def onnx_index_defs[] = {
     {"onnx.ArgMin", 0, 0, lower_argminmax, NULL},
     {"onnx.TopK", 0, 2, lower_topk, host_topk},
     {"onnx.CumSum", 0, 2, lower_cumsum, NULL},
+    {"onnx.CumProd", 0, 2, lower_cumprod, NULL},
     {"onnx.NonZero", OP_DYNAMIC_SHAPE, 0, NULL, host_nonzero},
     {"onnx.NonMaxSuppression", OP_DYNAMIC_SHAPE, 0, NULL, host_nms},
 };

@@ -1,8 +1,9 @@
-/* ONNX signal ops (opset 17/20): DFT, STFT and the HannWindow/HammingWindow/
- * BlackmanWindow generators, lowered to HLO.
+/* ONNX signal ops (opset 17/20): DFT, STFT, the HannWindow/HammingWindow/
+ * BlackmanWindow generators and MelWeightMatrix, lowered to HLO.
  *
  * Windows depend only on their (compile-time) size, so they are constants computed on
- * the host in double precision. STFT frames the signal with one constant-index gather,
+ * the host in double precision; so is MelWeightMatrix (opset 17), from its five
+ * constant inputs. STFT frames the signal with one constant-index gather,
  * applies the window, and takes each frame's DFT as two dots with constant cos/sin
  * matrices; DFT does the same along any axis, forward or inverse. A dense DFT (O(N^2) per frame) rather than an FFT keeps the lowering plain
  * HLO that every backend runs; the frame lengths of audio front ends (a few hundred
@@ -53,6 +54,86 @@ static kiln_status lower_window(op_lower_ctx *ctx) {
   kiln_status st = oplib_const_f64s(ctx->comp, ty, 1, &n, v, &y);
   free(v);
   if (st) return oplib_wrap(ctx->node, st);
+  if (ctx->n_outputs > 0) ctx->outputs[0] = y;
+  return NULL;
+}
+
+/* One int input of MelWeightMatrix, checked to lie in [lo, hi]. */
+static kiln_status mel_int_input(op_lower_ctx *ctx, int pos, const char *what, double lo, double hi,
+                                 int64_t *out) {
+  const graph_tensor *t;
+  double v;
+  TRY(onnx_require_const(ctx, pos, what, &t));
+  L(oplib_tensor_scalar(t, what, &v));
+  if (!(v >= lo && v <= hi) || v != floor(v))
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "%s must be an integer in [%g, %g], got %g", what, lo, hi, v);
+  *out = (int64_t)v;
+  return NULL;
+}
+
+/* MelWeightMatrix: a [dft_length/2 + 1, num_mel_bins] constant of triangular filters.
+ * num_mel_bins + 2 edge points are spaced evenly on the mel scale
+ * mel(f) = 2595 log10(1 + f/700) from lower_edge_hertz with step
+ * (mel(upper) - mel(lower)) / (num_mel_bins + 2) (the spec's own spacing), and mapped
+ * to bins floor((dft_length + 1) * f / sample_rate). Filter i rises linearly from edge
+ * i to 1 at edge i+1 and falls to 0 at edge i+2 (a zero-width rise is a single 1). */
+static kiln_status lower_mel_weight_matrix(op_lower_ctx *ctx) {
+  int64_t n_mel, dft_len, rate;
+  TRY(mel_int_input(ctx, 0, "num_mel_bins", 1, 1e6, &n_mel));
+  TRY(mel_int_input(ctx, 1, "dft_length", 1, 1e8, &dft_len));
+  TRY(mel_int_input(ctx, 2, "sample_rate", 1, 1e12, &rate));
+  const graph_tensor *tlo, *thi;
+  double f_lo, f_hi;
+  TRY(onnx_require_const(ctx, 3, "lower_edge_hertz", &tlo));
+  TRY(onnx_require_const(ctx, 4, "upper_edge_hertz", &thi));
+  L(oplib_tensor_scalar(tlo, "lower_edge_hertz", &f_lo));
+  L(oplib_tensor_scalar(thi, "upper_edge_hertz", &f_hi));
+  if (!(f_lo >= 0) || !(f_hi >= f_lo) || !isfinite(f_hi))
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT,
+                    "need 0 <= lower_edge_hertz <= upper_edge_hertz, got %g and %g", f_lo, f_hi);
+  graph_dtype dt = GRAPH_DT_FLOAT;
+  if (graph_node_attr(ctx->node, "output_datatype")) TRY(onnx_attr_dtype(ctx->node, "output_datatype", &dt));
+  hlo_type ty;
+  if (!graph_dtype_to_hlo(dt, &ty) || ty == HLO_PRED)
+    return op_error(ctx->node, KILN_UNIMPLEMENTED, "output_datatype %s is not supported", graph_dtype_name(dt));
+  int64_t n_bins = dft_len / 2 + 1;
+  if (n_bins * n_mel > 100000000)
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "a [%lld, %lld] matrix is too large", (long long)n_bins,
+                    (long long)n_mel);
+  int64_t *edge = malloc((size_t)(n_mel + 2) * sizeof *edge);
+  double *m = calloc((size_t)(n_bins * n_mel), sizeof *m);
+  if (!edge || !m) abort();
+  double mel_lo = 2595.0 * log10(1.0 + f_lo / 700.0), mel_hi = 2595.0 * log10(1.0 + f_hi / 700.0);
+  double step = (mel_hi - mel_lo) / (double)(n_mel + 2);
+  for (int64_t k = 0; k < n_mel + 2; k++) {
+    double hz = 700.0 * (pow(10.0, (mel_lo + (double)k * step) / 2595.0) - 1.0);
+    edge[k] = (int64_t)floor((double)(dft_len + 1) * hz / (double)rate);
+  }
+  kiln_status st = NULL;
+  for (int64_t i = 0; i < n_mel && !st; i++) {
+    int64_t a = edge[i], b = edge[i + 1], e = edge[i + 2];
+    if (a < 0 || b >= n_bins || e > n_bins) { /* writes reach bins b and e - 1 */
+      st = op_error(ctx->node, KILN_INVALID_ARGUMENT,
+                    "filter %lld reaches spectrogram bin %lld, beyond the %lld bins of dft_length %lld "
+                    "(upper_edge_hertz %g above sample_rate/2?)",
+                    (long long)i, (long long)(e > b ? e : b), (long long)n_bins, (long long)dft_len, f_hi);
+      break;
+    }
+    if (b == a)
+      m[b * n_mel + i] = 1.0;
+    else
+      for (int64_t j = a; j <= b; j++) m[j * n_mel + i] = (double)(j - a) / (double)(b - a);
+    for (int64_t j = b; j < e; j++) m[j * n_mel + i] = (double)(e - j) / (double)(e - b);
+  }
+  hlo_instr *y = NULL;
+  if (!st) {
+    int64_t dims[2] = {n_bins, n_mel};
+    st = oplib_const_f64s(ctx->comp, ty, 2, dims, m, &y);
+    if (st) st = oplib_wrap(ctx->node, st);
+  }
+  free(edge);
+  free(m);
+  if (st) return st;
   if (ctx->n_outputs > 0) ctx->outputs[0] = y;
   return NULL;
 }
@@ -281,6 +362,7 @@ static const op_def onnx_signal_defs[] = {
     {"onnx.DFT", 0, 2 | 4, lower_dft, NULL},
     {"onnx.HammingWindow", 0, 1, lower_window, NULL},
     {"onnx.HannWindow", 0, 1, lower_window, NULL},
+    {"onnx.MelWeightMatrix", 0, 0x1f, lower_mel_weight_matrix, NULL},
     /* frame_step, and frame_length (which may shift down when window is absent). */
     {"onnx.STFT", 0, 2 | 4 | 8, lower_stft, NULL},
 };

@@ -1,6 +1,6 @@
 /* ONNX shape and data-movement ops: Reshape, Transpose, Concat, Split, Slice,
  * Squeeze/Unsqueeze, Expand, Tile, Pad, Shape, Size, Identity, Constant,
- * ConstantOfShape, Range, DepthToSpace/SpaceToDepth, EyeLike, Trilu.
+ * ConstantOfShape, Range, DepthToSpace/SpaceToDepth, EyeLike, Trilu, CenterCropPad.
  *
  * Shape operands (Reshape's shape, Slice's starts…) arrive by value in
  * ctx->const_inputs; everything they decide is resolved on the host into static HLO
@@ -763,6 +763,50 @@ static kiln_status lower_trilu(op_lower_ctx *ctx) {
   return set_output(ctx, 0, y);
 }
 
+/* ----------------------------------------------------------- CenterCropPad ---- */
+
+/* Each listed axis (all axes without the attribute) becomes the target size from the
+ * constant `shape` input: a larger input is cropped to a centred window whose start
+ * rounds down, a smaller one is zero-padded with the odd pixel on the high side. Both
+ * are one edge pad (negative amounts crop). */
+static kiln_status lower_center_crop_pad(op_lower_ctx *ctx) {
+  hlo_instr *x, *zero, *y;
+  TRY(onnx_require_input(ctx, 0, &x));
+  int r = x->shape.rank;
+  const graph_tensor *st;
+  TRY(onnx_require_const(ctx, 1, "shape", &st));
+  int64_t shape[HLO_MAX_RANK], axes[HLO_MAX_RANK];
+  int ns, na;
+  bool present;
+  L(oplib_tensor_ints(st, "shape", shape, HLO_MAX_RANK, &ns));
+  TRY(onnx_attr_ints(ctx->node, "axes", axes, HLO_MAX_RANK, &na, &present));
+  if (!present) {
+    na = r;
+    for (int i = 0; i < r; i++) axes[i] = i;
+  }
+  L(oplib_normalize_axes(na, axes, r, true));
+  if (ns != na)
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "shape has %d entries but there are %d axes", ns, na);
+  int64_t lo[HLO_MAX_RANK] = {0}, hi[HLO_MAX_RANK] = {0};
+  for (int i = 0; i < na; i++) {
+    int64_t in = x->shape.dims[axes[i]], out = shape[i];
+    if (out < 0)
+      return op_error(ctx->node, KILN_INVALID_ARGUMENT, "shape[%d] = %lld is negative", i, (long long)out);
+    if (in > out) {
+      int64_t start = (in - out) / 2;
+      lo[axes[i]] = -start;
+      hi[axes[i]] = -(in - out - start);
+    } else {
+      int64_t total = out - in;
+      lo[axes[i]] = total / 2;
+      hi[axes[i]] = total - total / 2;
+    }
+  }
+  L(oplib_scalar(ctx->comp, x->shape.type, 0, &zero));
+  L(oplib_pad(ctx->comp, x, zero, lo, hi, &y));
+  return set_output(ctx, 0, y);
+}
+
 /* ------------------------------------------------------------------- table ---- */
 
 static const op_def onnx_tensor_defs[] = {
@@ -776,6 +820,7 @@ static const op_def onnx_tensor_defs[] = {
     {"onnx.Expand", 0, CONST_AFTER_0, lower_expand, NULL},
     {"onnx.Tile", 0, CONST_AFTER_0, lower_tile, NULL},
     {"onnx.Pad", 0, CONST_AFTER_0, lower_pad, NULL},
+    {"onnx.CenterCropPad", 0, CONST_AFTER_0, lower_center_crop_pad, NULL},
     {"onnx.Shape", OP_SHAPE_CONSUMER, 0, lower_shape, host_shape},
     {"onnx.Size", OP_SHAPE_CONSUMER, 0, lower_size, host_size},
     {"onnx.Identity", 0, 0, lower_identity, host_identity},
