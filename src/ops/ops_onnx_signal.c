@@ -78,7 +78,7 @@ static kiln_status mel_int_input(op_lower_ctx *ctx, int pos, const char *what, d
  * to bins floor((dft_length + 1) * f / sample_rate). Filter i rises linearly from edge
  * i to 1 at edge i+1 and falls to 0 at edge i+2 (a zero-width rise is a single 1). */
 static kiln_status lower_mel_weight_matrix(op_lower_ctx *ctx) {
-  int64_t n_mel, dft_len, rate;
+  int64_t n_mel = 0, dft_len = 0, rate = 0; /* set by mel_int_input (-O3 cannot see it) */
   TRY(mel_int_input(ctx, 0, "num_mel_bins", 1, 1e6, &n_mel));
   TRY(mel_int_input(ctx, 1, "dft_length", 1, 1e8, &dft_len));
   TRY(mel_int_input(ctx, 2, "sample_rate", 1, 1e12, &rate));

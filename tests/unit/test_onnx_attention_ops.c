@@ -56,7 +56,7 @@ static void tc_input_f32(tcase *t, int rank, const int64_t *dims, const float *v
 static kiln_status tc_run(tcase *t) {
   graph_node *srcs[MAX_IO];
   for (int i = 0; i < t->n_in; i++) {
-    char name[16];
+    char name[24];
     snprintf(name, sizeof name, "in%d", i);
     graph_shape gs = graph_shape_make(t->in[i]->shape.rank, t->in[i]->shape.dims);
     TRY(graph_add_input(t->g, name, graph_dtype_from_hlo(t->in[i]->shape.type), &gs, &srcs[i]));

@@ -23,7 +23,7 @@ static graph_node *make_node(graph *g, const char *op, int n) {
   CHECK_OK(graph_add_node(g, nname, op, &node));
   graph_shape s = graph_shape_unknown();
   for (int i = 0; i < n; i++) {
-    char name[40];
+    char name[64];
     snprintf(name, sizeof name, "%s_in%d", nname, i);
     CHECK_OK(graph_add_input(g, name, GRAPH_DT_FLOAT, &s, &src));
     CHECK_OK(graph_add_edge(src, 0, node));

@@ -19,7 +19,7 @@ static graph_node *make_node(graph *g, const char *op, int n) {
   CHECK_OK(graph_add_node(g, "n", op, &node));
   graph_shape s = graph_shape_unknown();
   for (int i = 0; i < n; i++) {
-    char name[8];
+    char name[24];
     snprintf(name, sizeof name, "in%d", i);
     CHECK_OK(graph_add_input(g, name, GRAPH_DT_FLOAT, &s, &src));
     CHECK_OK(graph_add_edge(src, 0, node));

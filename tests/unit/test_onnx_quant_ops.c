@@ -77,7 +77,7 @@ static void tc_input(tcase *t, hlo_literal *l, bool as_const) {
 static kiln_status tc_run(tcase *t) {
   graph_node *srcs[MAX_IO];
   for (int i = 0; i < t->n_in; i++) {
-    char name[16];
+    char name[24];
     snprintf(name, sizeof name, "in%d", i);
     graph_dtype dt = graph_dtype_from_hlo(t->in[i]->shape.type);
     graph_shape gs = graph_shape_make(t->in[i]->shape.rank, t->in[i]->shape.dims);
