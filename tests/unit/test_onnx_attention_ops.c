@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_case.h"
 #include "eval/eval.h"
 #include "graph/graph.h"
 #include "hlo/builder.h"
@@ -15,77 +16,13 @@
 #include "ops/ops.h"
 #include "ops/ops_lib.h"
 
-#define MAX_IO 8
-
-typedef struct tcase {
-  graph *g;
-  graph_node *node;
-  int n_in;
-  hlo_literal *in[MAX_IO];
-  hlo_literal *out;
-  int64_t opset;
-} tcase;
-
-static void tc_init(tcase *t, const char *op, int64_t opset) {
-  memset(t, 0, sizeof *t);
-  t->g = graph_new("onnx");
-  t->g->opset = opset;
-  t->opset = opset;
-  kiln_status s = graph_add_node(t->g, "n", op, &t->node);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "graph_add_node", kiln_status_message(s));
-    kiln_status_free(s);
-  }
-}
-
-static void tc_free(tcase *t) {
-  for (int i = 0; i < t->n_in; i++) literal_free(t->in[i]);
-  literal_free(t->out);
-  graph_free(t->g);
-}
-
+/* Appends an f32 parameter input of the given dims: v, or a fixed ramp when v is NULL. */
 static void tc_input_f32(tcase *t, int rank, const int64_t *dims, const float *v) {
   hlo_shape s = shape_make(HLO_F32, rank, dims);
   hlo_literal *l;
   if (literal_create(&s, &l)) abort();
   for (int64_t i = 0; i < l->n; i++) literal_set_f64(l, i, v ? v[i] : 0.01 * (double)(i % 17));
-  t->in[t->n_in++] = l;
-}
-
-/* Lowers the node with every input a parameter and runs it; output 0 goes to t->out. */
-static kiln_status tc_run(tcase *t) {
-  graph_node *srcs[MAX_IO];
-  for (int i = 0; i < t->n_in; i++) {
-    char name[24];
-    snprintf(name, sizeof name, "in%d", i);
-    graph_shape gs = graph_shape_make(t->in[i]->shape.rank, t->in[i]->shape.dims);
-    TRY(graph_add_input(t->g, name, graph_dtype_from_hlo(t->in[i]->shape.type), &gs, &srcs[i]));
-    TRY(graph_add_edge(srcs[i], 0, t->node));
-  }
-  const op_def *def = op_find(t->node->op);
-  if (!def || !def->lower) return ERR_INVALID("no lowering for %s", t->node->op);
-  hlo_module *m = hlo_module_new("test");
-  hlo_computation *c = hlo_computation_new(m, "main");
-  hlo_instr *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
-  const graph_tensor *consts[MAX_IO] = {0};
-  graph_dtype dts[MAX_IO];
-  kiln_status st = NULL;
-  for (int i = 0; i < t->n_in && !st; i++) {
-    dts[i] = graph_dtype_from_hlo(t->in[i]->shape.type);
-    st = hlo_build_parameter(c, i, &t->in[i]->shape, NULL, &inputs[i]);
-  }
-  op_lower_ctx ctx = {t->node, t->opset, c, t->n_in, inputs, consts, dts, 1, outputs};
-  if (!st) st = def->lower(&ctx);
-  if (!st && !outputs[0]) st = ERR_INTERNAL("output 0 was not set");
-  if (!st) st = hlo_build_set_root(c, outputs[0]);
-  if (!st) {
-    hlo_build_set_entry(m, c);
-    st = hlo_build_order_computations(m);
-  }
-  if (!st) st = hlo_verify_module(m);
-  if (!st) st = eval_module(m, t->in, t->n_in, &t->out);
-  hlo_module_free(m);
-  return st;
+  tc_input(t, l, false);
 }
 
 static void check_close(const hlo_literal *l, const float *want, int64_t n, int line) {
@@ -167,7 +104,7 @@ static void test_attention_causal_single_head_values(void) {
   CHECK_OK(tc_run(&t));
   /* Row 0 sees key 0 only; row 1 sees keys 0 and 1 with scores q1.k / sqrt(2) = 0. */
   float want[4] = {1, 2, 2, 3};
-  check_close(t.out, want, 4, __LINE__);
+  check_close(t.out[0], want, 4, __LINE__);
   tc_free(&t);
 }
 
@@ -181,7 +118,7 @@ static void test_rms_normalization_values(void) {
   CHECK_OK(tc_run(&t));
   double r0 = sqrt(12.5), r1 = 1.0;
   float want[4] = {(float)(3 / r0), (float)(8 / r0), (float)(1 / r1), (float)(-2 / r1)};
-  check_close(t.out, want, 4, __LINE__);
+  check_close(t.out[0], want, 4, __LINE__);
   tc_free(&t);
 }
 
@@ -221,7 +158,7 @@ static void test_swish_values(void) {
   CHECK_OK(tc_run(&t));
   float want[3];
   for (int i = 0; i < 3; i++) want[i] = (float)(x[i] / (1 + exp(-2.0 * x[i])));
-  check_close(t.out, want, 3, __LINE__);
+  check_close(t.out[0], want, 3, __LINE__);
   tc_free(&t);
 }
 

@@ -9,27 +9,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_case.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "ops/ops.h"
 #include "ops/ops_lib.h"
-
-/* A node of op ("onnx.GridSample") with n data inputs (graph inputs of unknown shape). */
-static graph_node *make_node(graph *g, const char *op, int n) {
-  static int serial; /* names stay unique when a graph holds several nodes */
-  graph_node *node, *src;
-  char nname[32];
-  snprintf(nname, sizeof nname, "n%d", ++serial);
-  CHECK_OK(graph_add_node(g, nname, op, &node));
-  graph_shape s = graph_shape_unknown();
-  for (int i = 0; i < n; i++) {
-    char name[64];
-    snprintf(name, sizeof name, "%s_in%d", nname, i);
-    CHECK_OK(graph_add_input(g, name, GRAPH_DT_FLOAT, &s, &src));
-    CHECK_OK(graph_add_edge(src, 0, node));
-  }
-  return node;
-}
 
 /* A tensor of dtype and dims, element i = v[i] (or i / 10 when v is NULL). */
 static graph_tensor *tensor_of(graph_dtype dt, int rank, const int64_t *dims, const double *v) {
@@ -60,7 +44,7 @@ static void free_all(graph_tensor **t, int n) {
 
 static void test_grid_sample_refuses_bad_dtype_shape_mode_and_5d_before_opset_20(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "onnx.GridSample", 2);
+  graph_node *node = op_case_node(g, "onnx.GridSample", 2);
   graph_tensor *in[2] = {tensor_of(GRAPH_DT_INT32, 4, (int64_t[]){1, 1, 2, 2}, NULL),
                          tensor_of(GRAPH_DT_FLOAT, 4, (int64_t[]){1, 3, 3, 2}, NULL)};
   CHECK_ERR(run_op(node, 20, 2, in, NULL), "input X has dtype int32");
@@ -79,7 +63,7 @@ static void test_grid_sample_refuses_bad_dtype_shape_mode_and_5d_before_opset_20
   CHECK_ERR(run_op(node, 20, 2, in, NULL), "unknown mode \"area\"");
   free_all(in, 2);
 
-  graph_node *v = make_node(g, "onnx.GridSample", 2);
+  graph_node *v = op_case_node(g, "onnx.GridSample", 2);
   graph_tensor *in5[2] = {tensor_of(GRAPH_DT_FLOAT, 5, (int64_t[]){1, 1, 2, 2, 2}, NULL),
                           tensor_of(GRAPH_DT_FLOAT, 5, (int64_t[]){1, 2, 2, 2, 3}, NULL)};
   CHECK_ERR(run_op(v, 16, 2, in5, NULL), "takes 4-D X only");
@@ -90,7 +74,7 @@ static void test_grid_sample_refuses_bad_dtype_shape_mode_and_5d_before_opset_20
 
 static void test_grid_sample_border_padding_clamps_outside_points_to_the_edge(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "onnx.GridSample", 2);
+  graph_node *node = op_case_node(g, "onnx.GridSample", 2);
   graph_node_set_attr_string(node, "padding_mode", "border", 6);
   graph_node_set_attr_int(node, "align_corners", 1);
   /* X = [[1, 2], [3, 4]]; points (x, y): (-5, -5) top-left, (5, 5) bottom-right, (0, 0) centre. */
@@ -107,13 +91,13 @@ static void test_grid_sample_border_padding_clamps_outside_points_to_the_edge(vo
 
 static void test_affine_grid_and_col2im_refuse_inconsistent_shapes(void) {
   graph *g = graph_new("onnx");
-  graph_node *ag = make_node(g, "onnx.AffineGrid", 2);
+  graph_node *ag = op_case_node(g, "onnx.AffineGrid", 2);
   graph_tensor *in[2] = {tensor_of(GRAPH_DT_FLOAT, 3, (int64_t[]){2, 2, 3}, NULL),
                          tensor_of(GRAPH_DT_INT64, 1, (int64_t[]){4}, (double[]){1, 1, 3, 3})};
   CHECK_ERR(run_op(ag, 20, 2, in, NULL), "N = size[0] = 1");
   free_all(in, 2);
 
-  graph_node *ci = make_node(g, "onnx.Col2Im", 3);
+  graph_node *ci = op_case_node(g, "onnx.Col2Im", 3);
   /* 2x2 blocks over a 3x3 image give 4 blocks; the input claims 5. */
   graph_tensor *cin[3] = {tensor_of(GRAPH_DT_FLOAT, 3, (int64_t[]){1, 4, 5}, NULL),
                           tensor_of(GRAPH_DT_INT64, 1, (int64_t[]){2}, (double[]){3, 3}),
@@ -125,7 +109,7 @@ static void test_affine_grid_and_col2im_refuse_inconsistent_shapes(void) {
 
 static void test_max_unpool_refuses_index_outside_unpooled_shape_and_small_output_shape(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "onnx.MaxUnpool", 3);
+  graph_node *node = op_case_node(g, "onnx.MaxUnpool", 3);
   graph_node_set_attr_ints(node, "kernel_shape", 2, (int64_t[]){2, 2});
   graph_node_set_attr_ints(node, "strides", 2, (int64_t[]){2, 2});
   graph_tensor *in[3] = {tensor_of(GRAPH_DT_FLOAT, 4, (int64_t[]){1, 1, 1, 1}, (double[]){7}),
@@ -144,7 +128,7 @@ static void test_max_unpool_refuses_index_outside_unpooled_shape_and_small_outpu
 
 static void test_roi_align_10_defaults_to_output_half_pixel_and_refuses_bad_batch_index(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "onnx.RoiAlign", 3);
+  graph_node *node = op_case_node(g, "onnx.RoiAlign", 3);
   /* X[0, 0] = x coordinate: a linear ramp, so a sample reads its own x position. */
   double xv[16];
   for (int i = 0; i < 16; i++) xv[i] = i % 4;
@@ -167,7 +151,7 @@ static void test_roi_align_10_defaults_to_output_half_pixel_and_refuses_bad_batc
 
 static void test_deform_conv_refuses_offset_that_does_not_match_the_output(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "onnx.DeformConv", 3);
+  graph_node *node = op_case_node(g, "onnx.DeformConv", 3);
   /* 3x3 input, 2x2 kernel: a 2x2 output needs offset (1, 8, 2, 2). */
   graph_tensor *in[3] = {tensor_of(GRAPH_DT_FLOAT, 4, (int64_t[]){1, 1, 3, 3}, NULL),
                          tensor_of(GRAPH_DT_FLOAT, 4, (int64_t[]){1, 1, 2, 2}, NULL),

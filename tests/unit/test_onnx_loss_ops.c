@@ -8,24 +8,11 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_case.h"
 #include "graph/graph.h"
 #include "hlo/builder.h"
 #include "ops/ops.h"
 #include "ops/ops_lib.h"
-
-/* A node of op with n data inputs (graph inputs of unknown shape). */
-static graph_node *make_node(graph *g, const char *op, int n) {
-  graph_node *node, *src;
-  CHECK_OK(graph_add_node(g, "n", op, &node));
-  graph_shape s = graph_shape_unknown();
-  for (int i = 0; i < n; i++) {
-    char name[24];
-    snprintf(name, sizeof name, "in%d", i);
-    CHECK_OK(graph_add_input(g, name, GRAPH_DT_FLOAT, &s, &src));
-    CHECK_OK(graph_add_edge(src, 0, node));
-  }
-  return node;
-}
 
 /* Lowers node over parameters of the given shapes with n_out outputs; copies the
  * outputs' shapes to out_shapes (may be NULL) and returns the lowering's status. */
@@ -64,7 +51,7 @@ static bool shape_is(const hlo_shape *s, hlo_type t, int rank, const int64_t *di
 
 static void test_nll_loss_shapes_follow_reduction(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "NegativeLogLikelihoodLoss", 3);
+  graph_node *node = op_case_node(g, "NegativeLogLikelihoodLoss", 3);
   hlo_shape in[3] = {shape_make(HLO_F32, 4, (int64_t[]){2, 5, 3, 4}), shape_make(HLO_S32, 3, (int64_t[]){2, 3, 4}),
                      shape_make(HLO_F32, 1, (int64_t[]){5})};
   hlo_shape out;
@@ -80,7 +67,7 @@ static void test_nll_loss_shapes_follow_reduction(void) {
 
 static void test_nll_loss_refuses_bad_reduction_labels_and_weight(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "NegativeLogLikelihoodLoss", 3);
+  graph_node *node = op_case_node(g, "NegativeLogLikelihoodLoss", 3);
   hlo_shape in[3] = {shape_make(HLO_F32, 3, (int64_t[]){2, 5, 3}), shape_make(HLO_S64, 2, (int64_t[]){2, 3}),
                      shape_make(HLO_F32, 1, (int64_t[]){4})};
   CHECK_ERR(lower_over(node, 3, in, 1, NULL), "weight must be a 1-D tensor of C = 5 entries");
@@ -97,7 +84,7 @@ static void test_nll_loss_refuses_bad_reduction_labels_and_weight(void) {
 
 static void test_sce_loss_returns_log_prob_of_scores_shape(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "SoftmaxCrossEntropyLoss", 2);
+  graph_node *node = op_case_node(g, "SoftmaxCrossEntropyLoss", 2);
   hlo_shape in[2] = {shape_make(HLO_F64, 2, (int64_t[]){3, 5}), shape_make(HLO_S64, 1, (int64_t[]){3})};
   hlo_shape out[2];
   CHECK_OK(lower_over(node, 2, in, 2, out));
@@ -112,7 +99,7 @@ static void test_sce_loss_returns_log_prob_of_scores_shape(void) {
 
 static void test_det_gives_batch_shape_and_refuses_non_square_or_huge(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "Det", 1);
+  graph_node *node = op_case_node(g, "Det", 1);
   hlo_shape in = shape_make(HLO_F16, 4, (int64_t[]){2, 3, 4, 4}), out;
   CHECK_OK(lower_over(node, 1, &in, 1, &out));
   CHECK(shape_is(&out, HLO_F16, 2, (int64_t[]){2, 3}));

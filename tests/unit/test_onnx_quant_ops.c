@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_case.h"
 #include "eval/eval.h"
 #include "graph/graph.h"
 #include "hlo/builder.h"
@@ -17,47 +18,7 @@
 #include "ops/ops.h"
 #include "ops/ops_lib.h"
 
-/* ------------------------------------------------------------ harness ---- */
-
-#define MAX_IO 10
-
-typedef struct tcase {
-  graph *g;
-  graph_node *node;
-  int n_in;
-  hlo_literal *in[MAX_IO];
-  bool as_const[MAX_IO];
-  int n_out;
-  hlo_literal *out[MAX_IO];
-  int64_t opset;
-} tcase;
-
-static void tc_init(tcase *t, const char *op, int64_t opset) {
-  memset(t, 0, sizeof *t);
-  t->g = graph_new("onnx");
-  t->g->opset = opset;
-  t->opset = opset;
-  kiln_status s = graph_add_node(t->g, "n", op, &t->node);
-  if (s) {
-    check_fail(__FILE__, __LINE__, "graph_add_node", kiln_status_message(s));
-    kiln_status_free(s);
-  }
-  t->n_out = 1;
-}
-
-static void tc_free(tcase *t) {
-  for (int i = 0; i < t->n_in; i++) literal_free(t->in[i]);
-  for (int i = 0; i < t->n_out; i++) literal_free(t->out[i]);
-  graph_free(t->g);
-}
-
-static hlo_literal *lit_f32(int rank, const int64_t *dims, const float *v) {
-  hlo_shape s = shape_make(HLO_F32, rank, dims);
-  hlo_literal *l;
-  if (literal_create(&s, &l)) abort();
-  for (int64_t i = 0; i < l->n; i++) literal_set_f64(l, i, v[i]);
-  return l;
-}
+/* ------------------------------------------- literals and checks (harness: op_case.h) ---- */
 
 static hlo_literal *lit_int(hlo_type t, int rank, const int64_t *dims, const int64_t *v) {
   hlo_shape s = shape_make(t, rank, dims);
@@ -65,75 +26,6 @@ static hlo_literal *lit_int(hlo_type t, int rank, const int64_t *dims, const int
   if (literal_create(&s, &l)) abort();
   for (int64_t i = 0; i < l->n; i++) literal_set_s64(l, i, v[i]);
   return l;
-}
-
-static void tc_input(tcase *t, hlo_literal *l, bool as_const) {
-  t->in[t->n_in] = l;
-  t->as_const[t->n_in] = as_const;
-  t->n_in++;
-}
-
-/* Lowers the node, runs it, fills t->out. */
-static kiln_status tc_run(tcase *t) {
-  graph_node *srcs[MAX_IO];
-  for (int i = 0; i < t->n_in; i++) {
-    char name[24];
-    snprintf(name, sizeof name, "in%d", i);
-    graph_dtype dt = graph_dtype_from_hlo(t->in[i]->shape.type);
-    graph_shape gs = graph_shape_make(t->in[i]->shape.rank, t->in[i]->shape.dims);
-    TRY(graph_add_input(t->g, name, dt, &gs, &srcs[i]));
-    TRY(graph_add_edge(srcs[i], 0, t->node));
-  }
-  const op_def *def = op_find(t->node->op);
-  if (!def) return ERR_INVALID("no op %s", t->node->op);
-  if (!def->lower) return ERR_INVALID("op %s has no lowering", t->node->op);
-  hlo_module *m = hlo_module_new("test");
-  hlo_computation *c = hlo_computation_new(m, "main");
-  hlo_instr *inputs[MAX_IO] = {0}, *outputs[MAX_IO] = {0};
-  const graph_tensor *consts[MAX_IO] = {0};
-  graph_tensor *owned[MAX_IO] = {0};
-  graph_dtype dts[MAX_IO];
-  hlo_literal *args[MAX_IO];
-  int n_args = 0;
-  kiln_status st = NULL;
-  for (int i = 0; i < t->n_in && !st; i++) {
-    dts[i] = graph_dtype_from_hlo(t->in[i]->shape.type);
-    if (t->as_const[i]) {
-      st = tensor_from_literal(t->in[i], &owned[i]);
-      consts[i] = owned[i];
-    } else {
-      st = hlo_build_parameter(c, n_args, &t->in[i]->shape, NULL, &inputs[i]);
-      args[n_args++] = t->in[i];
-    }
-  }
-  op_lower_ctx ctx = {t->node, t->opset, c, t->n_in, inputs, consts, dts, t->n_out, outputs};
-  if (!st) st = def->lower(&ctx);
-  hlo_instr *root = NULL;
-  for (int i = 0; i < t->n_out && !st; i++)
-    if (!outputs[i]) st = ERR_INTERNAL("output %d was not set", i);
-  if (!st) st = t->n_out == 1 ? NULL : hlo_build_tuple(c, t->n_out, outputs, &root);
-  if (!st) {
-    if (t->n_out == 1) root = outputs[0];
-    st = hlo_build_set_root(c, root);
-  }
-  if (!st) {
-    hlo_build_set_entry(m, c);
-    st = hlo_build_order_computations(m);
-  }
-  if (!st) st = hlo_verify_module(m);
-  hlo_literal *res = NULL;
-  if (!st) st = eval_module(m, args, n_args, &res);
-  if (!st) {
-    if (t->n_out == 1) {
-      t->out[0] = res;
-    } else {
-      for (int i = 0; i < t->n_out; i++) t->out[i] = literal_clone(res->tuple[i]);
-      literal_free(res);
-    }
-  }
-  for (int i = 0; i < t->n_in; i++) tensor_free(owned[i]);
-  hlo_module_free(m);
-  return st;
 }
 
 static void check_ints(const hlo_literal *l, hlo_type type, const int64_t *want, int64_t n, int line) {
@@ -150,8 +42,6 @@ static void check_ints(const hlo_literal *l, hlo_type type, const int64_t *want,
       return;
     }
 }
-
-#define RUN(t) CHECK_OK(tc_run(t))
 
 /* Deterministic integers in [lo, hi]. */
 static void fill_ints(int64_t *v, int64_t n, int64_t lo, int64_t hi, uint32_t seed) {

@@ -8,25 +8,12 @@
 #include <string.h>
 
 #include "check.h"
+#include "op_case.h"
 #include "graph/graph.h"
 #include "graph/tensor.h"
 #include "hlo/builder.h"
 #include "ops/ops.h"
 #include "ops/ops_lib.h"
-
-/* A node of op with n data inputs (graph inputs of unknown shape). */
-static graph_node *make_node(graph *g, const char *op, int n) {
-  graph_node *node, *src;
-  CHECK_OK(graph_add_node(g, "n", op, &node));
-  graph_shape s = graph_shape_unknown();
-  for (int i = 0; i < n; i++) {
-    char name[24];
-    snprintf(name, sizeof name, "in%d", i);
-    CHECK_OK(graph_add_input(g, name, GRAPH_DT_FLOAT, &s, &src));
-    CHECK_OK(graph_add_edge(src, 0, node));
-  }
-  return node;
-}
 
 static graph_tensor *vec_s64(int64_t n, const int64_t *v) {
   graph_tensor *t;
@@ -41,7 +28,7 @@ static bool ints_are(const graph_tensor *t, int64_t n, const int64_t *v) {
 
 static void test_unique_keeps_int64_values_beyond_double(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "Unique", 1);
+  graph_node *node = op_case_node(g, "Unique", 1);
   const int64_t big = INT64_MAX, big1 = INT64_MAX - 1;
   graph_tensor *x = vec_s64(4, (int64_t[]){big, big1, big, 3});
   graph_tensor *outs[4] = {0};
@@ -58,7 +45,7 @@ static void test_unique_keeps_int64_values_beyond_double(void) {
 
 static void test_unique_unsorted_axis_keeps_first_occurrence_order_and_groups_nan(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "Unique", 1);
+  graph_node *node = op_case_node(g, "Unique", 1);
   graph_node_set_attr_int(node, "sorted", 0);
   graph_node_set_attr_int(node, "axis", 1);
   graph_tensor *x;
@@ -80,7 +67,7 @@ static void test_unique_unsorted_axis_keeps_first_occurrence_order_and_groups_na
 
 static void test_compress_copies_strings_and_refuses_condition_beyond_input(void) {
   graph *g = graph_new("onnx");
-  graph_node *node = make_node(g, "Compress", 2);
+  graph_node *node = op_case_node(g, "Compress", 2);
   graph_tensor *x, *cond, *outs[1] = {0};
   CHECK_OK(tensor_create(GRAPH_DT_STRING, 1, (int64_t[]){3}, &x));
   tensor_set_string(x, 0, "a", 1);
@@ -127,14 +114,14 @@ static kiln_status lower_over(graph_node *node, int n, const hlo_shape *shapes) 
 
 static void test_lowerings_refuse_bad_types_and_axes(void) {
   graph *g = graph_new("onnx");
-  graph_node *bc = make_node(g, "BitCast", 1);
+  graph_node *bc = op_case_node(g, "BitCast", 1);
   graph_node_set_attr_int(bc, "to", 7); /* INT64 */
   hlo_shape f32 = shape_make(HLO_F32, 1, (int64_t[]){3});
   CHECK_ERR(lower_over(bc, 1, &f32), "differ in width");
   graph_free(g);
 
   g = graph_new("onnx");
-  graph_node *rs = make_node(g, "ReverseSequence", 2);
+  graph_node *rs = op_case_node(g, "ReverseSequence", 2);
   graph_node_set_attr_int(rs, "time_axis", 1);
   graph_node_set_attr_int(rs, "batch_axis", 1);
   hlo_shape rs_in[2] = {shape_make(HLO_F32, 2, (int64_t[]){2, 3}), shape_make(HLO_S64, 1, (int64_t[]){3})};
@@ -142,7 +129,7 @@ static void test_lowerings_refuse_bad_types_and_axes(void) {
   graph_free(g);
 
   g = graph_new("onnx");
-  graph_node *ts = make_node(g, "TensorScatter", 2);
+  graph_node *ts = op_case_node(g, "TensorScatter", 2);
   graph_node_set_attr_int(ts, "axis", 0);
   hlo_shape ts_in[2] = {shape_make(HLO_F32, 3, (int64_t[]){2, 4, 5}), shape_make(HLO_F32, 3, (int64_t[]){2, 1, 5})};
   CHECK_ERR(lower_over(ts, 2, ts_in), "axis must not be the batch dimension");
