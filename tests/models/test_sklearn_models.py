@@ -31,7 +31,7 @@ emit: it is written here from a RandomForestRegressor's own tree arrays.
 Prints one line per model and "N passed, N failed"; exits 1 on any failure.
 
 The packages (PINS) live in a virtual environment of their own, made once and reused
-(tests/python/run_tests.py's ensure_venv; default KILN's dir/sklearn-venv); this script
+(tests/python/run_tests.py's rerun_in_venv; default KILN's dir/sklearn-venv); this script
 re-runs itself inside it.
 
 Usage: test_sklearn_models.py --kiln PATH [--venv DIR] [--work DIR] [-k SUBSTR]
@@ -61,20 +61,9 @@ def log(msg):
 
 def outer(argv):
     """Makes (or reuses) the reference environment and re-runs this script inside it."""
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--venv")
-    ap.add_argument("--kiln")
-    args, _ = ap.parse_known_args(argv)
-    kiln_dir = os.path.dirname(os.path.abspath(args.kiln)) if args.kiln else os.path.join(ROOT, "build")
-    venv = os.path.abspath(args.venv or os.path.join(kiln_dir, "sklearn-venv"))
     sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
     import run_tests  # noqa: E402  (tests/python: one home for pinned venvs)
-    try:
-        py = run_tests.ensure_venv(venv, sorted(PINS))
-    except RuntimeError as e:
-        print("sklearn_models: error: %s" % e, file=sys.stderr)
-        return 2
-    return subprocess.run([py, os.path.abspath(__file__), "--inner"] + argv).returncode
+    return run_tests.rerun_in_venv(__file__, argv, PINS, "sklearn-venv", "sklearn_models")
 
 
 # ----------------------------------------------------------------- inside the venv ---

@@ -26,7 +26,7 @@ first line of its reason to BUILD/onnx-suite/results.tsv.
 
 The references (onnx, onnxruntime, numpy, ml_dtypes; pinned in PINS) live in a virtual
 environment of their own, made once and reused (tests/python/run_tests.py's
-ensure_venv); this script re-runs itself inside it.
+rerun_in_venv); this script re-runs itself inside it.
 
 Usage: run_onnx_suite.py --kiln PATH [--venv DIR] [--work DIR] [-k SUBSTR] [-j N]
                          [--suite node|legacy] [--update] [--failures]
@@ -58,20 +58,9 @@ def log(msg):
 
 def outer(argv):
     """Makes (or reuses) the reference environment and re-runs this script inside it."""
-    ap = argparse.ArgumentParser(add_help=False)
-    ap.add_argument("--venv")
-    ap.add_argument("--kiln")
-    args, _ = ap.parse_known_args(argv)
-    kiln_dir = os.path.dirname(os.path.abspath(args.kiln)) if args.kiln else os.path.join(ROOT, "build")
-    venv = os.path.abspath(args.venv or os.path.join(kiln_dir, "onnx-suite-venv"))
     sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
     import run_tests  # noqa: E402  (tests/python: one home for pinned venvs)
-    try:
-        py = run_tests.ensure_venv(venv, sorted(PINS))
-    except RuntimeError as e:
-        print("onnx_suite: error: %s" % e, file=sys.stderr)
-        return 2
-    return subprocess.run([py, os.path.abspath(__file__), "--inner"] + argv).returncode
+    return run_tests.rerun_in_venv(__file__, argv, PINS, "onnx-suite-venv", "onnx_suite")
 
 
 # ----------------------------------------------------------------- inside the venv ---

@@ -66,6 +66,25 @@ def ensure_venv(venv, wanted):
     return py
 
 
+def rerun_in_venv(script, argv, wanted, venv_name, tag):
+    """For test scripts with references of their own (tests/onnx_suite, the scikit-learn
+    models): makes (or reuses) the venv with pins `wanted` -- argv's --venv, else
+    venv_name beside argv's --kiln binary (build/ without one) -- and runs `script
+    --inner ARGV` with its python. Returns the exit status (2 when no venv can be made)."""
+    ap = argparse.ArgumentParser(add_help=False)
+    ap.add_argument("--venv")
+    ap.add_argument("--kiln")
+    args, _ = ap.parse_known_args(argv)
+    kiln_dir = os.path.dirname(os.path.abspath(args.kiln)) if args.kiln else os.path.join(ROOT, "build")
+    venv = os.path.abspath(args.venv or os.path.join(kiln_dir, venv_name))
+    try:
+        py = ensure_venv(venv, sorted(wanted))
+    except RuntimeError as e:
+        print("%s: error: %s" % (tag, e), file=sys.stderr)
+        return 2
+    return subprocess.run([py, os.path.abspath(script), "--inner"] + argv).returncode
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build-dir", required=True, help="the directory holding libkiln.so")
