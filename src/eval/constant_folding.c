@@ -31,6 +31,14 @@ static bool relayout(const hlo_instr *ins) {
   }
 }
 
+/* A broadcast of a constant: an operand a fold may read (the broadcast is redone in the
+ * scratch computation), though a broadcast is never folded on its own -- that would
+ * only grow the module. So scale vectors formed as broadcast(scalar) * vector fold. */
+static bool broadcast_of_constant(const hlo_instr *op) {
+  return op->op == HLO_OP_BROADCAST && op->n_operands == 1 && op->operands[0]->op == HLO_OP_CONSTANT &&
+         op->operands[0]->literal && shape_is_array(&op->operands[0]->shape);
+}
+
 static bool foldable(const hlo_instr *ins) {
   if (ins->n_operands < 1 || !shape_is_array(&ins->shape)) return false;
   if (relayout(ins)) {
@@ -53,6 +61,10 @@ static bool foldable(const hlo_instr *ins) {
   int64_t in = 0;
   for (int k = 0; k < ins->n_operands; k++) {
     const hlo_instr *op = ins->operands[k];
+    if (broadcast_of_constant(op)) {
+      in += op->operands[0]->literal->n;
+      continue;
+    }
     if (op->op != HLO_OP_CONSTANT || !op->literal || !shape_is_array(&op->shape)) return false;
     in += op->literal->n;
     if (in > MAX_OPERAND_ELEMENTS) return false;
@@ -77,8 +89,19 @@ static kiln_status evaluate(hlo_module *m, const hlo_instr *ins, hlo_literal **o
   if (!ops || !args) abort();
   kiln_status s = NULL;
   for (int k = 0; k < ins->n_operands && !s; k++) {
-    args[k] = ins->operands[k]->literal;
-    s = hlo_build_parameter(c, k, &ins->operands[k]->shape, NULL, &ops[k]);
+    const hlo_instr *op = ins->operands[k];
+    if (broadcast_of_constant(op)) {
+      hlo_instr *src = NULL;
+      args[k] = op->operands[0]->literal;
+      s = hlo_build_parameter(c, k, &op->operands[0]->shape, NULL, &src);
+      if (!s) {
+        hlo_instr tmpl = hlo_instr_template_from(op, &src);
+        s = hlo_build_instr(c, &tmpl, &ops[k]);
+      }
+      continue;
+    }
+    args[k] = op->literal;
+    s = hlo_build_parameter(c, k, &op->shape, NULL, &ops[k]);
   }
   hlo_instr *copy = NULL;
   if (!s) {

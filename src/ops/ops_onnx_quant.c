@@ -1,6 +1,6 @@
 /* ONNX quantized integer ops: QLinearMatMul, QLinearConv, MatMulInteger, ConvInteger,
  * DynamicQuantizeLinear, and the com.microsoft QLinear* ops that ONNX Runtime's
- * quantizer emits (QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
+ * quantizer emits (QGemm, QLinearAdd, QLinearMul, QLinearSigmoid, QLinearLeakyRelu,
  * QLinearGlobalAveragePool, QLinearConcat).
  *
  * Every op lowers to plain HLO, exactly: 8-bit operands are converted to s32, their zero
@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "hlo/literal.h"
 #include "ops/ops.h"
 #include "ops/ops_lib.h"
 
@@ -258,6 +259,68 @@ static kiln_status lower_qlinear_matmul(op_lower_ctx *ctx) {
   return set_output(ctx, 0, y);
 }
 
+/* com.microsoft QGemm(A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp), attributes
+ * alpha, transA, transB: what ONNX Runtime's QOperator quantizer makes of a Gemm. A and B
+ * are 2-D (transposed first as asked), b_scale / b_zp per tensor or per column of B', C
+ * an optional int32 bias in the accumulator's scale (a_scale * b_scale, zero point 0).
+ * With y_scale the result is requantized to y_zp's type (A's without one) with the
+ * multiplier alpha * a_scale * b_scale / y_scale; without it the result is f32,
+ * (acc + C) * alpha * a_scale * b_scale. */
+static kiln_status lower_ms_qgemm(op_lower_ctx *ctx) {
+  hlo_instr *a, *as, *azp, *b, *bs, *bzp, *c, *ys, *yzp, *acc, *mult, *y;
+  TRY(req_input(ctx, 0, "A", &a));
+  TRY(req_input(ctx, 1, "a_scale", &as));
+  TRY(opt_input(ctx, 2, &azp));
+  TRY(req_input(ctx, 3, "B", &b));
+  TRY(req_input(ctx, 4, "b_scale", &bs));
+  TRY(opt_input(ctx, 5, &bzp));
+  TRY(opt_input(ctx, 6, &c));
+  TRY(opt_input(ctx, 7, &ys));
+  TRY(opt_input(ctx, 8, &yzp));
+  TRY(need_8bit(ctx, a, "A"));
+  TRY(need_8bit(ctx, b, "B"));
+  TRY(need_zp_type(ctx, azp, "a_zero_point", a, "A"));
+  TRY(need_zp_type(ctx, bzp, "b_zero_point", b, "B"));
+  TRY(need_float_scale(ctx, as, "a_scale"));
+  TRY(need_float_scale(ctx, bs, "b_scale"));
+  if (ys) TRY(need_float_scale(ctx, ys, "y_scale"));
+  if (yzp && !ys) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "y_zero_point is given without y_scale");
+  if (yzp) TRY(need_8bit(ctx, yzp, "y_zero_point"));
+  if (c && c->shape.type != HLO_S32)
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "C must be int32, got %s", tname(c->shape.type));
+  if (a->shape.rank != 2 || b->shape.rank != 2) {
+    char b1[64], b2[64];
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "A and B must be 2-D, got A %s and B %s",
+                    dims_str(&a->shape, b1, sizeof b1), dims_str(&b->shape, b2, sizeof b2));
+  }
+  static const int64_t swap[2] = {1, 0};
+  if (graph_node_attr_int_or(ctx->node, "transA", 0)) L(oplib_transpose(ctx->comp, a, swap, &a));
+  if (graph_node_attr_int_or(ctx->node, "transB", 0)) L(oplib_transpose(ctx->comp, b, swap, &b));
+  float alpha = graph_node_attr_float_or(ctx->node, "alpha", 1.0f);
+  TRY(per_tensor(ctx, as, "a_scale", &as));
+  if (azp) TRY(per_tensor(ctx, azp, "a_zero_point", &azp));
+  TRY(mm_param(ctx, bs, "b_scale", b, "B", false, &bs));
+  TRY(int_matmul(ctx, a, azp, b, bzp, "A", "a_zero_point", "B", "b_zero_point", &acc));
+  if (c) L(oplib_binary(ctx->comp, HLO_OP_ADD, acc, c, &acc));
+  hlo_instr *al;
+  L(hlo_build_constant_scalar(ctx->comp, HLO_F32, alpha, &al));
+  L(oplib_convert(ctx->comp, as, HLO_F32, &as));
+  L(oplib_convert(ctx->comp, bs, HLO_F32, &bs));
+  L(oplib_binary(ctx->comp, HLO_OP_MULTIPLY, as, bs, &mult));
+  L(oplib_binary(ctx->comp, HLO_OP_MULTIPLY, mult, al, &mult));
+  if (!ys) {
+    L(oplib_convert(ctx->comp, acc, HLO_F32, &y));
+    L(oplib_binary(ctx->comp, HLO_OP_MULTIPLY, y, mult, &y));
+    return set_output(ctx, 0, y);
+  }
+  TRY(per_tensor(ctx, ys, "y_scale", &ys));
+  if (yzp) TRY(per_tensor(ctx, yzp, "y_zero_point", &yzp));
+  L(oplib_convert(ctx->comp, ys, HLO_F32, &ys));
+  L(oplib_binary(ctx->comp, HLO_OP_DIVIDE, mult, ys, &mult));
+  TRY(requantize(ctx, acc, mult, yzp, yzp ? yzp->shape.type : a->shape.type, &y));
+  return set_output(ctx, 0, y);
+}
+
 /* ------------------------------------------------------------ convolutions ---- */
 
 /* The integer convolution of x and w (both s32, zero points already subtracted) with
@@ -345,6 +408,14 @@ static kiln_status channel_param(op_lower_ctx *ctx, hlo_instr *v, const char *na
   return NULL;
 }
 
+/* Whether v is a constant whose elements are all 0. */
+static bool is_zero_constant(const hlo_instr *v) {
+  if (v->op != HLO_OP_CONSTANT || !v->literal || !v->literal->data) return false;
+  for (int64_t i = 0; i < v->literal->n; i++)
+    if (literal_get_s64(v->literal, i) != 0) return false;
+  return true;
+}
+
 /* x - x_zp, w - w_zp in s32 and their convolution. */
 static kiln_status conv_core(op_lower_ctx *ctx, hlo_instr *x, hlo_instr *xzp, hlo_instr *w, hlo_instr *wzp,
                              hlo_instr **acc) {
@@ -354,6 +425,7 @@ static kiln_status conv_core(op_lower_ctx *ctx, hlo_instr *x, hlo_instr *xzp, hl
   hlo_instr *X, *W;
   TRY(sub_zp(ctx, x, xzp, &X));
   L(oplib_convert(ctx->comp, w, HLO_S32, &W));
+  if (wzp && is_zero_constant(wzp)) wzp = NULL; /* what quantizers write: nothing to subtract */
   if (wzp) {
     TRY(channel_param(ctx, wzp, "w_zero_point", w->shape.dims[0], W, 0, &wzp));
     L(oplib_convert(ctx->comp, wzp, HLO_S32, &wzp));
@@ -410,12 +482,22 @@ static kiln_status lower_qlinear_conv(op_lower_ctx *ctx) {
       return op_error(ctx->node, KILN_INVALID_ARGUMENT, "bias B must have shape [%lld]", (long long)m);
     L(oplib_binary(ctx->comp, HLO_OP_ADD, acc, bb, &acc));
   }
-  TRY(channel_param(ctx, ws, "w_scale", m, acc, 1, &ws));
+  /* The multiplier per output channel, then broadcast: formed over the whole result it
+   * would be recomputed per element and keep the backend from seeing one scale. */
+  bool per_channel = shape_elements(&ws->shape) != 1;
+  if (per_channel && (ws->shape.rank != 1 || ws->shape.dims[0] != m)) {
+    char b[128];
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT,
+                    "w_scale has shape %s; it must be a scalar (per-tensor) or a [%lld] vector (per output channel)",
+                    dims_str(&ws->shape, b, sizeof b), (long long)m);
+  }
+  if (!per_channel) L(oplib_reshape(ctx->comp, ws, 0, NULL, &ws));
   L(oplib_convert(ctx->comp, xs, HLO_F32, &xs));
   L(oplib_convert(ctx->comp, ws, HLO_F32, &ws));
   L(oplib_convert(ctx->comp, ys, HLO_F32, &ys));
   L(oplib_binary(ctx->comp, HLO_OP_MULTIPLY, xs, ws, &mult));
   L(oplib_binary(ctx->comp, HLO_OP_DIVIDE, mult, ys, &mult));
+  if (per_channel) TRY(channel_param(ctx, mult, "w_scale", m, acc, 1, &mult));
   TRY(requantize(ctx, acc, mult, yzp, out_t, &y));
   return set_output(ctx, 0, y);
 }
@@ -625,6 +707,7 @@ static kiln_status lower_ms_concat(op_lower_ctx *ctx) {
 /* ------------------------------------------------------------------- table ---- */
 
 static const op_def onnx_quant_defs[] = {
+    {"com.microsoft.QGemm", 0, 0, lower_ms_qgemm, NULL},
     {"com.microsoft.QLinearAdd", 0, 0, lower_ms_binary, NULL},
     {"com.microsoft.QLinearConcat", 0, 0, lower_ms_concat, NULL},
     {"com.microsoft.QLinearGlobalAveragePool", 0, 0, lower_ms_gap, NULL},

@@ -751,6 +751,17 @@ static void test_unusual_layouts(void) {
 }
 
 static void test_fusion_more(void) {
+  run_case("dot / constant (a true division post-op)",
+           "HloModule m\n"
+           "fused {\n"
+           "  p0 = f32[8,8] parameter(0)\n  p1 = f32[8,8] parameter(1)\n"
+           "  d = f32[8,8] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+           "  k = f32[] constant(3)\n  kb = f32[8,8] broadcast(k), dimensions={}\n"
+           "  ROOT q = f32[8,8] divide(d, kb)\n}\n"
+           "ENTRY e {\n"
+           "  x = f32[8,8] parameter(0)\n  w = f32[8,8] parameter(1)\n"
+           "  ROOT f = f32[8,8] fusion(x, w), kind=kOutput, calls=fused\n}\n",
+           8);
   run_case("1-D conv + bias",
            "HloModule m\n"
            "fused {\n"
@@ -1147,13 +1158,13 @@ static void test_unsupported(void) {
                     "HloModule m\nENTRY e {\n"
                     "  a = f32[8] parameter(0)\n  b = f32[8] parameter(1)\n"
                     "  ROOT s = f32[8] add(a, b)\n}\n");
-  check_unsupported("divide epilogue",
+  check_unsupported("divide by the product",
                     "HloModule m\n"
                     "fused {\n"
                     "  p0 = f32[8,8] parameter(0)\n  p1 = f32[8,8] parameter(1)\n"
                     "  p2 = f32[8,8] parameter(2)\n"
                     "  d = f32[8,8] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
-                    "  ROOT q = f32[8,8] divide(d, p2)\n}\n"
+                    "  ROOT q = f32[8,8] divide(p2, d)\n}\n"
                     "ENTRY e {\n"
                     "  x = f32[8,8] parameter(0)\n  w = f32[8,8] parameter(1)\n  r = f32[8,8] parameter(2)\n"
                     "  ROOT f = f32[8,8] fusion(x, w, r), kind=kOutput, calls=fused\n}\n");
@@ -1171,6 +1182,204 @@ static void test_unsupported(void) {
                     "  ROOT d = f32[0,4] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
 }
 
+/* ------------------------------------------------------------------ integer products */
+
+/* Fills an integer parameter over its type's range (u8 0..255, s8 -127..127) or a float
+ * one over [-1, 1), deterministically. */
+static void fill_quantized(hlo_literal *l, uint64_t seed) {
+  uint64_t st = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (int64_t i = 0; i < l->n; i++) {
+    st ^= st << 13, st ^= st >> 7, st ^= st << 17;
+    if (l->shape.type == HLO_U8) literal_set_s64(l, i, (int64_t)(st % 256));
+    else if (l->shape.type == HLO_S8) literal_set_s64(l, i, (int64_t)(st % 255) - 127);
+    else literal_set_f64(l, i, (double)(st >> 11) * 0x1.0p-53 * 2.0 - 1.0);
+  }
+}
+
+/* Runs a kOutput fusion over an integer product (cpu_quantize.c's form) on oneDNN and
+ * on the evaluator. The integer sum is exact on both sides and the epilogue is the same
+ * f32 operations in the same order (a true division, half-to-even rounding), so an
+ * 8-bit result must match exactly; an f32 result within 1e-6 relative (oneDNN may
+ * convert the accumulator and apply the scale with a different but equally rounded
+ * instruction sequence). Returns false when oneDNN declined (then must_support fails). */
+static bool run_quantized_case(const char *what, const char *text, bool must_support) {
+  hlo_module *m = check_parse_hlo(text);
+  if (!m) return false;
+  const hlo_instr *root = m->entry->root;
+  cpu_dnnl_prim *prim = NULL;
+  kiln_status s = cpu_dnnl_create(root, -1, &prim);
+  CHECK(cpu_dnnl_supports(root) == (s == NULL));
+  if (s) {
+    if (must_support) check_fail(__FILE__, __LINE__, what, kiln_status_message(s));
+    kiln_status_free(s);
+    hlo_module_free(m);
+    return false;
+  }
+  int n_args = m->entry->n_params;
+  hlo_literal *args[8] = {NULL}, *out = NULL;
+  void *operands[8] = {NULL};
+  CHECK(n_args <= 8);
+  CHECK_OK(literal_create(&root->shape, &out));
+  for (int round = 0; round < 2 && out; round++) {
+    for (int i = 0; i < n_args; i++) {
+      literal_free(args[i]);
+      CHECK_OK(literal_create(&m->entry->params[i]->shape, &args[i]));
+      fill_quantized(args[i], 100u * (uint64_t)round + (uint64_t)i + 1);
+    }
+    for (int i = 0; i < root->n_operands; i++) {
+      const hlo_instr *o = root->operands[i];
+      operands[i] = o->op == HLO_OP_PARAMETER ? args[o->parameter_number]->data : NULL;
+    }
+    memset(out->data, 0xA5, (size_t)shape_byte_size(&out->shape));
+    CHECK_OK(cpu_dnnl_execute(prim, operands, out->data));
+    hlo_literal *ref = NULL;
+    CHECK_OK(eval_module(m, args, n_args, &ref));
+    int64_t bad = 0;
+    for (int64_t i = 0; ref && i < ref->n; i++) {
+      double g = literal_get_f64(out, i), r = literal_get_f64(ref, i);
+      bool ok = out->shape.type == HLO_F32 ? fabs(g - r) <= 1e-6 * fmax(1.0, fabs(r)) : g == r;
+      if (!ok && bad++ == 0) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "round %d: element %lld is %g, the evaluator says %g", round, (long long)i, g, r);
+        check_fail(__FILE__, __LINE__, what, msg);
+      }
+    }
+    literal_free(ref);
+  }
+  for (int i = 0; i < n_args; i++) literal_free(args[i]);
+  literal_free(out);
+  cpu_dnnl_destroy(prim);
+  hlo_module_free(m);
+  return true;
+}
+
+/* The requantization epilogue a QDQ convolution + relu + QuantizeLinear gets: u8
+ * activations with zero point 128 (so padding must contribute a real zero), per-channel
+ * scale, bias, relu, x / s rounded half to even, + zero point, clamped, written as u8. */
+static void test_quantized_conv_requantizes_to_u8(void) {
+  run_quantized_case("quantized conv -> u8",
+                     "HloModule m\n"
+                     "fused {\n"
+                     "  x = u8[1,9,9,16] parameter(0)\n  w = s8[3,3,16,32] parameter(1)\n"
+                     "  sc = f32[32] parameter(2)\n  b = f32[32] parameter(3)\n"
+                     "  xi = s32[1,9,9,16] convert(x)\n  z = s32[] constant(128)\n"
+                     "  zb = s32[1,9,9,16] broadcast(z), dimensions={}\n"
+                     "  xs = s32[1,9,9,16] subtract(xi, zb)\n  wi = s32[3,3,16,32] convert(w)\n"
+                     "  c = s32[1,9,9,32] convolution(xs, wi), window={size=3x3 pad=1_1x1_1}, "
+                     "dim_labels=b01f_01io->b01f\n"
+                     "  cf = f32[1,9,9,32] convert(c)\n"
+                     "  scb = f32[1,9,9,32] broadcast(sc), dimensions={3}\n"
+                     "  m0 = f32[1,9,9,32] multiply(cf, scb)\n"
+                     "  bb = f32[1,9,9,32] broadcast(b), dimensions={3}\n  a0 = f32[1,9,9,32] add(m0, bb)\n"
+                     "  zero = f32[] constant(0)\n  zf = f32[1,9,9,32] broadcast(zero), dimensions={}\n"
+                     "  r = f32[1,9,9,32] maximum(a0, zf)\n"
+                     "  ys = f32[] constant(0.37)\n  ysb = f32[1,9,9,32] broadcast(ys), dimensions={}\n"
+                     "  d = f32[1,9,9,32] divide(r, ysb)\n"
+                     "  rn = f32[1,9,9,32] round-nearest-even(d)\n"
+                     "  yz = f32[] constant(3)\n  yzb = f32[1,9,9,32] broadcast(yz), dimensions={}\n"
+                     "  a1 = f32[1,9,9,32] add(rn, yzb)\n"
+                     "  hi = f32[] constant(255)\n"
+                     "  cl = f32[1,9,9,32] clamp(zero, a1, hi)\n"
+                     "  ROOT q = u8[1,9,9,32] convert(cl)\n}\n"
+                     "ENTRY e {\n"
+                     "  x = u8[1,9,9,16] parameter(0)\n  w = s8[3,3,16,32] parameter(1)\n"
+                     "  sc = f32[32] parameter(2)\n  b = f32[32] parameter(3)\n"
+                     "  ROOT f = u8[1,9,9,32] fusion(x, w, sc, b), kind=kOutput, calls=fused\n}\n",
+                     true);
+}
+
+/* An s8 activation read through a transpose (NCHW buffer, NHWC convolution), stride 2,
+ * an f32 result; and a depthwise convolution. */
+static void test_quantized_conv_transposed_s8_and_depthwise(void) {
+  run_quantized_case("quantized conv, s8 NCHW input",
+                     "HloModule m\n"
+                     "fused {\n"
+                     "  x = s8[2,8,10,10] parameter(0)\n  w = s8[3,3,8,16] parameter(1)\n"
+                     "  sc = f32[16] parameter(2)\n"
+                     "  xi = s32[2,8,10,10] convert(x)\n  z = s32[] constant(-5)\n"
+                     "  zb = s32[2,8,10,10] broadcast(z), dimensions={}\n"
+                     "  xs = s32[2,8,10,10] subtract(xi, zb)\n"
+                     "  xt = s32[2,10,10,8] transpose(xs), dimensions={0,2,3,1}\n"
+                     "  wi = s32[3,3,8,16] convert(w)\n"
+                     "  c = s32[2,5,5,16] convolution(xt, wi), window={size=3x3 stride=2x2 pad=1_1x1_1}, "
+                     "dim_labels=b01f_01io->b01f\n"
+                     "  cf = f32[2,5,5,16] convert(c)\n"
+                     "  scb = f32[2,5,5,16] broadcast(sc), dimensions={3}\n"
+                     "  ROOT m0 = f32[2,5,5,16] multiply(cf, scb)\n}\n"
+                     "ENTRY e {\n"
+                     "  x = s8[2,8,10,10] parameter(0)\n  w = s8[3,3,8,16] parameter(1)\n  sc = f32[16] parameter(2)\n"
+                     "  ROOT f = f32[2,5,5,16] fusion(x, w, sc), kind=kOutput, calls=fused\n}\n",
+                     true);
+  run_quantized_case("quantized depthwise conv",
+                     "HloModule m\n"
+                     "fused {\n"
+                     "  x = u8[1,12,12,32] parameter(0)\n  w = s8[3,3,1,32] parameter(1)\n"
+                     "  sc = f32[32] parameter(2)\n"
+                     "  xi = s32[1,12,12,32] convert(x)\n  z = s32[] constant(17)\n"
+                     "  zb = s32[1,12,12,32] broadcast(z), dimensions={}\n"
+                     "  xs = s32[1,12,12,32] subtract(xi, zb)\n  wi = s32[3,3,1,32] convert(w)\n"
+                     "  c = s32[1,12,12,32] convolution(xs, wi), window={size=3x3 pad=1_1x1_1}, "
+                     "dim_labels=b01f_01io->b01f, feature_group_count=32\n"
+                     "  cf = f32[1,12,12,32] convert(c)\n"
+                     "  scb = f32[1,12,12,32] broadcast(sc), dimensions={3}\n"
+                     "  m0 = f32[1,12,12,32] multiply(cf, scb)\n"
+                     "  lo = f32[] constant(0)\n  six = f32[] constant(6)\n"
+                     "  ROOT r6 = f32[1,12,12,32] clamp(lo, m0, six)\n}\n"
+                     "ENTRY e {\n"
+                     "  x = u8[1,12,12,32] parameter(0)\n  w = s8[3,3,1,32] parameter(1)\n  sc = f32[32] parameter(2)\n"
+                     "  ROOT f = f32[1,12,12,32] fusion(x, w, sc), kind=kOutput, calls=fused\n}\n",
+                     true);
+}
+
+/* A matmul u8 x s8 with constant weights whose widening constant folding already folded
+ * (s32 values within s8, narrowed at create time), requantized to s8. */
+static void test_quantized_dot_constant_weights(void) {
+  run_quantized_case("quantized dot, folded constant weights",
+                     "HloModule m\n"
+                     "fused {\n"
+                     "  x = u8[4,3] parameter(0)\n  w = s32[3,2] parameter(1)\n"
+                     "  xi = s32[4,3] convert(x)\n  z = s32[] constant(100)\n"
+                     "  zb = s32[4,3] broadcast(z), dimensions={}\n  xs = s32[4,3] subtract(xi, zb)\n"
+                     "  d = s32[4,2] dot(xs, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                     "  df = f32[4,2] convert(d)\n  s = f32[] constant(0.5)\n"
+                     "  sb = f32[4,2] broadcast(s), dimensions={}\n  m0 = f32[4,2] multiply(df, sb)\n"
+                     "  ys = f32[] constant(7)\n  ysb = f32[4,2] broadcast(ys), dimensions={}\n"
+                     "  dv = f32[4,2] divide(m0, ysb)\n  rn = f32[4,2] round-nearest-even(dv)\n"
+                     "  lo = f32[] constant(-128)\n  hi = f32[] constant(127)\n"
+                     "  cl = f32[4,2] clamp(lo, rn, hi)\n  ROOT q = s8[4,2] convert(cl)\n}\n"
+                     "ENTRY e {\n"
+                     "  x = u8[4,3] parameter(0)\n"
+                     "  w = s32[3,2] constant({ {1, -2}, {127, -128}, {0, 5} })\n"
+                     "  ROOT f = s8[4,2] fusion(x, w), kind=kOutput, calls=fused\n}\n",
+                     true);
+}
+
+/* Integer products oneDNN must decline rather than compute differently: weights beyond
+ * s8, and a convert to 8 bits of a value not rounded first (HLO truncates, oneDNN
+ * would round). */
+static void test_quantized_declines_inexact(void) {
+  check_unsupported("integer weights beyond s8",
+                    "HloModule m\n"
+                    "fused {\n"
+                    "  x = u8[4,3] parameter(0)\n  w = s32[3,2] parameter(1)\n  xi = s32[4,3] convert(x)\n"
+                    "  d = s32[4,2] dot(xi, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                    "  ROOT df = f32[4,2] convert(d)\n}\n"
+                    "ENTRY e {\n"
+                    "  x = u8[4,3] parameter(0)\n  w = s32[3,2] constant({ {1, 2}, {300, 4}, {5, 6} })\n"
+                    "  ROOT f = f32[4,2] fusion(x, w), kind=kOutput, calls=fused\n}\n");
+  check_unsupported("convert to u8 without rounding",
+                    "HloModule m\n"
+                    "fused {\n"
+                    "  x = u8[4,3] parameter(0)\n  w = s8[3,2] parameter(1)\n  xi = s32[4,3] convert(x)\n"
+                    "  wi = s32[3,2] convert(w)\n"
+                    "  d = s32[4,2] dot(xi, wi), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                    "  df = f32[4,2] convert(d)\n  lo = f32[] constant(0)\n  hi = f32[] constant(255)\n"
+                    "  cl = f32[4,2] clamp(lo, df, hi)\n  ROOT q = u8[4,2] convert(cl)\n}\n"
+                    "ENTRY e {\n"
+                    "  x = u8[4,3] parameter(0)\n  w = s8[3,2] parameter(1)\n"
+                    "  ROOT f = u8[4,2] fusion(x, w), kind=kOutput, calls=fused\n}\n");
+}
+
 TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batched), TEST(test_matmul_transposed),
           TEST(test_matrix_vector), TEST(test_matmul_merged_dims), TEST(test_matmul_constant_weights),
           TEST(test_conv_nchw), TEST(test_conv_nhwc), TEST(test_conv_stride_pad), TEST(test_conv_dilation),
@@ -1182,4 +1391,6 @@ TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batche
           TEST(test_random_convs), TEST(test_random_dots),
           TEST(test_concurrent_prims), TEST(test_module_freed_after_create), TEST(test_result_aliases_residual),
           TEST(test_execute_errors), TEST(test_softmax),
-          TEST(test_unsupported))
+          TEST(test_unsupported), TEST(test_quantized_conv_requantizes_to_u8),
+          TEST(test_quantized_conv_transposed_s8_and_depthwise), TEST(test_quantized_dot_constant_weights),
+          TEST(test_quantized_declines_inexact))

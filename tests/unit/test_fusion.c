@@ -568,7 +568,7 @@ static void cpu_pipeline_keeps_dots_canonical(void) {
       "  ROOT r = (f32[3], f32[2,6,5,5]) tuple(e, bd)\n"
       "}\n";
   hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding);
+  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, NULL);
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   CHECK_OK(hlo_verify_module(m));
@@ -610,7 +610,7 @@ static void cpu_pipeline_over_corpus(void) {
   }
   closedir(dp);
   int compared = 0, fusions = 0;
-  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding);
+  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, NULL);
   for (int i = 0; i < n; i++) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -757,7 +757,7 @@ static char *random_program(void) {
 }
 
 static void cpu_pipeline_on_random_programs(void) {
-  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding);
+  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, NULL);
   int fused = 0, output_fusions = 0;
   for (int t = 0; t < 150; t++) {
     char *text = random_program();

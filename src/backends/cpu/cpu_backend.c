@@ -33,6 +33,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_codegen.h"
 #include "backends/cpu/cpu_dnnl.h"
+#include "backends/cpu/cpu_quantize.h"
 #include "backends/cpu/cpu_elemental.h"
 #include "backends/cpu/cpu_eval.h"
 #include "backends/cpu/cpu_jit.h"
@@ -708,7 +709,7 @@ static kiln_status compile_module(const hlo_module *m, const backend_compile_opt
   pthread_mutex_init(&x->run_lock, NULL);
   kiln_status st = clone_module(m, &x->module);
   if (!st) {
-    hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding);
+    hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, cpu_pass_quantized_products);
     hlo_pipeline_options po = hlo_pipeline_options_default();
     po.dump_to = opts->dump_to;
     po.dump_pass_re = opts->dump_pass_re;

@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hlo/literal.h"
 #include "hlo/passes/pass_util.h"
 #include "hlo/shape.h"
 
@@ -113,7 +114,23 @@ typedef struct plan {
   int n_scalars;
   float scalars[MAX_POST_OPS];
   hlo_literal scalar_lits[MAX_POST_OPS];
+  /* Element types of the product's operands and of the result: f32, or for an integer
+   * product (cpu_quantize.c) u8/s8 activations, s8 weights and an f32, u8 or s8 result. */
+  dnnl_data_type_t src_dt, wei_dt, dst_dt;
+  int32_t src_zp; /* the activation's zero point (oneDNN's source zero point) */
+  /* Strides of the product's operands over their dims: row-major, or permuted where
+   * the operand is a transpose of the buffer read (an integer product's widening). */
+  int64_t src_strides[HLO_MAX_RANK], wei_strides[HLO_MAX_RANK];
+  /* Constant integer weights narrowed to s8 (owned; freed by plan_free). */
+  hlo_literal wei_lit;
+  int8_t *wei_s8;
 } plan;
+
+static void plan_free(plan *p) {
+  if (!p) return;
+  free(p->wei_s8);
+  free(p);
+}
 
 /* Merges dims (in order, outer to inner) into one strided dim. Unit dims never matter;
  * the others must be consecutive in memory. An all-unit list merges to size 1. */
@@ -144,16 +161,21 @@ static void fix_unit_strides(int nd, const int64_t *dims, int64_t *strides) {
   }
 }
 
-static kiln_status make_md(const hlo_instr *ins, int nd, const int64_t *dims, int64_t *strides,
-                           dnnl_memory_desc_t *md) {
+static kiln_status make_md_typed(const hlo_instr *ins, int nd, const int64_t *dims, int64_t *strides,
+                                 dnnl_data_type_t dt, dnnl_memory_desc_t *md) {
   dnnl_dims_t d, s;
   fix_unit_strides(nd, dims, strides);
   for (int i = 0; i < nd; i++) {
     d[i] = dims[i];
     s[i] = strides[i];
   }
-  DNNL_TRY(ins, dnnl_memory_desc_init_by_strides(md, nd, d, dnnl_f32, s));
+  DNNL_TRY(ins, dnnl_memory_desc_init_by_strides(md, nd, d, dt, s));
   return NULL;
+}
+
+static kiln_status make_md(const hlo_instr *ins, int nd, const int64_t *dims, int64_t *strides,
+                           dnnl_memory_desc_t *md) {
+  return make_md_typed(ins, nd, dims, strides, dnnl_f32, md);
 }
 
 /* A tensor seen over the HLO result dims: size[d] is the result's size or 1 where the
@@ -237,8 +259,8 @@ static kiln_status plan_dot(const hlo_instr *ins, plan *p) {
   const hlo_dot_dnums *dn = &dot->dot;
   const hlo_shape *ls = &dot->operands[0]->shape, *rs = &dot->operands[1]->shape, *os = &dot->shape;
   int64_t lst[HLO_MAX_RANK], rst[HLO_MAX_RANK], ost[HLO_MAX_RANK];
-  shape_strides(ls, lst);
-  shape_strides(rs, rst);
+  memcpy(lst, p->src_strides, sizeof lst);
+  memcpy(rst, p->wei_strides, sizeof rst);
   shape_strides(os, ost);
   int nb = dn->lhs_batch.n, nc = dn->lhs_contracting.n;
   if (dn->rhs_batch.n != nb || dn->rhs_contracting.n != nc)
@@ -308,9 +330,9 @@ static kiln_status plan_dot(const hlo_instr *ins, plan *p) {
     for (int i = 0; i < grp->n; i++) gs[i] = os->dims[grp->dims[i]], gt[i] = ost[grp->dims[i]];
     merge_dims(grp->n, gs, gt, &dd[g], &ds[g]); /* the result is row-major: always merges */
   }
-  TRY(make_md(ins, p->ndims, sd, ss, &p->src_md));
-  TRY(make_md(ins, p->ndims, wd, ws, &p->wei_md));
-  TRY(make_md(ins, p->ndims, dd, ds, &p->dst_md));
+  TRY(make_md_typed(ins, p->ndims, sd, ss, p->src_dt, &p->src_md));
+  TRY(make_md_typed(ins, p->ndims, wd, ws, p->wei_dt, &p->wei_md));
+  TRY(make_md_typed(ins, p->ndims, dd, ds, p->dst_dt, &p->dst_md));
   return NULL;
 }
 
@@ -351,8 +373,8 @@ static kiln_status plan_conv(const hlo_instr *ins, plan *p) {
     p->wei_flip[cd->kernel_spatial[s]] = !w->reversal;
   }
   int64_t xst[HLO_MAX_RANK], kst[HLO_MAX_RANK], ost[HLO_MAX_RANK];
-  shape_strides(xs, xst);
-  shape_strides(ks, kst);
+  memcpy(xst, p->src_strides, sizeof xst);
+  memcpy(kst, p->wei_strides, sizeof kst);
   shape_strides(os, ost);
   /* oneDNN spatial dims; 1-D gets a leading unit dim (height). */
   int unit = ns == 1 ? 1 : 0, dns = ns + unit;
@@ -389,9 +411,9 @@ static kiln_status plan_conv(const hlo_instr *ins, plan *p) {
     p->pad_l[unit + s] = p->deconv ? extent - w->pad_lo : w->pad_lo;
     p->pad_r[unit + s] = p->deconv ? extent - w->pad_hi : w->pad_hi;
   }
-  TRY(make_md(ins, p->ndims, sd, ss, &p->src_md));
-  TRY(make_md(ins, wo, wd, ws, &p->wei_md));
-  TRY(make_md(ins, p->ndims, dd, ds, &p->dst_md));
+  TRY(make_md_typed(ins, p->ndims, sd, ss, p->src_dt, &p->src_md));
+  TRY(make_md_typed(ins, wo, wd, ws, p->wei_dt, &p->wei_md));
+  TRY(make_md_typed(ins, p->ndims, dd, ds, p->dst_dt, &p->dst_md));
   return NULL;
 }
 
@@ -408,6 +430,9 @@ static bool is_chain_op(const hlo_instr *x) {
     case HLO_OP_MINIMUM:
     case HLO_OP_CLAMP:
     case HLO_OP_LOGISTIC:
+    case HLO_OP_DIVIDE:             /* an integer product's requantization (x / scale) */
+    case HLO_OP_ROUND_NEAREST_EVEN: /* ... rounded */
+    case HLO_OP_CONVERT:            /* its result to f32, and the requantized value to 8 bits */
       return true;
     default:
       return false;
@@ -518,10 +543,15 @@ static const hlo_instr *activation_input(const hlo_instr *x, hlo_activation *kin
   return *kind == HLO_ACTIVATION_NONE ? NULL : v;
 }
 
+static kiln_status add_scalar_binary(const hlo_instr *ins, plan *p, dnnl_alg_kind_t alg, float v);
+
 /* One epilogue instruction X whose chain operand is operand CHAIN_IDX. */
 static kiln_status add_post(const hlo_instr *ins, plan *p, const hlo_instr *x, int chain_idx) {
   leaf a, b;
   if (x->op == HLO_OP_LOGISTIC) return add_eltwise(ins, p, dnnl_eltwise_logistic, 0.0f, 0.0f);
+  /* oneDNN's round is half to even, as round-nearest-even. */
+  if (x->op == HLO_OP_ROUND_NEAREST_EVEN) return add_eltwise(ins, p, dnnl_eltwise_round, 0.0f, 0.0f);
+  if (x->op == HLO_OP_CONVERT) return NULL; /* checked by quantized_chain: no arithmetic */
   hlo_activation act;
   if (activation_input(x, &act))
     return add_eltwise(ins, p,
@@ -559,6 +589,10 @@ static kiln_status add_post(const hlo_instr *ins, plan *p, const hlo_instr *x, i
       return add_max(ins, p, &a);
     case HLO_OP_MINIMUM:
       return add_min(ins, p, &a);
+    case HLO_OP_DIVIDE: /* a true division, not a multiply by the reciprocal */
+      if (chain_idx != 0) return unsupported(ins, "an epilogue divides by the computed value");
+      if (a.is_scalar) return add_scalar_binary(ins, p, dnnl_binary_div, a.scalar);
+      return add_binary(ins, p, dnnl_binary_div, &a);
     default:
       return unsupported(ins, "unexpected epilogue operation");
   }
@@ -581,8 +615,9 @@ static kiln_status plan_fusion_chain(const hlo_instr *ins, const hlo_instr **cor
     hlo_activation act;
     const hlo_instr *act_in = activation_input(x, &act), *next;
     int ci = 0; /* the chain operand; add_post does not use it for activations */
-    if (act_in || x->op == HLO_OP_LOGISTIC) {
-      if (x->op == HLO_OP_LOGISTIC && x->n_operands != 1) return unsupported(ins, "malformed epilogue operation");
+    bool unary = x->op == HLO_OP_LOGISTIC || x->op == HLO_OP_ROUND_NEAREST_EVEN || x->op == HLO_OP_CONVERT;
+    if (act_in || unary) {
+      if (unary && x->n_operands != 1) return unsupported(ins, "malformed epilogue operation");
       next = act_in ? act_in : x->operands[0];
       if (!is_core(next) && !is_chain_op(next))
         return unsupported(ins, "an epilogue operation does not use the dot/convolution result");
@@ -604,7 +639,10 @@ static kiln_status plan_fusion_chain(const hlo_instr *ins, const hlo_instr **cor
         return unsupported(ins, "clamp bounds are computed values");
       next = x->operands[ci];
     }
-    if (!shape_same_dims(&x->shape, &ins->shape) || x->shape.type != HLO_F32)
+    bool requantized = x == ins->called[0]->root && x->op == HLO_OP_CONVERT &&
+                       (x->shape.type == HLO_U8 || x->shape.type == HLO_S8);
+    bool int_bias = x->op == HLO_OP_ADD && x->shape.type == HLO_S32 && is_core(next);
+    if (!shape_same_dims(&x->shape, &ins->shape) || (x->shape.type != HLO_F32 && !requantized && !int_bias))
       return unsupported(ins, "the epilogue changes shape or type");
     chain[*n_chain] = x;
     chain_idx[*n_chain] = ci;
@@ -714,8 +752,158 @@ static kiln_status plan_softmax(const hlo_instr *ins, plan *p) {
   return NULL;
 }
 
+static dnnl_data_type_t dnnl_type_of(hlo_type t) {
+  return t == HLO_U8 ? dnnl_u8 : t == HLO_S8 ? dnnl_s8 : t == HLO_S32 ? dnnl_s32 : dnnl_f32;
+}
+
+/* The value an integer product's operand X was widened from (cpu_quantize.c; the fusion
+ * pass groups the widening with the product): from X down, at most one transpose, then
+ * reshapes, a subtract of a broadcast scalar constant (the zero point, ZP non-NULL:
+ * activations only) and a convert from u8/s8, ending at a fusion parameter or constant.
+ * A constant s32 operand (the weights, their widening folded) is taken when every value
+ * fits s8 and narrowed into p->wei_s8. Sets REF, *DT and STRIDES (X's dims over the
+ * buffer read). */
+static kiln_status resolve_widened(const hlo_instr *ins, plan *p, const hlo_instr *x, int32_t *zp, operand_ref *ref,
+                                   dnnl_data_type_t *dt, int64_t *strides) {
+  const hlo_instr *t = NULL, *v = x;
+  bool widened = false;
+  if (zp) *zp = 0;
+  if (v->op == HLO_OP_TRANSPOSE) t = v, v = v->operands[0];
+  for (;;) {
+    if (v->op == HLO_OP_RESHAPE || (v->op == HLO_OP_BITCAST && v->operands[0]->shape.type == v->shape.type)) {
+      v = v->operands[0];
+    } else if (v->op == HLO_OP_SUBTRACT && zp && !widened && v->operands[1]->op == HLO_OP_BROADCAST &&
+               v->operands[1]->operands[0]->op == HLO_OP_CONSTANT && v->operands[1]->operands[0]->shape.rank == 0 &&
+               v->operands[1]->operands[0]->literal) {
+      int64_t z = literal_get_s64(v->operands[1]->operands[0]->literal, 0);
+      if (*zp != 0 || z < INT32_MIN || z > INT32_MAX) return unsupported(ins, "an unexpected zero point");
+      *zp = (int32_t)z;
+      v = v->operands[0];
+    } else if (v->op == HLO_OP_CONVERT && !widened && (v->operands[0]->shape.type == HLO_U8 ||
+                                                        v->operands[0]->shape.type == HLO_S8)) {
+      widened = true;
+      v = v->operands[0];
+    } else {
+      break;
+    }
+  }
+  ref->outer = -1;
+  ref->constant = NULL;
+  const hlo_instr *leaf = v;
+  if (ins->op == HLO_OP_FUSION && v->op == HLO_OP_PARAMETER) {
+    int64_t k = v->parameter_number;
+    if (k < 0 || k >= ins->n_operands) return unsupported(ins, "a malformed fusion parameter");
+    ref->outer = (int)k;
+    leaf = ins->operands[k];
+  } else if (ins->op != HLO_OP_FUSION || v->op != HLO_OP_CONSTANT) {
+    return unsupported(ins, "an integer product's operand is not a widened 8-bit parameter or constant");
+  }
+  if (leaf->op == HLO_OP_CONSTANT) {
+    if (!leaf->literal || !leaf->literal->data) return unsupported(ins, "a constant without data");
+    ref->outer = -1;
+    ref->constant = leaf->literal;
+  }
+  hlo_type lt = v->shape.type;
+  if (!widened) {
+    /* A folded widening: s32 weights whose values all fit s8. */
+    if (zp || !ref->constant || lt != HLO_S32) return unsupported(ins, "an integer product's operand is not 8-bit");
+    const int32_t *w = ref->constant->data;
+    int64_t n = ref->constant->n;
+    for (int64_t i = 0; i < n; i++)
+      if (w[i] < -128 || w[i] > 127) return unsupported(ins, "integer weights outside s8");
+    p->wei_s8 = malloc((size_t)(n > 0 ? n : 1));
+    if (!p->wei_s8) return status_error(KILN_RESOURCE_EXHAUSTED, "cpu_dnnl: %s: out of memory", ins->name);
+    for (int64_t i = 0; i < n; i++) p->wei_s8[i] = (int8_t)w[i];
+    p->wei_lit = *ref->constant;
+    p->wei_lit.shape.type = HLO_S8;
+    p->wei_lit.data = p->wei_s8;
+    ref->constant = &p->wei_lit;
+    lt = HLO_S8;
+  }
+  *dt = dnnl_type_of(lt);
+  /* Reshapes keep the row-major order; a transpose permutes its operand's strides. */
+  if (t) {
+    int64_t in[HLO_MAX_RANK];
+    shape_strides(&t->operands[0]->shape, in);
+    for (int d = 0; d < t->shape.rank; d++) strides[d] = in[t->dimensions.v[d]];
+  } else {
+    shape_strides(&x->shape, strides);
+  }
+  return NULL;
+}
+
+/* An epilogue ending in a convert to 8 bits must have made the value an integer in
+ * range first (oneDNN's conversion rounds and saturates where HLO's truncates): from
+ * the root down, a clamp to scalar integer bounds within the type, optionally an add of
+ * a scalar integer (the zero point), then a round-nearest-even. */
+static bool requantization_exact(const hlo_instr *ins, const hlo_instr *const *chain, int n_chain) {
+  if (n_chain == 0 || chain[0]->op != HLO_OP_CONVERT || chain[0] != ins->called[0]->root) return true;
+  double lo = chain[0]->shape.type == HLO_U8 ? 0 : -128, hi = chain[0]->shape.type == HLO_U8 ? 255 : 127;
+  int k = 1;
+  if (k >= n_chain || chain[k]->op != HLO_OP_CLAMP) return false;
+  for (int b = 0; b < 3; b += 2) {
+    const hlo_instr *c = chain[k]->operands[b];
+    if (c->op == HLO_OP_BROADCAST) c = c->operands[0];
+    if (c->op != HLO_OP_CONSTANT || c->shape.rank != 0 || !c->literal) return false;
+    double v = literal_get_f64(c->literal, 0);
+    if (v != floor(v) || v < lo || v > hi) return false;
+  }
+  k++;
+  if (k + 1 < n_chain && chain[k]->op == HLO_OP_ADD) {
+    /* chain[k + 1] is the value the add applies to */
+    const hlo_instr *a = chain[k]->operands[chain[k]->operands[0] == chain[k + 1] ? 1 : 0];
+    if (a->op == HLO_OP_BROADCAST) a = a->operands[0];
+    if (a->op != HLO_OP_CONSTANT || a->shape.rank != 0 || !a->literal) return false;
+    double v = literal_get_f64(a->literal, 0);
+    if (v != floor(v) || fabs(v) > 65536) return false;
+    k++;
+  }
+  return k < n_chain && chain[k]->op == HLO_OP_ROUND_NEAREST_EVEN;
+}
+
+/* An int32 bias on the accumulators: broadcast(v) of a per-output-channel vector v (a
+ * fusion parameter or constant) along the convolution's output feature dim or the
+ * matmul's N. It becomes the primitive's s32 bias, which oneDNN adds to the integer
+ * accumulators before the epilogue -- where the HLO adds it. */
+static kiln_status plan_int_bias(const hlo_instr *ins, plan *p, const hlo_instr *x) {
+  const hlo_shape *rs = &p->core->shape;
+  int64_t channel = p->is_conv ? p->core->conv.output_feature : rs->rank - 1;
+  if (x->op != HLO_OP_BROADCAST || x->operands[0]->shape.rank != 1 || x->dimensions.n != 1 ||
+      x->dimensions.v[0] != channel || x->operands[0]->shape.dims[0] != rs->dims[channel])
+    return unsupported(ins, "an integer bias that is not one value per output channel");
+  const hlo_instr *v = x->operands[0];
+  p->bias.outer = -1;
+  p->bias.constant = NULL;
+  const hlo_instr *leaf = v;
+  if (v->op == HLO_OP_PARAMETER && v->parameter_number >= 0 && v->parameter_number < ins->n_operands) {
+    p->bias.outer = (int)v->parameter_number;
+    leaf = ins->operands[v->parameter_number];
+  } else if (v->op != HLO_OP_CONSTANT) {
+    return unsupported(ins, "an integer bias that is not a fusion parameter or constant");
+  }
+  if (leaf->op == HLO_OP_CONSTANT) {
+    if (!leaf->literal || !leaf->literal->data) return unsupported(ins, "a constant without data");
+    p->bias.outer = -1;
+    p->bias.constant = leaf->literal;
+  }
+  int64_t n = rs->dims[channel];
+  if (p->is_conv) {
+    dnnl_dims_t dims = {n}, strides = {1};
+    DNNL_TRY(ins, dnnl_memory_desc_init_by_strides(&p->bias_md, 1, dims, dnnl_s32, strides));
+  } else {
+    dnnl_dims_t dims, strides;
+    for (int d = 0; d < p->ndims; d++) dims[d] = 1, strides[d] = n;
+    dims[p->ndims - 1] = n;
+    strides[p->ndims - 1] = 1;
+    DNNL_TRY(ins, dnnl_memory_desc_init_by_strides(&p->bias_md, p->ndims, dims, dnnl_s32, strides));
+  }
+  p->has_bias = true;
+  return NULL;
+}
+
 static kiln_status build_plan(const hlo_instr *ins, plan *p) {
   memset(p, 0, sizeof *p);
+  p->src_dt = p->wei_dt = p->dst_dt = dnnl_f32;
   const hlo_instr *chain[MAX_POST_OPS];
   int chain_idx[MAX_POST_OPS], n_chain = 0;
   if (ins->op == HLO_OP_FUSION && ins->fusion_kind && strcmp(ins->fusion_kind, "kCustom") == 0) {
@@ -729,19 +917,49 @@ static kiln_status build_plan(const hlo_instr *ins, plan *p) {
   }
   const hlo_instr *core = p->core;
   p->is_conv = core->op == HLO_OP_CONVOLUTION;
-  if (core->n_operands != 2 || !is_f32_array(&core->shape) || !is_f32_array(&core->operands[0]->shape) ||
-      !is_f32_array(&core->operands[1]->shape))
-    return unsupported(ins, "only f32 operands and result");
-  if (!shape_same_dims(&core->shape, &ins->shape) || !is_f32_array(&ins->shape))
-    return unsupported(ins, "the result is not the dot/convolution's f32 shape");
+  if (core->n_operands != 2) return unsupported(ins, "malformed dot/convolution");
+  /* An integer product (cpu_quantize.c): s32 accumulators, converted to f32 first thing
+   * in the epilogue; the result f32, or requantized to 8 bits. */
+  /* An int32 bias may come between the product and that convert (QLinearConv's B). */
+  const hlo_instr *int_bias = NULL;
+  int to_f32 = n_chain - 1; /* the chain index of the convert to f32 */
+  if (n_chain >= 2 && chain[n_chain - 1]->op == HLO_OP_ADD && chain[n_chain - 1]->shape.type == HLO_S32)
+    int_bias = chain[n_chain - 1], to_f32 = n_chain - 2;
+  bool quantized = core->shape.type == HLO_S32 && ins->op == HLO_OP_FUSION && to_f32 >= 0 &&
+                   chain[to_f32]->op == HLO_OP_CONVERT && chain[to_f32]->shape.type == HLO_F32;
+  if (!quantized) int_bias = NULL, to_f32 = n_chain - 1;
+  if (quantized) {
+    if (!requantization_exact(ins, chain, to_f32 + 1))
+      return unsupported(ins, "a convert to 8 bits of a value not rounded and clamped to the type's range");
+    for (int i = 1; i < to_f32; i++)
+      if (chain[i]->op == HLO_OP_CONVERT) return unsupported(ins, "a convert inside the epilogue");
+    TRY(resolve_widened(ins, p, core->operands[0], &p->src_zp, &p->src, &p->src_dt, p->src_strides));
+    TRY(resolve_widened(ins, p, core->operands[1], NULL, &p->wei, &p->wei_dt, p->wei_strides));
+    if (p->wei_dt != dnnl_s8) return unsupported(ins, "integer weights must be s8");
+    p->dst_dt = dnnl_type_of(ins->shape.type);
+  } else {
+    if (!is_f32_array(&core->shape) || !is_f32_array(&core->operands[0]->shape) ||
+        !is_f32_array(&core->operands[1]->shape))
+      return unsupported(ins, "only f32 operands and result");
+    if (!is_f32_array(&ins->shape)) return unsupported(ins, "the result is not the dot/convolution's f32 shape");
+    for (int i = 0; i < n_chain; i++)
+      if (chain[i]->op == HLO_OP_CONVERT) return unsupported(ins, "a convert in an f32 epilogue");
+    if (!resolve_leaf(ins, core->operands[0], &p->src) || !resolve_leaf(ins, core->operands[1], &p->wei))
+      return unsupported(ins, "the dot/convolution operands are not fusion parameters or constants");
+    shape_strides(&core->operands[0]->shape, p->src_strides);
+    shape_strides(&core->operands[1]->shape, p->wei_strides);
+  }
+  if (!shape_same_dims(&core->shape, &ins->shape)) return unsupported(ins, "the result is not the dot/convolution's shape");
   if (shape_elements(&core->shape) <= 0 || shape_elements(&core->operands[0]->shape) <= 0 ||
       shape_elements(&core->operands[1]->shape) <= 0)
     return unsupported(ins, "empty tensors");
-  if (!resolve_leaf(ins, core->operands[0], &p->src) || !resolve_leaf(ins, core->operands[1], &p->wei))
-    return unsupported(ins, "the dot/convolution operands are not fusion parameters or constants");
   TRY(p->is_conv ? plan_conv(ins, p) : plan_dot(ins, p));
-  for (int i = n_chain - 1; i >= 0; i--) TRY(add_post(ins, p, chain[i], chain_idx[i]));
-  TRY(absorb_bias(ins, p));
+  if (quantized && p->deconv) return unsupported(ins, "integer transposed convolution");
+  if (int_bias) TRY(plan_int_bias(ins, p, int_bias->operands[chain_idx[n_chain - 1] == 0 ? 1 : 0]));
+  for (int i = to_f32; i >= 0; i--) TRY(add_post(ins, p, chain[i], chain_idx[i]));
+  /* oneDNN 2.6 adds an int8 primitive's bias to the integer accumulators (before any
+   * scaling); kiln's epilogue adds it after the rescale, so it stays a post-op. */
+  if (!quantized) TRY(absorb_bias(ins, p));
   return split_repeated_eltwise(ins, p);
 }
 
@@ -764,6 +982,10 @@ static kiln_status make_attr(const hlo_instr *ins, const plan *p, const dnnl_mem
   DNNL_TRY(ins, dnnl_primitive_attr_create(&attr));
   dnnl_status_t s = dnnl_primitive_attr_set_fpmath_mode(attr, dnnl_fpmath_mode_strict);
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+  /* The activation's zero point: oneDNN computes with src - zp and pads with zp, i.e.
+   * with a real zero, as the dequantized convolution does. */
+  if (s == dnnl_success && p && p->src_zp != 0)
+    s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &p->src_zp);
   if (s == dnnl_success && p && p->n_post) {
     s = dnnl_post_ops_create(&ops);
     for (int i = 0; i < p->n_post && s == dnnl_success; i++) {
@@ -844,17 +1066,17 @@ static kiln_status try_pd(const hlo_instr *ins, const plan *p, bool any_src, boo
   dnnl_memory_desc_t wei_any, src_any, dst_any;
   const dnnl_memory_desc_t *wei = &p->wei_md, *src = &p->src_md, *dst = &p->dst_md;
   if (p->is_conv || p->wei.constant || any_src) {
-    DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&wei_any, p->wei_md.ndims, p->wei_md.dims, dnnl_f32,
+    DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&wei_any, p->wei_md.ndims, p->wei_md.dims, p->wei_dt,
                                                dnnl_format_tag_any));
     wei = &wei_any;
   }
   if (any_src) {
-    DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&src_any, p->src_md.ndims, p->src_md.dims, dnnl_f32,
+    DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&src_any, p->src_md.ndims, p->src_md.dims, p->src_dt,
                                                dnnl_format_tag_any));
     src = &src_any;
   }
   if (any_dst) {
-    DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&dst_any, p->dst_md.ndims, p->dst_md.dims, dnnl_f32,
+    DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&dst_any, p->dst_md.ndims, p->dst_md.dims, p->dst_dt,
                                                dnnl_format_tag_any));
     dst = &dst_any;
   }
@@ -900,7 +1122,7 @@ static kiln_status try_pd_residual(const hlo_instr *ins, const plan *p, dnnl_pri
   for (int i = 0; i < p->n_post; i++) any_full = any_full || full_tensor(p, &p->post[i]);
   if (!any_full) return NULL;
   dnnl_memory_desc_t layout;
-  DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&layout, p->dst_md.ndims, p->dst_md.dims, dnnl_f32,
+  DNNL_TRY(ins, dnnl_memory_desc_init_by_tag(&layout, p->dst_md.ndims, p->dst_md.dims, p->dst_dt,
                                              p->dst_md.ndims == 4 ? dnnl_aBcd16b : dnnl_aBcde16b));
   return try_pd(ins, p, true, false, &layout, out);
 }
@@ -971,7 +1193,7 @@ bool cpu_dnnl_supports(const hlo_instr *ins) {
   dnnl_primitive_desc_t pd = NULL;
   kiln_status s = build_plan(ins, p);
   if (!s) s = make_pd(ins, p, &pd);
-  free(p);
+  plan_free(p);
   if (pd) dnnl_primitive_desc_destroy(pd);
   if (s) {
     kiln_status_free(s);
@@ -1080,7 +1302,7 @@ static kiln_status bind_setup(cpu_dnnl_prim *pr, const hlo_instr *ins, bound_arg
   a->bytes = dnnl_memory_desc_get_size(user);
   void *buf = DNNL_MEMORY_NONE;
   if (!is_result && ref->constant) {
-    size_t bytes = (size_t)ref->constant->n * sizeof(float);
+    size_t bytes = (size_t)ref->constant->n * hlo_type_size(ref->constant->shape.type);
     if (same) { /* an owned copy, so the module may be freed */
       TRY(prim_alloc(pr, ins, bytes, &buf));
       memcpy(buf, ref->constant->data, bytes);
@@ -1238,7 +1460,7 @@ kiln_status cpu_dnnl_create(const hlo_instr *ins, int in_place, cpu_dnnl_prim **
   pr->wei.outer = pr->bias.outer = -1; /* absent unless set up */
   kiln_status st = build_plan(ins, p);
   if (!st) st = prim_init(pr, ins, p, in_place);
-  free(p);
+  plan_free(p);
   if (st) {
     cpu_dnnl_destroy(pr);
     return st;

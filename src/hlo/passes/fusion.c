@@ -316,12 +316,65 @@ static hlo_instr *activation_of(const fusion_ctx *x, const hlo_instr *t, const h
   return NULL;
 }
 
+/* An integer product's epilogue (the cpu backend's quantized products): besides the
+ * usual post-ops, an integer bias add and the convert to f32 right after the product,
+ * a divide and a round-nearest-even (a requantization's x / scale rounded), and a final
+ * convert to an 8-bit integer type, which ends the chain. T is the chain value so far. */
+static bool is_quantized_post_op(const hlo_instr *t, const hlo_instr *u) {
+  switch (u->op) {
+    case HLO_OP_CONVERT:
+      if (hlo_type_is_int(t->shape.type)) return u->shape.type == HLO_F32;
+      return t->shape.type == HLO_F32 && (u->shape.type == HLO_U8 || u->shape.type == HLO_S8);
+    case HLO_OP_ADD: /* an int32 bias (QLinearConv's B) added to the accumulators */
+      if (hlo_type_is_int(t->shape.type)) return u->shape.type == t->shape.type;
+      return t->shape.type == HLO_F32;
+    case HLO_OP_DIVIDE:
+    case HLO_OP_ROUND_NEAREST_EVEN:
+      return t->shape.type == HLO_F32;
+    default:
+      return is_output_post_op(u->op) && t->shape.type == HLO_F32;
+  }
+}
+
+/* The widening an integer product's operand went through (cpu_quantize.c): from the
+ * operand down, at most one transpose, then reshapes, a subtract of a broadcast scalar
+ * constant (the zero point) and a convert from an 8-bit value. Those are cheap and the
+ * cpu backend's int8 primitive reads the 8-bit value itself, so they join the group
+ * (copied where something else reads them too). */
+static void add_widened_operand(const fusion_ctx *x, group *g, hlo_instr *o) {
+  bool transposed = false, subtracted = false;
+  for (;;) {
+    int oi = x->index_of_id[o->id];
+    if (oi < 0 || x->in_output_chain[oi] || x->output_root[oi]) return;
+    if (o->op == HLO_OP_TRANSPOSE && !transposed && !subtracted) {
+      transposed = true;
+    } else if (o->op == HLO_OP_RESHAPE || (o->op == HLO_OP_BITCAST && o->operands[0]->shape.type == o->shape.type)) {
+    } else if (o->op == HLO_OP_SUBTRACT && !subtracted && o->operands[1]->op == HLO_OP_BROADCAST &&
+               o->operands[1]->operands[0]->op == HLO_OP_CONSTANT && o->operands[1]->operands[0]->shape.rank == 0) {
+      subtracted = true;
+      add_member(x, g, oi);
+      add_post_op_operand(x, g, o->operands[1]);
+      o = o->operands[0];
+      continue;
+    } else if (o->op == HLO_OP_CONVERT && hlo_type_is_int(o->shape.type) &&
+               (o->operands[0]->shape.type == HLO_U8 || o->operands[0]->shape.type == HLO_S8)) {
+      add_member(x, g, oi);
+      return;
+    } else {
+      return;
+    }
+    add_member(x, g, oi);
+    o = o->operands[0];
+  }
+}
+
 static void form_output_groups(fusion_ctx *x) {
   hlo_computation *c = x->c;
   for (int i = 0; i < x->n; i++) {
     hlo_instr *d = c->instrs[i];
     if ((d->op != HLO_OP_DOT && d->op != HLO_OP_CONVOLUTION) || !shape_is_array(&d->shape)) continue;
     if (transposed_convolution(d)) continue;
+    bool quantized = hlo_type_is_int(d->shape.type);
     /* Walk the chain of single-use post-ops (an activation's two uses counted as one). */
     int chain[64], n_side[64], side[64][HLO_ACTIVATION_MAX_INNER], n_chain = 0;
     hlo_instr *t = d;
@@ -330,7 +383,10 @@ static void form_output_groups(fusion_ctx *x) {
       int n_inner = 0;
       hlo_instr *u = activation_of(x, t, inner, &n_inner);
       if (u) {
-        if (x->in_output_chain[x->index_of_id[u->id]] || !shape_compatible(&u->shape, &d->shape)) break;
+        if (x->in_output_chain[x->index_of_id[u->id]] ||
+            (quantized ? t->shape.type != HLO_F32 || !shape_same_dims(&u->shape, &d->shape)
+                       : !shape_compatible(&u->shape, &d->shape)))
+          break;
         n_side[n_chain] = n_inner;
         for (int i = 0; i < n_inner; i++) side[n_chain][i] = x->index_of_id[inner[i]->id];
         chain[n_chain++] = x->index_of_id[u->id];
@@ -341,13 +397,16 @@ static void form_output_groups(fusion_ctx *x) {
       u = c->instrs[x->user_idx[x->user_start[x->index_of_id[t->id]]]];
       /* a post-op reading two dots belongs to the chain of the first one only */
       if (x->in_output_chain[x->index_of_id[u->id]]) break;
-      if (!is_output_post_op(u->op) || !shape_compatible(&u->shape, &d->shape)) break;
+      if (quantized ? !is_quantized_post_op(t, u) || !shape_same_dims(&u->shape, &d->shape)
+                    : !is_output_post_op(u->op) || !shape_compatible(&u->shape, &d->shape))
+        break;
       int uses = 0;
       for (int k = 0; k < u->n_operands; k++) uses += u->operands[k] == t;
       if (uses != 1 || (u->op == HLO_OP_CLAMP && (u->n_operands != 3 || u->operands[1] != t))) break;
       n_side[n_chain] = 0;
       chain[n_chain++] = x->index_of_id[u->id];
       t = u;
+      if (quantized && u->op == HLO_OP_CONVERT && hlo_type_is_int(u->shape.type)) break; /* requantized: the end */
     }
     if (n_chain == 0) continue;
     int root = chain[n_chain - 1];
@@ -373,6 +432,8 @@ static void form_output_groups(fusion_ctx *x) {
         if (u->operands[o] != prev) add_post_op_operand(x, g, u->operands[o]);
     }
     g->state[i] = MEMBER_EXCL;
+    if (quantized)
+      for (int o = d->n_operands - 1; o >= 0; o--) add_widened_operand(x, g, d->operands[o]);
     x->output_root[root] = true;
     x->in_output_chain[i] = true;
     for (int k = 0; k < n_chain; k++) {

@@ -301,12 +301,14 @@ hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
   return p;
 }
 
-hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding) {
+hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding, hlo_pass_fn quantized_products) {
   hlo_pipeline *p = hlo_pipeline_new("optimizations");
   /* Before everything: the code generator reads every bitcast as a reshape of a
    * row-major buffer, and the call inliner would replace a callee parameter's layout
    * (which a bitcast in the callee is defined by) with its argument's. */
   hlo_pipeline_add_pass(p, "bitcast-layouts", hlo_pass_bitcast_layouts);
+  /* Before constant folding, which would fold dequantized weights into f32 constants. */
+  if (quantized_products) hlo_pipeline_add_pass(p, "quantized-products", quantized_products);
   add_optimize_passes(p, constant_folding);
   /* NHWC convolutions: the transposes left between convolutions cancel in algsimp,
    * transposed constant kernels fold into relayouted constants, and CSE merges the

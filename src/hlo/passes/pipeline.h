@@ -127,10 +127,11 @@ kiln_status hlo_pass_conv_layout(hlo_module *m, bool *changed);
  * sides stay. Afterwards no instruction's meaning depends on a layout. */
 kiln_status hlo_pass_bitcast_layouts(hlo_module *m, bool *changed);
 
-/* The CPU backend's pipeline: bitcast-layouts, the optimize pipeline above, then conv-layout,
- * fix(algsimp, constant-folding, cse, dce), dot-canonicalize, fix(algsimp,
- * constant-folding, dce), reduction-splitter, fusion, dce. constant_folding as for
- * hlo_pipeline_new_optimize. */
-hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding);
+/* The CPU backend's pipeline: bitcast-layouts, quantized-products (when given: the cpu
+ * backend's pass for dequantized convolutions/dots, which this layer cannot name), the
+ * optimize pipeline above, then conv-layout, fix(algsimp, constant-folding, cse, dce),
+ * dot-canonicalize, fix(algsimp, constant-folding, dce), reduction-splitter, fusion,
+ * dce. constant_folding as for hlo_pipeline_new_optimize. */
+hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding, hlo_pass_fn quantized_products);
 
 #endif
