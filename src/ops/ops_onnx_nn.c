@@ -1,6 +1,6 @@
 /* ONNX neural-network ops: convolutions, pooling, normalisations, softmax family,
- * matrix products (MatMul, Gemm, Einsum) and the small shape-only layers (Flatten,
- * Dropout at inference).
+ * matrix products (MatMul, Gemm, Einsum) and the small shape-only layer Flatten
+ * (Dropout, which draws random masks in training mode, lives in ops_onnx_random.c).
  *
  * Layout is ONNX's NCHW throughout, which HLO expresses directly through convolution
  * dimension numbers and per-dimension windows, so no transposes are emitted. Window
@@ -741,27 +741,6 @@ static kiln_status lower_softmax(op_lower_ctx *ctx) {
 
 /* ------------------------------------------------------------ shape-only ---- */
 
-static kiln_status lower_dropout(op_lower_ctx *ctx) {
-  hlo_instr *x, *mask;
-  TRY(onnx_require_input(ctx, 0, &x));
-  const graph_tensor *training = onnx_const_input(ctx, 2);
-  if (onnx_has_input(ctx, 2) && !training)
-    return op_error(ctx->node, KILN_UNIMPLEMENTED, "training_mode must be a compile-time constant");
-  if (training && training->n == 1 && tensor_get_s64(training, 0) != 0) {
-    const graph_tensor *ratio = onnx_const_input(ctx, 1);
-    double rv = 0.5;
-    if (onnx_has_input(ctx, 1)) L(oplib_tensor_scalar(ratio, "ratio", &rv));
-    if (rv != 0)
-      return op_error(ctx->node, KILN_UNIMPLEMENTED, "random dropout (training_mode=true) is not supported");
-  }
-  set_output(ctx, 0, x);
-  if (ctx->n_outputs > 1) {
-    L(oplib_full(ctx->comp, HLO_PRED, 1, x->shape.rank, x->shape.dims, &mask));
-    set_output(ctx, 1, mask);
-  }
-  return NULL;
-}
-
 static kiln_status lower_flatten(op_lower_ctx *ctx) {
   hlo_instr *x, *y;
   TRY(onnx_require_input(ctx, 0, &x));
@@ -1040,7 +1019,6 @@ static const op_def onnx_nn_defs[] = {
     {"onnx.Softmax", 0, 0, lower_softmax, NULL},
     {"onnx.LogSoftmax", 0, 0, lower_softmax, NULL},
     {"onnx.Hardmax", 0, 0, lower_softmax, NULL},
-    {"onnx.Dropout", 0, ~(uint64_t)1, lower_dropout, NULL},
     {"onnx.Flatten", 0, 0, lower_flatten, NULL},
     {"onnx.MatMul", 0, 0, lower_matmul, NULL},
     {"onnx.Gemm", 0, 0, lower_gemm, NULL},

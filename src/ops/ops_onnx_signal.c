@@ -5,11 +5,14 @@
  * the host in double precision; so is MelWeightMatrix (opset 17), from its five
  * constant inputs. STFT frames the signal with one constant-index gather,
  * applies the window, and takes each frame's DFT as two dots with constant cos/sin
- * matrices; DFT does the same along any axis, forward or inverse. A dense DFT (O(N^2) per frame) rather than an FFT keeps the lowering plain
- * HLO that every backend runs; the frame lengths of audio front ends (a few hundred
- * samples) keep it cheap. The twiddle angles use (k*n mod N) so large k*n lose no
- * precision. Output: [batch, frames, bins, 2] (real, imaginary), bins = N/2+1 when
- * onesided (real input only), else N. */
+ * matrices; DFT does the same along any axis, forward or inverse. A dense DFT
+ * (O(N^2) per frame) rather than an FFT keeps the lowering plain HLO that every
+ * backend runs; the frame lengths of audio front ends (a few hundred samples) keep it
+ * cheap. The twiddle angles use (k*n mod N) so large k*n lose no precision. Output:
+ * [batch, frames, bins, 2] (real, imaginary), bins = N/2+1 when onesided (real input
+ * only), else N. DFT with onesided and inverse is IRFFT (numpy's irfft): the first
+ * N/2+1 bins of a one-sided spectrum give N real samples, each interior bin counted
+ * twice for its conjugate mirror, the imaginary parts of bins 0 and N/2 ignored. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,6 +181,44 @@ static kiln_status dft_dots(hlo_computation *c, hlo_instr *xr, hlo_instr *xi, in
   return NULL;
 }
 
+/* IRFFT of the one-sided spectrum xr + i xi ([M, K], K = N/2+1; xi NULL for a real
+ * one) into [M, N] real samples: x[n] = sum_k w_k (Re X_k cos a - Im X_k sin a) / N,
+ * a = 2 pi k n / N, with w_k = 2 for the bins whose mirror N-k is not in the spectrum
+ * and 1 for bin 0 and (N even) bin N/2. Those two bins get sin exactly 0, so their
+ * imaginary parts drop out as numpy's irfft drops them, and the 1/N scaling lives in
+ * the matrices. */
+static kiln_status irfft_dots(hlo_computation *c, hlo_instr *xr, hlo_instr *xi, int64_t n_fft, hlo_instr **y) {
+  int64_t K = n_fft / 2 + 1;
+  double *cm = malloc((size_t)(K * n_fft) * sizeof *cm), *sm = malloc((size_t)(K * n_fft) * sizeof *sm);
+  if (!cm || !sm) abort();
+  for (int64_t k = 0; k < K; k++) {
+    bool self_mirror = k == 0 || 2 * k == n_fft;
+    double w = (self_mirror ? 1.0 : 2.0) / (double)n_fft;
+    for (int64_t n = 0; n < n_fft; n++) {
+      double a = 2.0 * signal_pi * (double)((n * k) % n_fft) / (double)n_fft;
+      cm[k * n_fft + n] = w * cos(a);
+      sm[k * n_fft + n] = self_mirror ? 0.0 : -w * sin(a);
+    }
+  }
+  hlo_type ty = xr->shape.type;
+  int64_t dims[2] = {K, n_fft};
+  hlo_instr *cosm = NULL, *sinm = NULL;
+  kiln_status st = oplib_const_f64s(c, ty, 2, dims, cm, &cosm);
+  if (!st && xi) st = oplib_const_f64s(c, ty, 2, dims, sm, &sinm);
+  free(cm);
+  free(sm);
+  if (st) return st;
+  int64_t one = 1, zero = 0;
+  hlo_dot_dnums dn = {.lhs_contracting = {1, &one}, .rhs_contracting = {1, &zero}};
+  TRY(hlo_build_dot(c, xr, cosm, &dn, HLO_BUILD_DEFAULT_TYPE, y));
+  if (xi) {
+    hlo_instr *t;
+    TRY(hlo_build_dot(c, xi, sinm, &dn, HLO_BUILD_DEFAULT_TYPE, &t));
+    TRY(hlo_build_binary(c, HLO_OP_ADD, *y, t, y));
+  }
+  return NULL;
+}
+
 static kiln_status lower_stft(op_lower_ctx *ctx) {
   hlo_computation *c = ctx->comp;
   hlo_instr *x, *window = onnx_input(ctx, 2);
@@ -267,7 +308,11 @@ static kiln_status lower_stft(op_lower_ctx *ctx) {
 /* DFT (opset 17: axis attribute, default 1; opset 20: axis input, default -2). The
  * signal is [..., N, 1 or 2] with the transformed axis anywhere but the last; it is
  * moved next to the complex axis, flattened to [M, N, C], cropped or zero-padded to
- * dft_length, transformed with dft_dots and moved back. */
+ * dft_length (IRFFT: to dft_length/2+1 bins, its default dft_length being
+ * 2 * (bins - 1), as the spec and numpy's irfft say), transformed with dft_dots or
+ * irfft_dots and moved back. Forward onesided takes the first N/2+1 bins of the full
+ * transform, so a complex input works too (as onnx's reference runs it), and an IRFFT
+ * of a real-only spectrum reads its imaginary parts as zeros. */
 static kiln_status lower_dft(op_lower_ctx *ctx) {
   hlo_computation *c = ctx->comp;
   hlo_instr *x;
@@ -293,7 +338,10 @@ static kiln_status lower_dft(op_lower_ctx *ctx) {
   if (axis < 0) axis += r;
   if (axis < 0 || axis >= r - 1)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "axis is out of range for a rank-%d input", r);
-  int64_t n_sig = x->shape.dims[axis], n_fft = n_sig;
+  bool inverse = graph_node_attr_int_or(ctx->node, "inverse", 0) != 0;
+  bool onesided = graph_node_attr_int_or(ctx->node, "onesided", 0) != 0;
+  bool irfft = inverse && onesided;
+  int64_t n_sig = x->shape.dims[axis], n_fft = irfft ? 2 * (n_sig - 1) : n_sig;
   if (onnx_has_input(ctx, 1)) {
     const graph_tensor *lt;
     double ld;
@@ -303,13 +351,15 @@ static kiln_status lower_dft(op_lower_ctx *ctx) {
       return op_error(ctx->node, KILN_INVALID_ARGUMENT, "dft_length must be a positive integer");
     n_fft = (int64_t)ld;
   }
-  if (n_fft < 1) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "the transformed axis is empty");
-  bool inverse = graph_node_attr_int_or(ctx->node, "inverse", 0) != 0;
-  bool onesided = graph_node_attr_int_or(ctx->node, "onesided", 0) != 0;
+  if (n_fft < 1)
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT,
+                    irfft ? "an inverse onesided DFT of %lld bins needs a dft_length"
+                          : "the transformed axis is empty (%lld entries)",
+                    (long long)n_sig);
   int64_t C = x->shape.dims[r - 1];
-  if (onesided && (C == 2 || inverse))
-    return op_error(ctx->node, KILN_UNIMPLEMENTED, "onesided needs a real input and a forward transform");
-  int64_t bins = onesided ? n_fft / 2 + 1 : n_fft;
+  /* Entries of the input axis the transform reads, and of the output axis. */
+  int64_t n_read = irfft ? n_fft / 2 + 1 : n_fft;
+  int64_t bins = irfft ? n_fft : onesided ? n_fft / 2 + 1 : n_fft;
   /* Move axis to r-2. */
   int64_t perm[HLO_MAX_RANK], inv[HLO_MAX_RANK], dims[HLO_MAX_RANK];
   int k = 0;
@@ -324,13 +374,13 @@ static kiln_status lower_dft(op_lower_ctx *ctx) {
   for (int i = 0; i < r; i++) dims[i] = x->shape.dims[i];
   int64_t flat3[3] = {m, n_sig, C};
   L(hlo_build_reshape(c, x, 3, flat3, &x));
-  if (n_fft != n_sig) {
+  if (n_read != n_sig) { /* a negative high pad crops */
     hlo_instr *zero;
-    int64_t lo[3] = {0, 0, 0}, hi[3] = {0, n_fft - n_sig, 0};
+    int64_t lo[3] = {0, 0, 0}, hi[3] = {0, n_read - n_sig, 0};
     L(oplib_scalar(c, x->shape.type, 0, &zero));
     L(hlo_build_pad(c, x, zero, lo, hi, NULL, &x));
   }
-  int64_t flat[2] = {m, n_fft};
+  int64_t flat[2] = {m, n_read};
   hlo_instr *xr, *xi = NULL, *re, *im;
   L(oplib_slice_axis(c, x, 2, 0, 1, &xr));
   L(hlo_build_reshape(c, xr, 2, flat, &xr));
@@ -338,18 +388,24 @@ static kiln_status lower_dft(op_lower_ctx *ctx) {
     L(oplib_slice_axis(c, x, 2, 1, 2, &xi));
     L(hlo_build_reshape(c, xi, 2, flat, &xi));
   }
-  L(dft_dots(c, xr, xi, n_fft, bins, inverse, &re, &im));
-  if (inverse) {
-    L(oplib_binary_scalar(c, HLO_OP_DIVIDE, re, (double)n_fft, &re));
-    L(oplib_binary_scalar(c, HLO_OP_DIVIDE, im, (double)n_fft, &im));
-  }
+  hlo_instr *y;
   int64_t o3[3] = {m, bins, 1};
-  L(hlo_build_reshape(c, re, 3, o3, &re));
-  L(hlo_build_reshape(c, im, 3, o3, &im));
-  hlo_instr *parts[2] = {re, im}, *y;
-  L(hlo_build_concatenate(c, 2, parts, 2, &y));
+  if (irfft) {
+    L(irfft_dots(c, xr, xi, n_fft, &y));
+    L(hlo_build_reshape(c, y, 3, o3, &y));
+  } else {
+    L(dft_dots(c, xr, xi, n_fft, bins, inverse, &re, &im));
+    if (inverse) {
+      L(oplib_binary_scalar(c, HLO_OP_DIVIDE, re, (double)n_fft, &re));
+      L(oplib_binary_scalar(c, HLO_OP_DIVIDE, im, (double)n_fft, &im));
+    }
+    L(hlo_build_reshape(c, re, 3, o3, &re));
+    L(hlo_build_reshape(c, im, 3, o3, &im));
+    hlo_instr *parts[2] = {re, im};
+    L(hlo_build_concatenate(c, 2, parts, 2, &y));
+  }
   dims[r - 2] = bins;
-  dims[r - 1] = 2;
+  dims[r - 1] = irfft ? 1 : 2;
   L(hlo_build_reshape(c, y, r, dims, &y));
   L(oplib_transpose(c, y, inv, &y));
   if (ctx->n_outputs > 0) ctx->outputs[0] = y;
