@@ -1192,6 +1192,7 @@ static void fill_quantized(hlo_literal *l, uint64_t seed) {
     st ^= st << 13, st ^= st >> 7, st ^= st << 17;
     if (l->shape.type == HLO_U8) literal_set_s64(l, i, (int64_t)(st % 256));
     else if (l->shape.type == HLO_S8) literal_set_s64(l, i, (int64_t)(st % 255) - 127);
+    else if (l->shape.type == HLO_S32) literal_set_s64(l, i, (int64_t)(st % 256)); /* a zero point */
     else literal_set_f64(l, i, (double)(st >> 11) * 0x1.0p-53 * 2.0 - 1.0);
   }
 }
@@ -1354,6 +1355,27 @@ static void test_quantized_dot_constant_weights(void) {
                      true);
 }
 
+/* DynamicQuantizeLinear's zero point is computed at run time: an s32 scalar operand that
+ * oneDNN reads as its runtime source zero point on every execute (two rounds, two
+ * values). The scale is a runtime scalar too. */
+static void test_quantized_dot_runtime_zero_point(void) {
+  run_quantized_case("quantized dot, runtime zero point",
+                     "HloModule m\n"
+                     "fused {\n"
+                     "  x = u8[16,32] parameter(0)\n  w = s8[32,24] parameter(1)\n  z = s32[] parameter(2)\n"
+                     "  s = f32[] parameter(3)\n"
+                     "  xi = s32[16,32] convert(x)\n  zb = s32[16,32] broadcast(z), dimensions={}\n"
+                     "  xs = s32[16,32] subtract(xi, zb)\n  wi = s32[32,24] convert(w)\n"
+                     "  d = s32[16,24] dot(xs, wi), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+                     "  df = f32[16,24] convert(d)\n  sb = f32[16,24] broadcast(s), dimensions={}\n"
+                     "  ROOT m0 = f32[16,24] multiply(df, sb)\n}\n"
+                     "ENTRY e {\n"
+                     "  x = u8[16,32] parameter(0)\n  w = s8[32,24] parameter(1)\n  z = s32[] parameter(2)\n"
+                     "  s = f32[] parameter(3)\n"
+                     "  ROOT f = f32[16,24] fusion(x, w, z, s), kind=kOutput, calls=fused\n}\n",
+                     true);
+}
+
 /* Integer products oneDNN must decline rather than compute differently: weights beyond
  * s8, and a convert to 8 bits of a value not rounded first (HLO truncates, oneDNN
  * would round). */
@@ -1393,4 +1415,4 @@ TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batche
           TEST(test_execute_errors), TEST(test_softmax),
           TEST(test_unsupported), TEST(test_quantized_conv_requantizes_to_u8),
           TEST(test_quantized_conv_transposed_s8_and_depthwise), TEST(test_quantized_dot_constant_weights),
-          TEST(test_quantized_declines_inexact))
+          TEST(test_quantized_dot_runtime_zero_point), TEST(test_quantized_declines_inexact))

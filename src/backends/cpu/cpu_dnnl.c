@@ -117,7 +117,8 @@ typedef struct plan {
   /* Element types of the product's operands and of the result: f32, or for an integer
    * product (cpu_quantize.c) u8/s8 activations, s8 weights and an f32, u8 or s8 result. */
   dnnl_data_type_t src_dt, wei_dt, dst_dt;
-  int32_t src_zp; /* the activation's zero point (oneDNN's source zero point) */
+  int32_t src_zp;   /* the activation's zero point (oneDNN's source zero point) */
+  int src_zp_outer; /* >= 0: the zero point is computed at run time, an s32 scalar operand */
   /* Strides of the product's operands over their dims: row-major, or permuted where
    * the operand is a transpose of the buffer read (an integer product's widening). */
   int64_t src_strides[HLO_MAX_RANK], wei_strides[HLO_MAX_RANK];
@@ -776,8 +777,19 @@ static kiln_status resolve_widened(const hlo_instr *ins, plan *p, const hlo_inst
                v->operands[1]->operands[0]->op == HLO_OP_CONSTANT && v->operands[1]->operands[0]->shape.rank == 0 &&
                v->operands[1]->operands[0]->literal) {
       int64_t z = literal_get_s64(v->operands[1]->operands[0]->literal, 0);
-      if (*zp != 0 || z < INT32_MIN || z > INT32_MAX) return unsupported(ins, "an unexpected zero point");
+      if (*zp != 0 || p->src_zp_outer >= 0 || z < INT32_MIN || z > INT32_MAX)
+        return unsupported(ins, "an unexpected zero point");
       *zp = (int32_t)z;
+      v = v->operands[0];
+    } else if (v->op == HLO_OP_SUBTRACT && zp && !widened && v->operands[1]->op == HLO_OP_BROADCAST &&
+               v->operands[1]->operands[0]->op == HLO_OP_PARAMETER && ins->op == HLO_OP_FUSION &&
+               v->operands[1]->operands[0]->shape.rank == 0 && v->operands[1]->operands[0]->shape.type == HLO_S32) {
+      /* A zero point computed at run time (DynamicQuantizeLinear's): oneDNN takes it as
+       * a runtime source zero point, read from the operand's buffer on each execute. */
+      int64_t k = v->operands[1]->operands[0]->parameter_number;
+      if (*zp != 0 || p->src_zp_outer >= 0 || k < 0 || k >= ins->n_operands)
+        return unsupported(ins, "an unexpected zero point");
+      p->src_zp_outer = (int)k;
       v = v->operands[0];
     } else if (v->op == HLO_OP_CONVERT && !widened && (v->operands[0]->shape.type == HLO_U8 ||
                                                         v->operands[0]->shape.type == HLO_S8)) {
@@ -904,6 +916,7 @@ static kiln_status plan_int_bias(const hlo_instr *ins, plan *p, const hlo_instr 
 static kiln_status build_plan(const hlo_instr *ins, plan *p) {
   memset(p, 0, sizeof *p);
   p->src_dt = p->wei_dt = p->dst_dt = dnnl_f32;
+  p->src_zp_outer = -1;
   const hlo_instr *chain[MAX_POST_OPS];
   int chain_idx[MAX_POST_OPS], n_chain = 0;
   if (ins->op == HLO_OP_FUSION && ins->fusion_kind && strcmp(ins->fusion_kind, "kCustom") == 0) {
@@ -984,7 +997,10 @@ static kiln_status make_attr(const hlo_instr *ins, const plan *p, const dnnl_mem
   if (s == dnnl_success) s = dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
   /* The activation's zero point: oneDNN computes with src - zp and pads with zp, i.e.
    * with a real zero, as the dequantized convolution does. */
-  if (s == dnnl_success && p && p->src_zp != 0)
+  static const int32_t runtime_zp = DNNL_RUNTIME_S32_VAL;
+  if (s == dnnl_success && p && p->src_zp_outer >= 0)
+    s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &runtime_zp);
+  else if (s == dnnl_success && p && p->src_zp != 0)
     s = dnnl_primitive_attr_set_zero_points(attr, DNNL_ARG_SRC, 1, 0, &p->src_zp);
   if (s == dnnl_success && p && p->n_post) {
     s = dnnl_post_ops_create(&ops);
@@ -1234,6 +1250,9 @@ struct cpu_dnnl_prim {
   bool wei_flip[HLO_MAX_RANK];
   int n_post;
   bound_arg post[MAX_POST_OPS]; /* binary post-ops' second operands (user_mem only) */
+  /* A runtime source zero point: operand zp_outer's s32 scalar, bound on each execute. */
+  int zp_outer;
+  dnnl_memory_t zp_mem;
   int n_owned;
   void *owned[8 + MAX_POST_OPS]; /* buffers freed with the prim */
 };
@@ -1441,6 +1460,16 @@ static kiln_status prim_init(cpu_dnnl_prim *pr, const hlo_instr *ins, plan *p, i
     st = bind_setup(pr, ins, &pr->bias, &p->bias, &p->bias_md,
                     dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1), false);
   if (!st) st = posts_setup(pr, ins, p, pd);
+  pr->zp_outer = p->src_zp_outer;
+  if (!st && p->src_zp_outer >= 0) {
+    dnnl_memory_desc_t md;
+    dnnl_dims_t one = {1};
+    dnnl_status_t zs = dnnl_memory_desc_init_by_tag(&md, 1, one, dnnl_s32, dnnl_a);
+    if (zs == dnnl_success) zs = dnnl_memory_create(&pr->zp_mem, &md, engine, DNNL_MEMORY_NONE);
+    if (zs != dnnl_success)
+      st = status_error(KILN_INTERNAL, "cpu_dnnl: %s: cannot bind the runtime zero point: %s", ins->name,
+                        dnnl_status2str(zs));
+  }
   dnnl_primitive_desc_destroy(pd);
   return st;
 }
@@ -1458,6 +1487,7 @@ kiln_status cpu_dnnl_create(const hlo_instr *ins, int in_place, cpu_dnnl_prim **
   }
   pr->name = name;
   pr->wei.outer = pr->bias.outer = -1; /* absent unless set up */
+  pr->zp_outer = -1;
   kiln_status st = build_plan(ins, p);
   if (!st) st = prim_init(pr, ins, p, in_place);
   plan_free(p);
@@ -1527,7 +1557,7 @@ kiln_status cpu_dnnl_execute(cpu_dnnl_prim *pr, void *const *operands, void *out
   TRY(bind_input(pr, &pr->src, operands, NULL));
   if (arg_mem(&pr->wei)) TRY(bind_input(pr, &pr->wei, operands, pr->wei_mirror));
   EXEC_TRY(pr, dnnl_memory_set_data_handle(pr->dst.user_mem, target));
-  dnnl_exec_arg_t args[5 + MAX_POST_OPS];
+  dnnl_exec_arg_t args[6 + MAX_POST_OPS];
   int n = 0;
   args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, arg_mem(&pr->src)};
   if (arg_mem(&pr->wei)) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, arg_mem(&pr->wei)};
@@ -1537,6 +1567,12 @@ kiln_status cpu_dnnl_execute(cpu_dnnl_prim *pr, void *const *operands, void *out
     args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, arg_mem(&pr->bias)};
   }
   if (pr->scratch_mem) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, pr->scratch_mem};
+  if (pr->zp_mem) {
+    if (!operands || !operands[pr->zp_outer])
+      return status_error(KILN_INVALID_ARGUMENT, "cpu_dnnl: %s: no buffer for operand %d", pr->name, pr->zp_outer);
+    EXEC_TRY(pr, dnnl_memory_set_data_handle(pr->zp_mem, operands[pr->zp_outer]));
+    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_ZERO_POINTS | DNNL_ARG_SRC, pr->zp_mem};
+  }
   for (int i = 0; i < pr->n_post; i++) {
     if (!arg_mem(&pr->post[i])) continue;
     TRY(bind_input(pr, &pr->post[i], operands, NULL));
@@ -1564,6 +1600,7 @@ void cpu_dnnl_destroy(cpu_dnnl_prim *pr) {
   bound_arg_free(&pr->bias);
   for (int i = 0; i < pr->n_post; i++) bound_arg_free(&pr->post[i]);
   if (pr->scratch_mem) dnnl_memory_destroy(pr->scratch_mem);
+  if (pr->zp_mem) dnnl_memory_destroy(pr->zp_mem);
   if (pr->prim) dnnl_primitive_destroy(pr->prim);
   if (pr->stream) dnnl_stream_destroy(pr->stream);
   for (int i = 0; i < pr->n_owned; i++) free(pr->owned[i]);

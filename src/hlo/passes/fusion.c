@@ -338,7 +338,7 @@ static bool is_quantized_post_op(const hlo_instr *t, const hlo_instr *u) {
 
 /* The widening an integer product's operand went through (cpu_quantize.c): from the
  * operand down, at most one transpose, then reshapes, a subtract of a broadcast scalar
- * constant (the zero point) and a convert from an 8-bit value. Those are cheap and the
+ * (the zero point, constant or computed) and a convert from an 8-bit value. Those are cheap and the
  * cpu backend's int8 primitive reads the 8-bit value itself, so they join the group
  * (copied where something else reads them too). */
 static void add_widened_operand(const fusion_ctx *x, group *g, hlo_instr *o) {
@@ -350,7 +350,8 @@ static void add_widened_operand(const fusion_ctx *x, group *g, hlo_instr *o) {
       transposed = true;
     } else if (o->op == HLO_OP_RESHAPE || (o->op == HLO_OP_BITCAST && o->operands[0]->shape.type == o->shape.type)) {
     } else if (o->op == HLO_OP_SUBTRACT && !subtracted && o->operands[1]->op == HLO_OP_BROADCAST &&
-               o->operands[1]->operands[0]->op == HLO_OP_CONSTANT && o->operands[1]->operands[0]->shape.rank == 0) {
+               o->operands[1]->operands[0]->shape.rank == 0) {
+      /* A constant zero point, or a scalar computed at run time (a parameter then). */
       subtracted = true;
       add_member(x, g, oi);
       add_post_op_operand(x, g, o->operands[1]);
