@@ -91,6 +91,26 @@ static kiln_status need_float_scale(op_lower_ctx *ctx, hlo_instr *s, const char 
   return NULL;
 }
 
+/* The (tensor, scale, zero point) inputs at POS, POS+1, POS+2 of a quantized op: the
+ * tensor 8-bit (absent when XN is NULL: an output's scale and zero point, which then
+ * start at POS + 1), the scale floating-point (required unless SCALE_OPTIONAL), the
+ * zero point optional and of the tensor's type (8-bit without a tensor). Shapes are
+ * left to the op: some take per-channel parameters. */
+static kiln_status q_triple(op_lower_ctx *ctx, int pos, const char *xn, const char *sn, const char *zn,
+                            bool scale_optional, hlo_instr **x, hlo_instr **s, hlo_instr **zp) {
+  if (xn) {
+    TRY(req_input(ctx, pos, xn, x));
+    TRY(need_8bit(ctx, *x, xn));
+  }
+  TRY(scale_optional ? opt_input(ctx, pos + 1, s) : req_input(ctx, pos + 1, sn, s));
+  if (*s) TRY(need_float_scale(ctx, *s, sn));
+  TRY(opt_input(ctx, pos + 2, zp));
+  if (*zp && !*s) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "%s is given without %s", zn, sn);
+  if (*zp && xn) TRY(need_zp_type(ctx, *zp, zn, *x, xn));
+  if (*zp && !xn) TRY(need_8bit(ctx, *zp, zn));
+  return NULL;
+}
+
 /* A per-tensor parameter (one element), as a scalar; else an error naming it. */
 static kiln_status per_tensor(op_lower_ctx *ctx, hlo_instr *v, const char *name, hlo_instr **out) {
   if (shape_elements(&v->shape) != 1) {
@@ -223,23 +243,10 @@ static kiln_status lower_matmul_integer(op_lower_ctx *ctx) {
 
 static kiln_status lower_qlinear_matmul(op_lower_ctx *ctx) {
   hlo_instr *a, *as, *azp, *b, *bs, *bzp, *ys, *yzp, *acc, *mult, *y;
-  TRY(req_input(ctx, 0, "a", &a));
-  TRY(req_input(ctx, 1, "a_scale", &as));
-  TRY(opt_input(ctx, 2, &azp));
-  TRY(req_input(ctx, 3, "b", &b));
-  TRY(req_input(ctx, 4, "b_scale", &bs));
-  TRY(opt_input(ctx, 5, &bzp));
-  TRY(req_input(ctx, 6, "y_scale", &ys));
-  TRY(opt_input(ctx, 7, &yzp));
-  TRY(need_8bit(ctx, a, "a"));
-  TRY(need_8bit(ctx, b, "b"));
-  TRY(need_zp_type(ctx, azp, "a_zero_point", a, "a"));
-  TRY(need_zp_type(ctx, bzp, "b_zero_point", b, "b"));
-  if (yzp) TRY(need_8bit(ctx, yzp, "y_zero_point"));
+  TRY(q_triple(ctx, 0, "a", "a_scale", "a_zero_point", false, &a, &as, &azp));
+  TRY(q_triple(ctx, 3, "b", "b_scale", "b_zero_point", false, &b, &bs, &bzp));
+  TRY(q_triple(ctx, 5, NULL, "y_scale", "y_zero_point", false, NULL, &ys, &yzp));
   hlo_type out_t = yzp ? yzp->shape.type : a->shape.type;
-  TRY(need_float_scale(ctx, as, "a_scale"));
-  TRY(need_float_scale(ctx, bs, "b_scale"));
-  TRY(need_float_scale(ctx, ys, "y_scale"));
   if (bs->shape.type != as->shape.type || ys->shape.type != as->shape.type)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT,
                     "scales must share one type, got a_scale %s, b_scale %s, y_scale %s",
@@ -268,24 +275,10 @@ static kiln_status lower_qlinear_matmul(op_lower_ctx *ctx) {
  * (acc + C) * alpha * a_scale * b_scale. */
 static kiln_status lower_ms_qgemm(op_lower_ctx *ctx) {
   hlo_instr *a, *as, *azp, *b, *bs, *bzp, *c, *ys, *yzp, *acc, *mult, *y;
-  TRY(req_input(ctx, 0, "A", &a));
-  TRY(req_input(ctx, 1, "a_scale", &as));
-  TRY(opt_input(ctx, 2, &azp));
-  TRY(req_input(ctx, 3, "B", &b));
-  TRY(req_input(ctx, 4, "b_scale", &bs));
-  TRY(opt_input(ctx, 5, &bzp));
+  TRY(q_triple(ctx, 0, "A", "a_scale", "a_zero_point", false, &a, &as, &azp));
+  TRY(q_triple(ctx, 3, "B", "b_scale", "b_zero_point", false, &b, &bs, &bzp));
   TRY(opt_input(ctx, 6, &c));
-  TRY(opt_input(ctx, 7, &ys));
-  TRY(opt_input(ctx, 8, &yzp));
-  TRY(need_8bit(ctx, a, "A"));
-  TRY(need_8bit(ctx, b, "B"));
-  TRY(need_zp_type(ctx, azp, "a_zero_point", a, "A"));
-  TRY(need_zp_type(ctx, bzp, "b_zero_point", b, "B"));
-  TRY(need_float_scale(ctx, as, "a_scale"));
-  TRY(need_float_scale(ctx, bs, "b_scale"));
-  if (ys) TRY(need_float_scale(ctx, ys, "y_scale"));
-  if (yzp && !ys) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "y_zero_point is given without y_scale");
-  if (yzp) TRY(need_8bit(ctx, yzp, "y_zero_point"));
+  TRY(q_triple(ctx, 6, NULL, "y_scale", "y_zero_point", true, NULL, &ys, &yzp));
   if (c && c->shape.type != HLO_S32)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "C must be int32, got %s", tname(c->shape.type));
   if (a->shape.rank != 2 || b->shape.rank != 2) {
@@ -450,24 +443,11 @@ static kiln_status lower_conv_integer(op_lower_ctx *ctx) {
 
 static kiln_status lower_qlinear_conv(op_lower_ctx *ctx) {
   hlo_instr *x, *xs, *xzp, *w, *ws, *wzp, *ys, *yzp, *bias, *acc, *mult, *y;
-  TRY(req_input(ctx, 0, "x", &x));
-  TRY(req_input(ctx, 1, "x_scale", &xs));
-  TRY(opt_input(ctx, 2, &xzp));
-  TRY(req_input(ctx, 3, "w", &w));
-  TRY(req_input(ctx, 4, "w_scale", &ws));
-  TRY(opt_input(ctx, 5, &wzp));
-  TRY(req_input(ctx, 6, "y_scale", &ys));
-  TRY(opt_input(ctx, 7, &yzp));
+  TRY(q_triple(ctx, 0, "x", "x_scale", "x_zero_point", false, &x, &xs, &xzp));
+  TRY(q_triple(ctx, 3, "w", "w_scale", "w_zero_point", false, &w, &ws, &wzp));
+  TRY(q_triple(ctx, 5, NULL, "y_scale", "y_zero_point", false, NULL, &ys, &yzp));
   TRY(opt_input(ctx, 8, &bias));
-  TRY(need_8bit(ctx, x, "x"));
-  TRY(need_8bit(ctx, w, "w"));
-  TRY(need_zp_type(ctx, xzp, "x_zero_point", x, "x"));
-  TRY(need_zp_type(ctx, wzp, "w_zero_point", w, "w"));
-  if (yzp) TRY(need_8bit(ctx, yzp, "y_zero_point"));
   hlo_type out_t = yzp ? yzp->shape.type : x->shape.type;
-  TRY(need_float_scale(ctx, xs, "x_scale"));
-  TRY(need_float_scale(ctx, ws, "w_scale"));
-  TRY(need_float_scale(ctx, ys, "y_scale"));
   TRY(per_tensor(ctx, xs, "x_scale", &xs));
   TRY(per_tensor(ctx, ys, "y_scale", &ys));
   if (yzp) TRY(per_tensor(ctx, yzp, "y_zero_point", &yzp));
@@ -544,18 +524,8 @@ static kiln_status lower_dynamic_quantize(op_lower_ctx *ctx) {
  * scalar, zero point (optional) a scalar of x's type. */
 static kiln_status ms_triple(op_lower_ctx *ctx, int pos, const char *xn, const char *sn, const char *zn, hlo_instr **x,
                              hlo_instr **s, hlo_instr **zp) {
-  if (x) {
-    TRY(req_input(ctx, pos, xn, x));
-    TRY(need_8bit(ctx, *x, xn));
-  }
-  TRY(req_input(ctx, pos + 1, sn, s));
-  TRY(need_float_scale(ctx, *s, sn));
-  TRY(opt_input(ctx, pos + 2, zp));
-  if (*zp) {
-    if (x) TRY(need_zp_type(ctx, *zp, zn, *x, xn));
-    else TRY(need_8bit(ctx, *zp, zn));
-    TRY(per_tensor(ctx, *zp, zn, zp));
-  }
+  TRY(q_triple(ctx, pos, x ? xn : NULL, sn, zn, false, x, s, zp));
+  if (*zp) TRY(per_tensor(ctx, *zp, zn, zp));
   TRY(per_tensor(ctx, *s, sn, s));
   L(oplib_convert(ctx->comp, *s, HLO_F32, s));
   return NULL;
