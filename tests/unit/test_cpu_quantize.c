@@ -185,6 +185,49 @@ static void test_dot_per_column_weights(void) {
   hlo_module_free(m);
 }
 
+/* A bias quantized to int32 in the accumulator's scale (s_x * s_w[c], what ONNX
+ * Runtime's quantizer writes) joins the integer accumulator: one s32 add, one rescale. */
+static void test_int32_bias_joins_accumulator(void) {
+  static const float ws[4] = {0.5f, 0.25f, 0.125f, 1.0f};
+  char scales[160];
+  int n = 0;
+  for (int i = 0; i < 4; i++)
+    n += snprintf(scales + n, sizeof scales - (size_t)n, "%s%.9g", i ? ", " : "", (double)(0.02f * ws[i]));
+  static const char *fmt =
+      "HloModule m\n"
+      "ENTRY e {\n"
+      "  x = u8[3,5] parameter(0)\n"
+      "  xi = s32[3,5] convert(x)\n  z = s32[] constant(100)\n  zb = s32[3,5] broadcast(z), dimensions={}\n"
+      "  xs = s32[3,5] subtract(xi, zb)\n  xf = f32[3,5] convert(xs)\n"
+      "  sx = f32[] constant(0.02)\n  sxb = f32[3,5] broadcast(sx), dimensions={}\n"
+      "  xdq = f32[3,5] multiply(xf, sxb)\n"
+      "  w = s8[5,4] constant({ {1, -2, 3, 4}, {-5, 6, 7, -8}, {9, 10, -11, 12}, {13, -14, 15, 16}, {0, 1, -1, 2} })\n"
+      "  wi = s32[5,4] convert(w)\n  wf = f32[5,4] convert(wi)\n"
+      "  ws = f32[4] constant({0.5, 0.25, 0.125, 1})\n  wsb = f32[5,4] broadcast(ws), dimensions={1}\n"
+      "  wdq = f32[5,4] multiply(wf, wsb)\n"
+      "  d = f32[3,4] dot(xdq, wdq), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+      "  b = s32[4] constant({7, -3, 250, 0})\n  bf = f32[4] convert(b)\n"
+      "  bsc = f32[4] constant({%s})\n  bs = f32[4] broadcast(bsc), dimensions={0}\n"
+      "  bq = f32[4] multiply(bf, bs)\n"
+      "  bb = f32[3,4] broadcast(bq), dimensions={1}\n  ROOT y = f32[3,4] add(d, bb)\n"
+      "}\n";
+  char text[2048];
+  snprintf(text, sizeof text, fmt, scales);
+  hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
+  bool changed = false;
+  CHECK_OK(cpu_pass_quantized_products(m, &changed));
+  CHECK(changed);
+  CHECK_OK(hlo_verify_module(m));
+  CHECK(count_all(m, HLO_OP_DOT, HLO_S32) == 1);
+  CHECK(count_all(m, HLO_OP_ADD, HLO_S32) == 1);
+  hlo_literal *want = check_eval_random(orig, 4, NULL), *got = check_eval_random(m, 4, NULL);
+  if (want && got) CHECK(max_abs_diff(want, got) <= 1e-4);
+  literal_free(want);
+  literal_free(got);
+  hlo_module_free(orig);
+  hlo_module_free(m);
+}
+
 static void test_per_row_activation_scale_stays_float(void) {
   hlo_module *m = parse_dot(0, "3", "{0.1, 0.2, 0.3}", "0");
   bool changed = true;
@@ -196,4 +239,4 @@ static void test_per_row_activation_scale_stays_float(void) {
 
 TEST_MAIN(TEST(test_qdq_conv_becomes_integer_product), TEST(test_cpu_pipeline_forms_one_int8_fusion),
           TEST(test_nonzero_weight_zero_point_stays_float), TEST(test_dot_per_column_weights),
-          TEST(test_per_row_activation_scale_stays_float))
+          TEST(test_int32_bias_joins_accumulator), TEST(test_per_row_activation_scale_stays_float))

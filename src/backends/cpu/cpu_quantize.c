@@ -14,7 +14,9 @@
  * multiply(convert_f32(conv_s32(convert_s32(x) - z_x, convert_s32(w))), S) with S the
  * per-channel products s_x s_w[c] computed here in f32; dots likewise, with the per-
  * channel axis a free dimension of the weights. The result is plain HLO that the
- * evaluator runs too; the fusion pass then groups the widening converts, the integer
+ * evaluator runs too. A following add of an int32 bias dequantized with the same scales
+ * (how ONNX Runtime's quantizer writes Conv/Gemm biases) joins the accumulator. The
+ * fusion pass then groups the widening converts, the integer
  * product and its f32 epilogue into one kOutput fusion, which cpu_dnnl runs as a oneDNN
  * int8 (u8/s8 x s8 -> s32) primitive with the activation zero point as oneDNN's source
  * zero point and the epilogue (scale, bias, activation and the next QuantizeLinear's
@@ -78,8 +80,8 @@ static const hlo_literal *param_of(const hlo_instr *x, int *axis) {
 }
 
 /* Matches dq(q) = multiply(convert_f32(y), scale) with y = subtract(convert_int(q), zp),
- * convert_int(q) or q itself. */
-static bool match_dq(const hlo_instr *m, dq *out) {
+ * convert_int(q) or q itself; q 8-bit, or also int32 with WIDE (a bias). */
+static bool match_dq_of(const hlo_instr *m, bool wide, dq *out) {
   memset(out, 0, sizeof *out);
   if (m->op != HLO_OP_MULTIPLY || m->n_operands != 2 || m->shape.type != HLO_F32) return false;
   for (int side = 0; side < 2; side++) {
@@ -97,7 +99,7 @@ static bool match_dq(const hlo_instr *m, dq *out) {
     }
     if (y->op == HLO_OP_CONVERT && hlo_type_is_int(y->shape.type) && hlo_type_size(y->shape.type) >= 2)
       y = y->operands[0];
-    if (!is_8bit(y->shape.type)) continue;
+    if (!is_8bit(y->shape.type) && !(wide && y->shape.type == HLO_S32)) continue;
     if (zp && zp->n > 1 && z_axis != s_axis) continue;
     out->q = (hlo_instr *)y;
     out->axis = scale->n > 1 ? s_axis : zp && zp->n > 1 ? z_axis : -1;
@@ -110,6 +112,8 @@ static bool match_dq(const hlo_instr *m, dq *out) {
   }
   return false;
 }
+
+static bool match_dq(const hlo_instr *m, dq *out) { return match_dq_of(m, false, out); }
 
 static double value_at(const hlo_literal *l, int64_t i) { return literal_get_f64(l, l->n == 1 ? 0 : i); }
 
@@ -198,9 +202,45 @@ static kiln_status rewrite_dot(hlo_computation *c, hlo_instr *ins, hlo_instr **o
   return rescale(c, acc, &x, &w, (int)out_axis, out);
 }
 
+/* add(multiply(convert_f32(acc), broadcast(S)), broadcast(dq(b))) with acc an integer
+ * product made above and dq(b) an int32 bias whose scale is S itself (ONNX Runtime's
+ * quantizer writes the bias in the accumulator's scale, s_x * s_w[c]): the bias joins
+ * the accumulator, multiply(convert_f32(acc + b), broadcast(S)), which oneDNN's int8
+ * primitives take as their s32 bias. (acc + b) * S rounds once where acc * S + b * S
+ * rounded three times. */
+static kiln_status fold_bias(hlo_computation *c, hlo_instr *ins, hlo_instr **out) {
+  for (int side = 0; side < 2; side++) {
+    hlo_instr *m = ins->operands[side], *bb = ins->operands[1 - side];
+    if (m->op != HLO_OP_MULTIPLY || m->operands[0]->op != HLO_OP_CONVERT || bb->op != HLO_OP_BROADCAST) continue;
+    hlo_instr *acc = m->operands[0]->operands[0], *sb = m->operands[1];
+    if (acc->shape.type != HLO_S32 || (acc->op != HLO_OP_CONVOLUTION && acc->op != HLO_OP_DOT)) continue;
+    if (sb->op != HLO_OP_BROADCAST || sb->operands[0]->op != HLO_OP_CONSTANT || !sb->operands[0]->literal) continue;
+    const hlo_literal *S = sb->operands[0]->literal;
+    dq b;
+    if (bb->n_operands != 1 || !match_dq_of(bb->operands[0], true, &b) || b.q->shape.type != HLO_S32 ||
+        b.q->op != HLO_OP_CONSTANT || !zero_points_all_zero(&b) || b.q->shape.rank > 1)
+      continue;
+    /* The bias must lie along the channel S scales, with S's values. */
+    if (b.q->shape.rank == 1 && (bb->dimensions.n != 1 || S->n == 1 || sb->dimensions.n != 1 ||
+                                 bb->dimensions.v[0] != sb->dimensions.v[0] || b.q->shape.dims[0] != S->n))
+      continue;
+    bool same = b.scale->n == S->n || b.scale->n == 1;
+    for (int64_t i = 0; same && i < S->n; i++) same = (float)value_at(b.scale, i) == ((const float *)S->data)[i];
+    if (!same || S->shape.type != HLO_F32) continue;
+    hlo_instr *bi, *sum, *f;
+    TRY(hlo_build_broadcast(c, b.q, acc->shape.rank, acc->shape.dims, bb->dimensions.n ? bb->dimensions.v : NULL,
+                            &bi));
+    TRY(hlo_build_binary(c, HLO_OP_ADD, acc, bi, &sum));
+    TRY(hlo_build_convert(c, sum, HLO_F32, &f));
+    return hlo_build_binary(c, HLO_OP_MULTIPLY, f, sb, out);
+  }
+  return NULL;
+}
+
 static kiln_status rewrite(hlo_computation *c, hlo_instr *ins, hlo_instr **out) {
   *out = NULL;
   if (ins->shape.type != HLO_F32 || ins->n_operands != 2) return NULL;
+  if (ins->op == HLO_OP_ADD) return fold_bias(c, ins, out);
   if (ins->op == HLO_OP_CONVOLUTION) return rewrite_convolution(c, ins, out);
   if (ins->op == HLO_OP_DOT) return rewrite_dot(c, ins, out);
   return NULL;
