@@ -1199,10 +1199,11 @@ static void fill_quantized(hlo_literal *l, uint64_t seed) {
 
 /* Runs a kOutput fusion over an integer product (cpu_quantize.c's form) on oneDNN and
  * on the evaluator. The integer sum is exact on both sides and the epilogue is the same
- * f32 operations in the same order (a true division, half-to-even rounding), so an
- * 8-bit result must match exactly; an f32 result within 1e-6 relative (oneDNN may
- * convert the accumulator and apply the scale with a different but equally rounded
- * instruction sequence). Returns false when oneDNN declined (then must_support fails). */
+ * f32 operations, except that a requantization's x / c runs as x * (1/c), which can
+ * differ in the last bit: an 8-bit result may then land one step away where x / c lay
+ * within that bit of a half-step boundary, so 8-bit results must match except for at
+ * most 1% of elements off by exactly 1; an f32 result within 1e-6 relative. Returns
+ * false when oneDNN declined (then must_support fails). */
 static bool run_quantized_case(const char *what, const char *text, bool must_support) {
   hlo_module *m = check_parse_hlo(text);
   if (!m) return false;
@@ -1235,10 +1236,12 @@ static bool run_quantized_case(const char *what, const char *text, bool must_sup
     CHECK_OK(cpu_dnnl_execute(prim, operands, out->data));
     hlo_literal *ref = NULL;
     CHECK_OK(eval_module(m, args, n_args, &ref));
-    int64_t bad = 0;
+    int64_t bad = 0, steps = 0;
     for (int64_t i = 0; ref && i < ref->n; i++) {
       double g = literal_get_f64(out, i), r = literal_get_f64(ref, i);
-      bool ok = out->shape.type == HLO_F32 ? fabs(g - r) <= 1e-6 * fmax(1.0, fabs(r)) : g == r;
+      bool f32 = out->shape.type == HLO_F32;
+      steps += !f32 && fabs(g - r) == 1;
+      bool ok = f32 ? fabs(g - r) <= 1e-6 * fmax(1.0, fabs(r)) : fabs(g - r) <= 1 && steps * 100 <= ref->n;
       if (!ok && bad++ == 0) {
         char msg[160];
         snprintf(msg, sizeof msg, "round %d: element %lld is %g, the evaluator says %g", round, (long long)i, g, r);
