@@ -7,9 +7,16 @@
  * descriptors: transposed dot operands and NHWC/any-order convolution layouts cost no
  * copies (layouts oneDNN has no fast kernel for, such as NCHW, are reordered). Transposed
  * convolutions (lhs dilation) run as oneDNN deconvolutions. Constant weights are
- * reordered into oneDNN's preferred blocked layout once, at create time. Only f32 is
- * taken, computed in oneDNN's strict (IEEE f32) math mode; results differ from the
- * evaluator (which accumulates in double) by f32 accumulation rounding only. One
+ * reordered into oneDNN's preferred blocked layout once, at create time. f32 is
+ * computed in oneDNN's strict (IEEE f32) math mode; results differ from the evaluator
+ * (which accumulates in double) by f32 accumulation rounding only. Integer products
+ * (cpu_quantize.c's form: u8/s8 activations widened to s32, s8 weights, an s32 result
+ * converted to f32 first thing in the epilogue) run as oneDNN int8 primitives: the
+ * activation zero point (constant or a runtime scalar operand) as the source zero point,
+ * an int32 bias as the primitive's s32 bias, a constant rescale as output scales, and a
+ * requantizing tail (x / c, round, + z, clamp, convert to 8 bits) as x * (1/c) + z and
+ * oneDNN's saturating conversion, which can put a value within one f32 ulp of a
+ * half-step boundary one step away from the evaluator's. One
  * semantic difference remains: maximum/minimum/clamp epilogues may not propagate NaN the
  * way XLA does (oneDNN's clip and max can return the bound where XLA returns NaN). */
 #ifndef KILN_BACKENDS_CPU_CPU_DNNL_H
@@ -25,7 +32,7 @@
  * elementwise post-ops (add/subtract/multiply/maximum/minimum/clamp whose other operand
  * is a fusion parameter, broadcast(parameter) or broadcast(constant)), or a kCustom
  * fusion holding a softmax over the minor dimension (oneDNN's softmax primitive).
- * Element type f32 only. True means cpu_dnnl_create succeeds (barring memory exhaustion) with an
+ * Element type f32, or an integer product as above. True means cpu_dnnl_create succeeds (barring memory exhaustion) with an
  * optimized (non-reference) oneDNN implementation. */
 bool cpu_dnnl_supports(const hlo_instr *ins);
 
