@@ -123,13 +123,33 @@ typedef enum kiln_dtype {
   KILN_FLOAT32 = 12,
   KILN_FLOAT64 = 13,
   KILN_COMPLEX64 = 14, /* (re, im) float pairs */
-  KILN_COMPLEX128 = 15
+  KILN_COMPLEX128 = 15,
+  /* The narrow types, one byte per element (never packed two per byte): the float8 and
+   * float4 types as their raw bit patterns (float4 in the low 4 bits), int4 as an int8
+   * value in -8..7, uint4 as a uint8 value in 0..15. Numbers and names follow
+   * ml_dtypes. */
+  KILN_FLOAT8E4M3FN = 16,
+  KILN_FLOAT8E4M3FNUZ = 17,
+  KILN_FLOAT8E5M2 = 18,
+  KILN_FLOAT8E5M2FNUZ = 19,
+  KILN_FLOAT4E2M1FN = 20,
+  KILN_INT4 = 21,
+  KILN_UINT4 = 22,
+  /* Text (numbered apart from the numeric types): one element is a `const char *` to
+   * NUL-terminated UTF-8, so a value's data is an array of element-count pointers and
+   * its byte_size element-count * sizeof(const char *). Inputs: kiln copies the text
+   * during the run; no element may be NULL. Outputs (kiln_tensor_data): the pointers
+   * and the text belong to the tensor and go with kiln_tensor_free; a string holding
+   * a NUL byte cannot be handed out this way and fails the run naming the output.
+   * kiln_tensor_create and kiln_model_run_into do not take strings. */
+  KILN_STRING = 32
 } kiln_dtype;
 
 /* Bytes per element; 0 for INVALID or a value outside the enum. */
 KILN_API size_t kiln_dtype_size(kiln_dtype dtype);
-/* numpy's names: "bool", "int8", ..., "float16", "bfloat16", "float32", "complex64";
- * "invalid" otherwise. */
+/* numpy's names: "bool", "int8", ..., "float16", "bfloat16", "float32", "complex64",
+ * and ml_dtypes' for the narrow types ("float8_e4m3fn", "int4", ...); "invalid"
+ * otherwise. */
 KILN_API const char *kiln_dtype_name(kiln_dtype dtype);
 
 /* ------------------------------------------------------------------ options ---- */
@@ -187,7 +207,7 @@ KILN_API kiln_status kiln_options_set_log_callback(kiln_options *opts, kiln_log_
 /* A dense row-major tensor owned by kiln (outputs) or wrapping caller memory. */
 typedef struct kiln_tensor kiln_tensor;
 
-/* A new zero-filled tensor. */
+/* A new zero-filled tensor (any dtype but KILN_STRING). */
 KILN_API kiln_status kiln_tensor_create(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out);
 KILN_API void kiln_tensor_free(kiln_tensor *t);
 KILN_API kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
@@ -243,7 +263,14 @@ typedef struct kiln_value {
 } kiln_value;
 #define KILN_VALUE_INIT {sizeof(kiln_value), NULL, KILN_DTYPE_INVALID, 0, NULL, NULL, 0}
 
+/* The inputs every run must give. */
 KILN_API int kiln_model_num_inputs(const kiln_model *model);
+/* Inputs a run may give or leave out; kiln_model_input describes them at indices
+ * kiln_model_num_inputs .. + this - 1. They are inputs a graph declares but never
+ * reads (ONNX allows them: a value given is checked against the declared dtype and
+ * shape, then ignored) and TensorFlow PlaceholderWithDefault nodes (a value given
+ * replaces the default). 0 for HLO modules. */
+KILN_API int kiln_model_num_optional_inputs(const kiln_model *model);
 KILN_API int kiln_model_num_outputs(const kiln_model *model);
 /* Fills *out (struct_size set by the caller) for input / output i; the strings and dims
  * stay valid while the model lives. An index out of range is OUT_OF_RANGE. */
@@ -266,7 +293,8 @@ typedef struct kiln_run_options {
 
 /* Runs the model once. inputs[0..n_inputs) are borrowed for the call (kiln reads the
  * caller's memory in place where it can); every input the model takes must be given
- * once, by name, with the declared dtype and a shape that fits the declared one.
+ * once, by name, with the declared dtype and a shape that fits the declared one (an
+ * optional input at most once). String inputs and outputs: see KILN_STRING.
  * output_names selects and orders the outputs (NULL: all of them, in model order, and
  * n_outputs must be kiln_model_num_outputs); outputs[0..n_outputs) receive new
  * kiln-owned tensors (free each with kiln_tensor_free). On error no output is set. */
@@ -278,7 +306,9 @@ KILN_API kiln_status kiln_model_run(kiln_model *model, const kiln_run_options *o
  * takes the model's outputs in order). Where dtype (not INVALID) or dims (not NULL)
  * are given they are checked against the result; byte_size is set to the bytes
  * written. A buffer that is too small or declared differently is INVALID_ARGUMENT
- * naming the output and what it needs, and then nothing is written. */
+ * naming the output and what it needs, and then nothing is written. String outputs
+ * cannot be written into caller memory (UNIMPLEMENTED naming the output): use
+ * kiln_model_run. */
 KILN_API kiln_status kiln_model_run_into(kiln_model *model, const kiln_run_options *opts, int n_inputs,
                                          const kiln_value *inputs, int n_outputs, kiln_value *outputs);
 

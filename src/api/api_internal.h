@@ -75,8 +75,9 @@ kiln_dtype api_dtype_from_graph(graph_dtype d);
 kiln_dtype api_dtype_from_hlo(hlo_type t);
 
 /* Output tensors: taking over a host tensor reference (copied if it borrows the
- * caller's memory) or an array literal (its buffer moves). */
-kiln_status api_tensor_from_graph(graph_tensor *t, kiln_tensor **out);
+ * caller's memory; strings become kiln.h's pointer arrays, `name` naming the output in
+ * errors) or an array literal (its buffer moves). */
+kiln_status api_tensor_from_graph(graph_tensor *t, const char *name, kiln_tensor **out);
 kiln_status api_tensor_from_literal(hlo_literal *l, kiln_tensor **out);
 
 #endif

@@ -22,8 +22,10 @@
  * array leaves depth-first the outputs (output_0, output_1, ...).
  *
  * Inputs are never copied on the way in: the caller's buffers are wrapped as borrowed
- * host tensors or literal views. Outputs move into kiln_tensors without a copy when
- * kiln holds their only reference. */
+ * host tensors or literal views (strings excepted: their texts are copied into a
+ * string tensor). Outputs move into kiln_tensors without a copy when kiln holds their
+ * only reference. A graph's inputs are the feeds its results need, then the optional
+ * ones (kiln.h): declared inputs nothing reads, and PlaceholderWithDefault nodes. */
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -59,6 +61,7 @@ struct kiln_model {
   backend_compile_options compile;
   char *source; /* the path, or "<memory>" */
   int n_in, n_out;
+  int n_opt; /* optional inputs (kiln.h), in[n_in .. n_in + n_opt) after the required ones */
   api_io *in, *out;
   atomic_llong runs;
 
@@ -131,6 +134,13 @@ static kiln_status listing_error(kiln_code code, const kiln_model *m, bool input
   strbuf_append(&b, head);
   if (inputs) list_ios(&b, "inputs", m->n_in, m->in);
   else list_ios(&b, "outputs", m->n_out, m->out);
+  if (inputs && m->n_opt) {
+    strbuf_append(&b, "; optional: ");
+    for (int i = 0; i < m->n_opt; i++) {
+      if (i) strbuf_append(&b, ", ");
+      print_io(&b, &m->in[m->n_in + i]);
+    }
+  }
   kiln_status s = status_error(code, "%s", strbuf_cstr(&b));
   strbuf_free(&b);
   return s;
@@ -205,10 +215,11 @@ static executor_options executor_options_of(const kiln_model *m) {
 static void describe_graph_io(kiln_model *m) {
   executor *ex = m->pool[0];
   m->n_in = executor_num_feeds(ex);
-  m->in = calloc((size_t)m->n_in + 1, sizeof *m->in);
+  m->n_opt = executor_num_optional_feeds(ex);
+  m->in = calloc((size_t)(m->n_in + m->n_opt) + 1, sizeof *m->in);
   if (!m->in) abort();
-  for (int i = 0; i < m->n_in; i++) {
-    const graph_node *f = executor_feed(ex, i);
+  for (int i = 0; i < m->n_in + m->n_opt; i++) {
+    const graph_node *f = i < m->n_in ? executor_feed(ex, i) : executor_optional_feed(ex, i - m->n_in);
     graph_dtype dt;
     graph_shape sh;
     executor_feed_signature(f, &dt, &sh);
@@ -381,7 +392,7 @@ void kiln_model_free(kiln_model *m) {
   graph_free(m->g);
   if (m->exe) m->device->destroy(m->exe);
   hlo_module_free(m->module);
-  for (int i = 0; i < m->n_in; i++) free(m->in[i].name);
+  for (int i = 0; i < m->n_in + m->n_opt; i++) free(m->in[i].name);
   for (int i = 0; i < m->n_out; i++) free(m->out[i].name);
   free(m->in);
   free(m->out);
@@ -522,6 +533,7 @@ const char *kiln_format_name(kiln_format f) {
 /* ------------------------------------------------------------ introspection ---- */
 
 int kiln_model_num_inputs(const kiln_model *m) { return m ? m->n_in : 0; }
+int kiln_model_num_optional_inputs(const kiln_model *m) { return m ? m->n_opt : 0; }
 int kiln_model_num_outputs(const kiln_model *m) { return m ? m->n_out : 0; }
 
 static kiln_status describe(const kiln_model *m, int i, kiln_value *out, bool input) {
@@ -531,7 +543,7 @@ static kiln_status describe(const kiln_model *m, int i, kiln_value *out, bool in
   if (out->struct_size < sizeof(kiln_value))
     return ERR_INVALID("%s: out->struct_size is %zu, expected at least %zu (use KILN_VALUE_INIT)", fn,
                        out->struct_size, sizeof(kiln_value));
-  int n = input ? m->n_in : m->n_out;
+  int n = input ? m->n_in + m->n_opt : m->n_out;
   if (i < 0 || i >= n)
     return status_error(KILN_OUT_OF_RANGE, "%s: index %d is outside 0..%d (the model has %d %s)", fn, i, n - 1, n,
                         input ? "inputs" : "outputs");
@@ -552,7 +564,8 @@ static kiln_status find(const kiln_model *m, const char *name, int *index, bool 
   const char *fn = input ? "kiln_model_find_input" : "kiln_model_find_output";
   if (!m) return ERR_INVALID("%s: model handle is NULL", fn);
   if (!name || !index) return ERR_INVALID("%s: name or index is NULL", fn);
-  int i = input ? find_io(m->n_in, m->in, name, m->format == KILN_FORMAT_HLO) : find_io(m->n_out, m->out, name, false);
+  int i = input ? find_io(m->n_in + m->n_opt, m->in, name, m->format == KILN_FORMAT_HLO)
+                : find_io(m->n_out, m->out, name, false);
   if (i < 0) return listing_error(KILN_NOT_FOUND, m, input, "unknown %s '%s'", input ? "input" : "output", name);
   *index = i;
   return NULL;
@@ -575,6 +588,19 @@ typedef struct run_plan {
 static void plan_free(run_plan *p) {
   free(p->feed_of);
   free(p->sel);
+}
+
+/* The 4-bit types must arrive as kiln stores them (kiln.h): a byte outside the type's
+ * range would be a value the type cannot have, and every later convert would read it. */
+static kiln_status check_4bit(const char *name, kiln_dtype d, const void *data, int64_t n) {
+  if (d != KILN_INT4 && d != KILN_UINT4 && d != KILN_FLOAT4E2M1FN) return NULL;
+  for (int64_t i = 0; i < n; i++) {
+    int x = d == KILN_INT4 ? ((const int8_t *)data)[i] : ((const uint8_t *)data)[i];
+    if (d == KILN_INT4 ? x < -8 || x > 7 : x > 15)
+      return ERR_INVALID("input %s: element %lld is %d, outside %s's %s", name, (long long)i, x, kiln_dtype_name(d),
+                         d == KILN_INT4 ? "-8..7" : d == KILN_UINT4 ? "0..15" : "4-bit patterns 0..15");
+  }
+  return NULL;
 }
 
 static kiln_status check_value(const kiln_model *m, int k, const kiln_value *v, const api_io *io) {
@@ -615,7 +641,13 @@ static kiln_status check_value(const kiln_model *m, int k, const kiln_value *v, 
     return ERR_INVALID("input %s: %s[%lld elements] takes %zu bytes but byte_size is %zu", io->name,
                        kiln_dtype_name(v->dtype), (long long)n, need, v->byte_size);
   if (need && !v->data) return ERR_INVALID("input %s: data is NULL", io->name);
-  return NULL;
+  if (v->dtype == KILN_STRING)
+    for (int64_t i = 0; i < n; i++)
+      if (!((const char *const *)v->data)[i])
+        return ERR_INVALID("input %s: string element %lld is NULL (KILN_STRING elements point to NUL-terminated "
+                           "UTF-8)",
+                           io->name, (long long)i);
+  return check_4bit(io->name, v->dtype, v->data, n);
 }
 
 static kiln_status plan_run(const kiln_model *m, int n_inputs, const kiln_value *inputs, int n_outputs,
@@ -628,15 +660,15 @@ static kiln_status plan_run(const kiln_model *m, int n_inputs, const kiln_value 
     return listing_error(KILN_INVALID_ARGUMENT, m, false,
                          "kiln_model_run: without output names n_outputs must be the model's output count %d (got %d)",
                          m->n_out, n_outputs);
-  p->feed_of = malloc(((size_t)m->n_in + 1) * sizeof *p->feed_of);
+  p->feed_of = malloc(((size_t)(m->n_in + m->n_opt) + 1) * sizeof *p->feed_of);
   p->sel = malloc(((size_t)n_outputs + 1) * sizeof *p->sel);
   if (!p->feed_of || !p->sel) abort();
-  for (int i = 0; i < m->n_in; i++) p->feed_of[i] = -1;
+  for (int i = 0; i < m->n_in + m->n_opt; i++) p->feed_of[i] = -1;
   bool hlo = m->format == KILN_FORMAT_HLO;
   for (int k = 0; k < n_inputs; k++) {
     const kiln_value *v = &inputs[k];
     if (!v->name) return listing_error(KILN_INVALID_ARGUMENT, m, true, "input %d has no name", k);
-    int i = find_io(m->n_in, m->in, v->name, hlo);
+    int i = find_io(m->n_in + m->n_opt, m->in, v->name, hlo);
     if (i < 0) return listing_error(KILN_NOT_FOUND, m, true, "unknown input '%s'", v->name);
     if (p->feed_of[i] >= 0)
       return ERR_INVALID("input %s is given twice (inputs %d and %d)", m->in[i].name, p->feed_of[i], k);
@@ -672,26 +704,37 @@ static kiln_status plan_run(const kiln_model *m, int n_inputs, const kiln_value 
   return NULL;
 }
 
+/* A KILN_STRING input as a host tensor: the texts are copied (kiln.h). */
+static kiln_status strings_to_tensor(const kiln_value *v, graph_tensor **out) {
+  TRY(tensor_create(GRAPH_DT_STRING, v->rank, v->dims, out));
+  const char *const *ptrs = v->data;
+  for (int64_t i = 0; i < (*out)->n; i++) tensor_set_string(*out, i, ptrs[i], strlen(ptrs[i]));
+  return NULL;
+}
+
 /* Runs a graph model; all[r] receives every graph result. */
 static kiln_status run_graph(kiln_model *m, const kiln_value *inputs, const run_plan *p, graph_tensor **all) {
-  graph_tensor **feeds = calloc((size_t)m->n_in + 1, sizeof *feeds);
-  const char **names = calloc((size_t)m->n_in + 1, sizeof *names);
+  int n_all = m->n_in + m->n_opt, n = 0;
+  graph_tensor **feeds = calloc((size_t)n_all + 1, sizeof *feeds);
+  const char **names = calloc((size_t)n_all + 1, sizeof *names);
   if (!feeds || !names) abort();
   kiln_status s = NULL;
-  for (int i = 0; i < m->n_in && !s; i++) {
+  for (int i = 0; i < n_all && !s; i++) {
+    if (p->feed_of[i] < 0) continue; /* an optional input left out */
     const kiln_value *v = &inputs[p->feed_of[i]];
     graph_dtype dt;
     api_dtype_to_graph(v->dtype, &dt);
-    s = tensor_wrap(dt, v->rank, v->dims, v->data, &feeds[i]);
-    names[i] = m->in[i].feed->name;
+    s = v->dtype == KILN_STRING ? strings_to_tensor(v, &feeds[n])
+                                : tensor_wrap(dt, v->rank, v->dims, v->data, &feeds[n]);
+    names[n++] = m->in[i].feed->name;
   }
   int slot = -1;
   if (!s) s = acquire(m, &slot);
   if (!s) {
-    s = executor_run(m->pool[slot], m->n_in, names, feeds, all);
+    s = executor_run(m->pool[slot], n, names, feeds, all);
     release(m, slot);
   }
-  for (int i = 0; i < m->n_in; i++) tensor_free(feeds[i]);
+  for (int i = 0; i < n; i++) tensor_free(feeds[i]);
   free(feeds);
   free(names);
   return s;
@@ -780,7 +823,8 @@ static kiln_status run_to_tensors(kiln_model *m, const kiln_run_options *ro, con
     graph_tensor **all = calloc((size_t)n_all + 1, sizeof *all);
     if (!all) abort();
     s = run_graph(m, inputs, p, all);
-    for (int r = 0; r < p->n_sel && !s; r++) s = api_tensor_from_graph(tensor_ref(all[p->sel[r]]), &tensors[r]);
+    for (int r = 0; r < p->n_sel && !s; r++)
+      s = api_tensor_from_graph(tensor_ref(all[p->sel[r]]), m->out[p->sel[r]].name, &tensors[r]);
     for (int i = 0; i < n_all; i++) tensor_free(all[i]);
     free(all);
   }
@@ -839,7 +883,11 @@ kiln_status kiln_model_run_into(kiln_model *m, const kiln_run_options *ro, int n
     kiln_dtype dtype = kiln_tensor_dtype(t);
     bool dims_ok = !v->dims || v->rank == rank;
     for (int k = 0; dims_ok && v->dims && k < rank; k++) dims_ok = v->dims[k] == dims[k];
-    if (v->dtype != KILN_DTYPE_INVALID && v->dtype != dtype)
+    if (dtype == KILN_STRING) /* pointers into a tensor about to be freed would dangle */
+      s = ERR_UNIMPLEMENTED("output %s holds strings, which kiln_model_run_into cannot write into caller memory; use "
+                            "kiln_model_run",
+                            name);
+    else if (v->dtype != KILN_DTYPE_INVALID && v->dtype != dtype)
       s = ERR_INVALID("output %s is %s but the buffer was declared %s", name, kiln_dtype_name(dtype),
                       kiln_dtype_name(v->dtype));
     else if (!dims_ok) {

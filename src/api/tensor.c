@@ -3,8 +3,10 @@
  * A kiln_tensor owns one malloc'ed row-major buffer. Outputs of a graph model arrive as
  * host tensors (graph_tensor) and of an HLO module as literal leaves; both give their
  * buffer to the kiln_tensor without a copy when nobody else holds it, so returning a
- * large output costs no memcpy. The public dtype enum has its own numbering (stable
- * across releases); the tables here map it onto the graph and HLO types. */
+ * large output costs no memcpy; string outputs are copied into one block of element
+ * pointers followed by their NUL-terminated texts (kiln.h's KILN_STRING form). The
+ * public dtype enum has its own numbering (stable across releases); the tables here map
+ * it onto the graph and HLO types. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +45,14 @@ static const dtype_row dtypes[] = {
     {KILN_FLOAT64, GRAPH_DT_DOUBLE, "float64", 8},
     {KILN_COMPLEX64, GRAPH_DT_COMPLEX64, "complex64", 8},
     {KILN_COMPLEX128, GRAPH_DT_COMPLEX128, "complex128", 16},
+    {KILN_FLOAT8E4M3FN, GRAPH_DT_FLOAT8E4M3FN, "float8_e4m3fn", 1},
+    {KILN_FLOAT8E4M3FNUZ, GRAPH_DT_FLOAT8E4M3FNUZ, "float8_e4m3fnuz", 1},
+    {KILN_FLOAT8E5M2, GRAPH_DT_FLOAT8E5M2, "float8_e5m2", 1},
+    {KILN_FLOAT8E5M2FNUZ, GRAPH_DT_FLOAT8E5M2FNUZ, "float8_e5m2fnuz", 1},
+    {KILN_FLOAT4E2M1FN, GRAPH_DT_FLOAT4E2M1, "float4_e2m1fn", 1},
+    {KILN_INT4, GRAPH_DT_INT4, "int4", 1},
+    {KILN_UINT4, GRAPH_DT_UINT4, "uint4", 1},
+    {KILN_STRING, GRAPH_DT_STRING, "string", sizeof(const char *)}, /* elements are pointers (kiln.h) */
 };
 #define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))
 
@@ -105,6 +115,10 @@ static kiln_status shell(kiln_dtype dtype, int rank, const int64_t *dims, kiln_t
 
 kiln_status kiln_tensor_create(kiln_dtype dtype, int rank, const int64_t *dims, kiln_tensor **out) {
   if (!out) return ERR_INVALID("kiln_tensor_create: out is NULL");
+  if (dtype == KILN_STRING) {
+    *out = NULL;
+    return ERR_INVALID("kiln_tensor_create: string tensors come only from runs (give string inputs as kiln_value)");
+  }
   TRY(shell(dtype, rank, dims, out));
   (*out)->data = calloc(1, (*out)->bytes ? (*out)->bytes : 1);
   if (!(*out)->data) {
@@ -141,11 +155,48 @@ static kiln_status fill(kiln_tensor *t, void *buf, bool steal) {
   return NULL;
 }
 
-kiln_status api_tensor_from_graph(graph_tensor *gt, kiln_tensor **out) {
+/* A string tensor's kiln form: one block holding the n element pointers and then the
+ * NUL-terminated texts they point to, so kiln_tensor_free's one free() releases it. */
+static kiln_status fill_strings(kiln_tensor *t, const graph_tensor *gt, const char *name) {
+  size_t text = 0;
+  for (int64_t i = 0; i < gt->n; i++) {
+    const graph_bytes *s = tensor_string(gt, i);
+    if (strlen(s->data) != s->len)
+      return ERR_INVALID("output %s: string element %lld holds a NUL byte, which a NUL-terminated kiln string "
+                         "cannot carry",
+                         name, (long long)i);
+    text += s->len + 1;
+  }
+  char *block = malloc(t->bytes + text + 1);
+  if (!block) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory allocating %zu bytes", t->bytes + text);
+  const char **ptrs = (const char **)(void *)block;
+  char *at = block + t->bytes;
+  for (int64_t i = 0; i < gt->n; i++) {
+    const graph_bytes *s = tensor_string(gt, i);
+    memcpy(at, s->data, s->len + 1);
+    ptrs[i] = at;
+    at += s->len + 1;
+  }
+  t->data = block;
+  return NULL;
+}
+
+kiln_status api_tensor_from_graph(graph_tensor *gt, const char *name, kiln_tensor **out) {
+  if (gt->dtype == GRAPH_DT_STRING) {
+    kiln_status s = shell(KILN_STRING, gt->rank, gt->dims, out);
+    if (!s) s = fill_strings(*out, gt, name);
+    if (s && *out) {
+      free(*out); /* its data was never set */
+      *out = NULL;
+    }
+    tensor_free(gt);
+    return s;
+  }
   kiln_dtype d = api_dtype_from_graph(gt->dtype);
   if (d == KILN_DTYPE_INVALID) {
-    kiln_status s = status_error(KILN_UNIMPLEMENTED, "a %s output has no kiln_dtype (numbers and bools only)",
-                                 graph_dtype_name(gt->dtype));
+    kiln_status s = status_error(KILN_UNIMPLEMENTED, "output %s: a %s value has no kiln_dtype (numbers, bools and "
+                                 "strings only)",
+                                 name, graph_dtype_name(gt->dtype));
     tensor_free(gt);
     return s;
   }

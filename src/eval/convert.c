@@ -4,13 +4,14 @@
  * convert widens every source element to one of three carriers (uint64, int64 or
  * double, each exact for its source types) and narrows the carrier to the destination
  * with a single rounding: float -> int truncates toward zero and saturates (NaN -> 0),
- * int -> int wraps, anything -> pred is x != 0, and float destinations round to
- * nearest-even exactly once (64-bit integers reach f16/bf16 through a round-to-odd
- * double, which is what makes the second rounding harmless). Work is done in blocks so
- * each loop is a tight typed loop. bitcast-convert reinterprets the row-major bytes,
- * which is exactly XLA's rule (the extra minor dimension holds the narrow pieces of
- * one wide element in little-endian order). reduce-precision transcribes XLA's
- * bit-level algorithm on f32/f64 patterns. */
+ * int -> int wraps (to 4 bits for s4/u4), anything -> pred is x != 0, and float
+ * destinations round to nearest-even exactly once (64-bit integers reach f16/bf16 and
+ * the narrow floats through a round-to-odd double, which is what makes the second
+ * rounding harmless; the narrow floats overflow to inf or NaN as minifloat.h says).
+ * Work is done in blocks so each loop is a tight typed loop. bitcast-convert
+ * reinterprets the row-major bytes, which is exactly XLA's rule (the extra minor
+ * dimension holds the narrow pieces of one wide element in little-endian order).
+ * reduce-precision transcribes XLA's bit-level algorithm on f32/f64 patterns. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,13 @@ static void load_block(hlo_type t, const void *src, int64_t start, int64_t k, cv
     case HLO_BF16: LOAD(d, uint16_t, bf16_to_f32(p[i]))
     case HLO_F32: LOAD(d, float, p[i])
     case HLO_F64: LOAD(d, double, p[i])
-    default: return;
+    case HLO_S4: LOAD(s, int8_t, p[i])
+    case HLO_U4: LOAD(u, uint8_t, p[i])
+    default: {
+      minifloat_format f;
+      if (hlo_type_minifloat(t, &f)) LOAD(d, uint8_t, minifloat_to_f32(f, p[i]))
+      return;
+    }
   }
 #undef LOAD
 }
@@ -74,6 +81,9 @@ static uint64_t f64_to_u64_sat(double v, uint64_t hi) {
   if (v >= (double)hi) return hi;
   return (uint64_t)v;
 }
+
+/* The low 4 bits of v as a signed value (s4's storage: sign-extended into the byte). */
+static int8_t s4_wrap(uint64_t v) { return (int8_t)(((v & 15) ^ 8) - 8); }
 
 static void store_block(hlo_type t, cv_carrier c, const cv_block *b, void *dst, int64_t start, int64_t k) {
 #define STORE(CT, EXPR_U, EXPR_S, EXPR_D)                                      \
@@ -103,7 +113,14 @@ static void store_block(hlo_type t, cv_carrier c, const cv_block *b, void *dst, 
     case HLO_BF16: STORE(uint16_t, u64_to_bf16(b->u[i]), s64_to_bf16(b->s[i]), f64_to_bf16(b->d[i]))
     case HLO_F32: STORE(float, (float)b->u[i], (float)b->s[i], (float)b->d[i])
     case HLO_F64: STORE(double, (double)b->u[i], (double)b->s[i], b->d[i])
-    default: return;
+    case HLO_S4: STORE(int8_t, s4_wrap(b->u[i]), s4_wrap((uint64_t)b->s[i]), (int8_t)f64_to_s64_sat(b->d[i], -8, 7))
+    case HLO_U4: STORE(uint8_t, b->u[i] & 15, (uint64_t)b->s[i] & 15, (uint8_t)f64_to_u64_sat(b->d[i], 15))
+    default: {
+      minifloat_format f;
+      if (!hlo_type_minifloat(t, &f)) return;
+      STORE(uint8_t, minifloat_from_f64(f, half_u64_to_odd_double(b->u[i])),
+            minifloat_from_f64(f, half_s64_to_odd_double(b->s[i])), minifloat_from_f64(f, b->d[i]))
+    }
   }
 #undef STORE_UINT
 #undef STORE_SINT
@@ -241,8 +258,8 @@ kiln_status eval_reduce_precision(eval_ctx *ctx, const hlo_instr *ins, hlo_liter
   *out = NULL;
   TRY(check_array_operand(ins, ops[0]));
   hlo_type t = ops[0]->shape.type;
-  if (!hlo_type_is_float(t) || ins->shape.type != t || ops[0]->n != shape_elements(&ins->shape))
-    return EVAL_ERR(KILN_INVALID_ARGUMENT, ins, "needs a float operand of the result's shape, got %s",
+  if (!hlo_type_is_float(t) || hlo_type_is_narrow(t) || ins->shape.type != t || ops[0]->n != shape_elements(&ins->shape))
+    return EVAL_ERR(KILN_INVALID_ARGUMENT, ins, "needs an f16, bf16, f32 or f64 operand of the result's shape, got %s",
                     hlo_type_name(t));
   int eb = (int)ins->exponent_bits, mb = (int)ins->mantissa_bits;
   if (ins->exponent_bits < 1 || ins->exponent_bits > 1024 || ins->mantissa_bits < 0 || ins->mantissa_bits > 1024)

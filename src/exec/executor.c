@@ -1171,6 +1171,21 @@ static const graph_node *feed_node(const exec_plan *p, int k) {
   return p->g->inputs[k]; /* a graph input the results do not need */
 }
 
+int executor_num_optional_feeds(const executor *e) {
+  const exec_plan *p = e->plans[0];
+  int n = 0;
+  for (int k = 0; k < p->n_feeds; k++)
+    if (!feed_needed(p, k)) n++;
+  return n;
+}
+
+const graph_node *executor_optional_feed(const executor *e, int i) {
+  const exec_plan *p = e->plans[0];
+  for (int k = 0; k < p->n_feeds; k++)
+    if (!feed_needed(p, k) && i-- == 0) return feed_node(p, k);
+  return NULL;
+}
+
 static void list_feeds(strbuf *b, const exec_plan *p) {
   int listed = 0;
   for (int k = 0; k < p->n_feeds; k++) {

@@ -76,6 +76,12 @@ void executor_free(executor *e); /* NULL is ignored */
  * of graphs that kept them as nodes. The node's dtype and shape say what it takes. */
 int executor_num_feeds(const executor *e);
 const graph_node *executor_feed(const executor *e, int i);
+/* The feeds a run may give but need not: graph inputs the results never read (a value
+ * given is checked against the declaration and otherwise ignored; ONNX graphs may
+ * declare such inputs) and PlaceholderWithDefault nodes the results need (a value given
+ * replaces the default). In feed order. */
+int executor_num_optional_feeds(const executor *e);
+const graph_node *executor_optional_feed(const executor *e, int i);
 /* The declared dtype and shape of a feed (INVALID / unknown when not declared). */
 void executor_feed_signature(const graph_node *feed, graph_dtype *dtype, graph_shape *shape);
 

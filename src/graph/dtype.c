@@ -51,10 +51,14 @@ graph_dtype graph_dtype_from_hlo(hlo_type h) {
 }
 
 bool graph_dtype_is_float(graph_dtype t) {
-  return t == GRAPH_DT_HALF || t == GRAPH_DT_BFLOAT16 || t == GRAPH_DT_FLOAT || t == GRAPH_DT_DOUBLE;
+  hlo_type h;
+  return graph_dtype_to_hlo(t, &h) && hlo_type_is_float(h);
 }
 
-bool graph_dtype_is_int(graph_dtype t) { return t >= GRAPH_DT_INT8 && t <= GRAPH_DT_UINT64; }
+bool graph_dtype_is_int(graph_dtype t) {
+  hlo_type h;
+  return graph_dtype_to_hlo(t, &h) && hlo_type_is_int(h);
+}
 
 bool graph_dtype_is_complex(graph_dtype t) { return t == GRAPH_DT_COMPLEX64 || t == GRAPH_DT_COMPLEX128; }
 
@@ -66,6 +70,10 @@ static const graph_dtype tf_types[] = {
     GRAPH_DT_INVALID /* qint32 */, GRAPH_DT_BFLOAT16, GRAPH_DT_INVALID /* qint16 */,
     GRAPH_DT_INVALID /* quint16 */, GRAPH_DT_UINT16, GRAPH_DT_COMPLEX128, GRAPH_DT_HALF,
     GRAPH_DT_RESOURCE,  GRAPH_DT_VARIANT,  GRAPH_DT_UINT32,  GRAPH_DT_UINT64,
+    GRAPH_DT_FLOAT8E5M2, GRAPH_DT_FLOAT8E4M3FN, GRAPH_DT_FLOAT8E4M3FNUZ,
+    GRAPH_DT_INVALID /* float8_e4m3b11fnuz */, GRAPH_DT_FLOAT8E5M2FNUZ,
+    /* int4/uint4 (29, 30) are left out: TF's tensors hold them in ml_dtypes' nibble form,
+     * which is not kiln's sign-extended s4. */
 };
 enum { TF_TYPE_COUNT = sizeof tf_types / sizeof tf_types[0], TF_REF_OFFSET = 100 };
 
@@ -86,7 +94,8 @@ static const graph_dtype onnx_types[] = {
     GRAPH_DT_INVALID, GRAPH_DT_FLOAT,  GRAPH_DT_UINT8,  GRAPH_DT_INT8,      GRAPH_DT_UINT16,
     GRAPH_DT_INT16,   GRAPH_DT_INT32,  GRAPH_DT_INT64,  GRAPH_DT_STRING,    GRAPH_DT_BOOL,
     GRAPH_DT_HALF,    GRAPH_DT_DOUBLE, GRAPH_DT_UINT32, GRAPH_DT_UINT64,    GRAPH_DT_COMPLEX64,
-    GRAPH_DT_COMPLEX128, GRAPH_DT_BFLOAT16,
+    GRAPH_DT_COMPLEX128, GRAPH_DT_BFLOAT16, GRAPH_DT_FLOAT8E4M3FN, GRAPH_DT_FLOAT8E4M3FNUZ, GRAPH_DT_FLOAT8E5M2,
+    GRAPH_DT_FLOAT8E5M2FNUZ, GRAPH_DT_UINT4, GRAPH_DT_INT4, GRAPH_DT_FLOAT4E2M1,
 };
 enum { ONNX_TYPE_COUNT = sizeof onnx_types / sizeof onnx_types[0] };
 

@@ -19,9 +19,11 @@
 #include "hlo/types.h"
 
 /* X(ENUM, text name, byte size of one element, HLO type or -1 when HLO lacks it).
- * Text names follow TensorFlow's (float, int32, bool...). String elements are
- * graph_bytes records; resource and variant elements are opaque 64-bit handles the
- * executor interprets. */
+ * Text names follow TensorFlow's (float, int32, bool...; ml_dtypes' float4_e2m1fn). String
+ * elements are graph_bytes records; resource and variant elements are opaque 64-bit
+ * handles the executor interprets. The float8/float4/int4 types are HLO's narrow
+ * storage types and share their one-byte-per-element layout (hlo/types.h): ONNX's
+ * packed 4-bit tensors are unpacked on import. */
 #define GRAPH_DTYPE_LIST(X)                  \
   X(INVALID, "?", 0, -1)                     \
   X(FLOAT, "float", 4, HLO_F32)              \
@@ -41,7 +43,14 @@
   X(COMPLEX128, "complex128", 16, -1)        \
   X(STRING, "string", sizeof(graph_bytes), -1) \
   X(RESOURCE, "resource", 8, -1)             \
-  X(VARIANT, "variant", 8, -1)
+  X(VARIANT, "variant", 8, -1)               \
+  X(FLOAT8E4M3FN, "float8_e4m3fn", 1, HLO_F8E4M3FN)       \
+  X(FLOAT8E4M3FNUZ, "float8_e4m3fnuz", 1, HLO_F8E4M3FNUZ) \
+  X(FLOAT8E5M2, "float8_e5m2", 1, HLO_F8E5M2)             \
+  X(FLOAT8E5M2FNUZ, "float8_e5m2fnuz", 1, HLO_F8E5M2FNUZ) \
+  X(FLOAT4E2M1, "float4_e2m1fn", 1, HLO_F4E2M1FN)         \
+  X(INT4, "int4", 1, HLO_S4)                               \
+  X(UINT4, "uint4", 1, HLO_U4)
 
 /* A byte string that may hold NULs; data is also NUL-terminated for convenience. */
 typedef struct graph_bytes {
@@ -66,8 +75,8 @@ size_t graph_dtype_size(graph_dtype t);
 bool graph_dtype_to_hlo(graph_dtype t, hlo_type *out);
 /* GRAPH_DT_INVALID for tuple and token. */
 graph_dtype graph_dtype_from_hlo(hlo_type t);
-bool graph_dtype_is_float(graph_dtype t);   /* half, bfloat16, float, double */
-bool graph_dtype_is_int(graph_dtype t);     /* signed and unsigned integers, not bool */
+bool graph_dtype_is_float(graph_dtype t);   /* half, bfloat16, float, double, float8*, float4 */
+bool graph_dtype_is_int(graph_dtype t);     /* signed and unsigned integers (int4 too), not bool */
 bool graph_dtype_is_complex(graph_dtype t);
 /* Numbers as in tensorflow/core/framework/types.proto (DT_FLOAT = 1 ...); reference
  * types (DT_FLOAT_REF = 101 ...) map to their base type. INVALID for unknown numbers

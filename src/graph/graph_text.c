@@ -640,8 +640,10 @@ static kiln_status parse_element(parser *P, graph_tensor *t, int64_t i) {
   bool neg;
   uint64_t mag;
   TRY(token_to_int(P, buf, at, &neg, &mag));
-  size_t bits = graph_dtype_size(t->dtype) * 8;
-  bool is_unsigned = t->dtype >= GRAPH_DT_UINT8 && t->dtype <= GRAPH_DT_UINT64;
+  hlo_type h = HLO_S64;
+  graph_dtype_to_hlo(t->dtype, &h); /* every integer dtype has one */
+  int bits = hlo_type_bit_width(h);
+  bool is_unsigned = hlo_type_is_unsigned_int(h);
   uint64_t max_pos = is_unsigned ? (bits == 64 ? UINT64_MAX : (1ull << bits) - 1) : (1ull << (bits - 1)) - 1;
   uint64_t max_neg = is_unsigned ? 0 : 1ull << (bits - 1);
   if (neg ? mag > max_neg : mag > max_pos)

@@ -155,6 +155,13 @@ void tensor_set_string(graph_tensor *t, int64_t i, const char *data, size_t len)
   s->len = len;
 }
 
+/* The narrow storage types (float8, float4, int4) follow the HLO literal's element
+ * rules (rounding, overflow, 4-bit wrapping), read through a view of the same bytes. */
+static bool narrow_view(const graph_tensor *t, hlo_literal *view) {
+  hlo_type h;
+  return graph_dtype_to_hlo(t->dtype, &h) && hlo_type_is_narrow(h) && tensor_literal_view(t, view);
+}
+
 double tensor_get_f64(const graph_tensor *t, int64_t i) {
   const void *d = t->data;
   switch (t->dtype) {
@@ -173,7 +180,10 @@ double tensor_get_f64(const graph_tensor *t, int64_t i) {
     case GRAPH_DT_DOUBLE: return ((const double *)d)[i];
     case GRAPH_DT_COMPLEX64: return ((const float *)d)[2 * i];
     case GRAPH_DT_COMPLEX128: return ((const double *)d)[2 * i];
-    default: return 0;
+    default: {
+      hlo_literal view;
+      return narrow_view(t, &view) ? literal_get_f64(&view, i) : 0;
+    }
   }
 }
 
@@ -203,6 +213,11 @@ int64_t tensor_get_s64(const graph_tensor *t, int64_t i) {
 
 void tensor_set_f64(graph_tensor *t, int64_t i, double v) {
   void *d = t->data;
+  hlo_literal view;
+  if (narrow_view(t, &view)) {
+    literal_set_f64(&view, i, v);
+    return;
+  }
   switch (t->dtype) {
     case GRAPH_DT_HALF: ((uint16_t *)d)[i] = f64_to_f16(v); return;
     case GRAPH_DT_BFLOAT16: ((uint16_t *)d)[i] = f64_to_bf16(v); return;
@@ -239,7 +254,12 @@ void tensor_set_s64(graph_tensor *t, int64_t i, int64_t v) {
     case GRAPH_DT_RESOURCE:
     case GRAPH_DT_VARIANT: ((uint64_t *)d)[i] = (uint64_t)v; return;
     case GRAPH_DT_STRING: return;
-    default: tensor_set_f64(t, i, (double)v); return;
+    default: {
+      hlo_literal view;
+      if (narrow_view(t, &view)) literal_set_s64(&view, i, v);
+      else tensor_set_f64(t, i, (double)v);
+      return;
+    }
   }
 }
 
@@ -356,6 +376,11 @@ static uint64_t stored_bits(double v, graph_dtype dtype) {
   switch (dtype) {
     case GRAPH_DT_HALF: return f64_to_f16(v);
     case GRAPH_DT_BFLOAT16: return f64_to_bf16(v);
+    case GRAPH_DT_FLOAT8E4M3FN: return minifloat_from_f64(MINIFLOAT_E4M3FN, v);
+    case GRAPH_DT_FLOAT8E4M3FNUZ: return minifloat_from_f64(MINIFLOAT_E4M3FNUZ, v);
+    case GRAPH_DT_FLOAT8E5M2: return minifloat_from_f64(MINIFLOAT_E5M2, v);
+    case GRAPH_DT_FLOAT8E5M2FNUZ: return minifloat_from_f64(MINIFLOAT_E5M2FNUZ, v);
+    case GRAPH_DT_FLOAT4E2M1: return minifloat_from_f64(MINIFLOAT_E2M1FN, v);
     case GRAPH_DT_FLOAT:
     case GRAPH_DT_COMPLEX64: {
       float f = (float)v;

@@ -98,7 +98,12 @@ double literal_get_f64(const hlo_literal *l, int64_t i) {
     case HLO_BF16: return bf16_to_f32(((const uint16_t *)d)[i]);
     case HLO_F32: return ((const float *)d)[i];
     case HLO_F64: return ((const double *)d)[i];
-    default: return 0;
+    case HLO_S4: return ((const int8_t *)d)[i];
+    case HLO_U4: return ((const uint8_t *)d)[i];
+    default: {
+      minifloat_format f;
+      return hlo_type_minifloat(l->shape.type, &f) ? minifloat_to_f32(f, ((const uint8_t *)d)[i]) : 0;
+    }
   }
 }
 
@@ -114,6 +119,8 @@ int64_t literal_get_s64(const hlo_literal *l, int64_t i) {
     case HLO_U16: return ((const uint16_t *)d)[i];
     case HLO_U32: return ((const uint32_t *)d)[i];
     case HLO_U64: return (int64_t)((const uint64_t *)d)[i];
+    case HLO_S4: return ((const int8_t *)d)[i];
+    case HLO_U4: return ((const uint8_t *)d)[i];
     default: {
       double v = literal_get_f64(l, i);
       if (isnan(v)) return 0;
@@ -129,11 +136,17 @@ uint64_t literal_get_u64(const hlo_literal *l, int64_t i) {
   return (uint64_t)literal_get_s64(l, i);
 }
 
-/* Floats round once, directly from double (via float would round twice); integers get
- * XLA's convert semantics: truncation toward zero, saturating, NaN -> 0 (a plain C
- * cast of an out-of-range double is undefined behaviour). */
+/* Floats round once, directly from double (via float would round twice); the narrow
+ * floats overflow as XLA's convert does (minifloat.h). Integers get XLA's convert
+ * semantics: truncation toward zero, saturating, NaN -> 0 (a plain C cast of an
+ * out-of-range double is undefined behaviour). */
 void literal_set_f64(hlo_literal *l, int64_t i, double v) {
   void *d = l->data;
+  minifloat_format mf;
+  if (hlo_type_minifloat(l->shape.type, &mf)) {
+    ((uint8_t *)d)[i] = minifloat_from_f64(mf, v);
+    return;
+  }
   switch (l->shape.type) {
     case HLO_F16: ((uint16_t *)d)[i] = f64_to_f16(v); return;
     case HLO_BF16: ((uint16_t *)d)[i] = f64_to_bf16(v); return;
@@ -154,6 +167,8 @@ void literal_set_f64(hlo_literal *l, int64_t i, double v) {
         case HLO_U8: lo = 0, hi = UINT8_MAX; break;
         case HLO_U16: lo = 0, hi = UINT16_MAX; break;
         case HLO_U32: lo = 0, hi = UINT32_MAX; break;
+        case HLO_S4: lo = -8, hi = 7; break;
+        case HLO_U4: lo = 0, hi = 15; break;
         default: lo = INT64_MIN, hi = INT64_MAX; break;
       }
       int64_t r = isnan(v) ? 0 : v <= (double)lo ? lo : v >= (double)hi ? hi : (int64_t)v;
@@ -175,6 +190,9 @@ void literal_set_s64(hlo_literal *l, int64_t i, int64_t v) {
     case HLO_U16: ((uint16_t *)d)[i] = (uint16_t)v; return;
     case HLO_U32: ((uint32_t *)d)[i] = (uint32_t)v; return;
     case HLO_U64: ((uint64_t *)d)[i] = (uint64_t)v; return;
+    /* Wrap to 4 bits, kept sign-extended (s4) or zero-extended (u4) in their byte. */
+    case HLO_S4: ((int8_t *)d)[i] = (int8_t)((((uint64_t)v & 15) ^ 8) - 8); return;
+    case HLO_U4: ((uint8_t *)d)[i] = (uint8_t)((uint64_t)v & 15); return;
     default: literal_set_f64(l, i, (double)v); return;
   }
 }
@@ -214,8 +232,10 @@ static void print_float(strbuf *b, double v, hlo_type t) {
   }
   /* XLA's RoundTripFpToString: the type's digits10 when that reads back exactly, else
    * max_digits10 (f32: %.6g, else %.9g), so constants print as XLA prints them. */
-  int short_prec = t == HLO_F64 ? 15 : t == HLO_F32 ? 6 : t == HLO_F16 ? 5 : 4;
-  int long_prec = t == HLO_F64 ? 17 : 9;
+  minifloat_format mf;
+  bool mini = hlo_type_minifloat(t, &mf);
+  int short_prec = t == HLO_F64 ? 15 : t == HLO_F32 ? 6 : t == HLO_F16 ? 5 : mini ? 1 : 4;
+  int long_prec = t == HLO_F64 ? 17 : mini ? 3 : 9;
   char buf[64];
   for (int prec = short_prec; prec <= 17; prec = prec < long_prec ? long_prec : prec + 1) {
     snprintf(buf, sizeof buf, "%.*g", prec, v);
@@ -226,7 +246,7 @@ static void print_float(strbuf *b, double v, hlo_type t) {
       case HLO_F32: same = (float)r == (float)v; break;
       case HLO_F16: same = f32_to_f16((float)r) == f32_to_f16((float)v); break;
       case HLO_BF16: same = f32_to_bf16((float)r) == f32_to_bf16((float)v); break;
-      default: same = true; break;
+      default: same = !mini || minifloat_from_f64(mf, r) == minifloat_from_f64(mf, v); break;
     }
     if (same) break;
   }

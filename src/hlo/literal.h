@@ -2,7 +2,7 @@
  *
  * An array literal is a shape plus a dense buffer in row-major order (the logical order
  * of the dims, whatever the shape's layout says). pred is one byte (0/1), f16/bf16 are
- * their raw 16-bit patterns. A tuple literal owns its element literals. Literals are
+ * their raw 16-bit patterns, the narrow types one byte each (types.h). A tuple literal owns its element literals. Literals are
  * heap objects (not arena) because the evaluator creates and drops them freely;
  * literal_free releases everything. Constants in the IR own their literal and free it
  * with the module. */

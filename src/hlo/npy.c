@@ -193,10 +193,11 @@ static kiln_status descr_to_type(const char *descr, const char *what, npy_header
   else if (strcmp(d, "f2") == 0 || strcmp(d, "e") == 0) t = HLO_F16;
   else if (strcmp(d, "f4") == 0) t = HLO_F32;
   else if (strcmp(d, "f8") == 0) t = HLO_F64;
+  else if (strcmp(d, "V1") == 0) t = HLO_U8; /* raw bytes: an ml_dtypes array through np.save */
   else
     return npy_error(what,
                      "dtype '%s' is not supported (kiln reads bool, int8..int64, uint8..uint64, float16/32/64; "
-                     "store bfloat16 as float32)",
+                     "store bfloat16 as float32, float8/float4 as uint8 bit patterns, int4 as int8)",
                      descr);
   bool file_little = order == '<' || (order != '>' && host_is_little_endian());
   h->type = t;
@@ -423,7 +424,8 @@ const char *npy_descr_for_type(hlo_type t) {
     case HLO_BF16: return "<f4";
     case HLO_F32: return "<f4";
     case HLO_F64: return "<f8";
-    default: return NULL;
+    case HLO_S4: return "|i1";
+    default: return hlo_type_is_narrow(t) ? "|u1" : NULL;
   }
 }
 
@@ -519,6 +521,33 @@ kiln_status npy_convert_f32_to_bf16(const hlo_literal *f32, hlo_literal **out) {
   const float *src = f32->data;
   uint16_t *dst = l->data;
   for (int64_t i = 0; i < l->n; i++) dst[i] = f32_to_bf16(src[i]);
+  *out = l;
+  return NULL;
+}
+
+kiln_status npy_convert_to_narrow(const hlo_literal *in, hlo_type t, hlo_literal **out) {
+  *out = NULL;
+  hlo_type from = in->shape.type;
+  bool bits = from == HLO_U8, values = from == HLO_S8 && t == HLO_S4;
+  if (!hlo_type_is_narrow(t) || !(bits || values))
+    return ERR_INVALID("a .npy file of %s cannot hold %s values (%s travels as %s)", hlo_type_name(from), hlo_type_name(t),
+                       hlo_type_name(t), t == HLO_S4 ? "int8 values or uint8 4-bit patterns" : "uint8 bytes");
+  hlo_shape s = shape_make(t, in->shape.rank, in->shape.dims);
+  hlo_literal *l;
+  TRY(literal_create(&s, &l));
+  const uint8_t *src = in->data;
+  uint8_t *dst = l->data;
+  unsigned limit = hlo_type_bit_width(t) == 4 ? 15 : 255;
+  for (int64_t i = 0; i < l->n; i++) {
+    int v = values ? (int8_t)src[i] : src[i];
+    if (values ? v < -8 || v > 7 : (unsigned)v > limit) {
+      literal_free(l);
+      return ERR_INVALID("element %lld is %d, which is not %s", (long long)i, v,
+                         values ? "an s4 value (-8..7)" : t == HLO_U4 ? "a u4 value (0..15)" : "a 4-bit pattern (0..15)");
+    }
+    /* An s4 pattern is sign-extended into kiln's byte (hlo/types.h). */
+    dst[i] = t == HLO_S4 && bits ? (uint8_t)(((unsigned)v ^ 8u) - 8u) : (uint8_t)v;
+  }
   *out = l;
   return NULL;
 }

@@ -6,8 +6,10 @@
  * order with any spacing and an optional trailing comma.
  * Supported descrs and the element types they map to:
  *   '|b1' pred, '|i1' s8, '<i2' s16, '<i4' s32, '<i8' s64, '|u1' u8, '<u2' u16,
- *   '<u4' u32, '<u8' u64, '<f2' f16, '<f4' f32, '<f8' f64
- * (with '<', '>', '|' or '=' as the byte-order mark). Sizes are checked before anything
+ *   '<u4' u32, '<u8' u64, '<f2' f16, '<f4' f32, '<f8' f64, '|V1' u8
+ * (with '<', '>', '|' or '=' as the byte-order mark). '|V1' is what np.save writes for
+ * an ml_dtypes float8/float4/int4 array: its raw bytes, read as u8 for the narrowing
+ * below. Sizes are checked before anything
  * is allocated: rank and dims, the byte count against literal_max_bytes, and the
  * payload against the bytes actually present, so a hostile header cannot make kiln
  * allocate more than the file holds.
@@ -17,6 +19,16 @@
  * callers that need bf16 narrow an f32 literal with npy_convert_f32_to_bf16
  * (round-to-nearest-even). `kiln run` does that for bf16 parameters. Reading never
  * produces a bf16 literal.
+ *
+ * The narrow types (f8*, f4e2m1fn, s4, u4; numpy has none of them either, and np.save
+ * of an ml_dtypes array writes a descr numpy cannot read back) travel one byte per
+ * element: the floats as their bit patterns in uint8 ('|u1'; a.view(np.uint8) of an
+ * ml_dtypes array, u.view(ml_dtypes.float8_e4m3fn) back), s4 as int8 values -8..7
+ * ('|i1'; a.astype(np.int8)), u4 as uint8 values 0..15 ('|u1'). npy_write_* writes
+ * them so (exactly kiln's storage), and npy_convert_to_narrow turns what was read into
+ * the narrow literal: uint8 bit patterns (s4 as its low four bits, which is also
+ * ml_dtypes' int4 storage), or int8 values for s4. Reading never produces a narrow
+ * literal.
  *
  * Writing produces version 1.0 (2.0 when the header would exceed 65535 bytes), C order,
  * little-endian, with the header padded so the data starts at a multiple of 64 bytes, as
@@ -39,12 +51,17 @@ kiln_status npy_write_file(const char *path, const hlo_literal *lit);
 /* Appends the whole .npy image to *out. */
 kiln_status npy_write_buffer(const hlo_literal *lit, strbuf *out);
 
-/* The numpy descr kiln writes for an element type ("<f4"; bf16 gives "<f4"), NULL for
- * tuple/token. */
+/* The numpy descr kiln writes for an element type ("<f4"; bf16 gives "<f4", the narrow
+ * types "|u1", s4 "|i1"), NULL for tuple/token. */
 const char *npy_descr_for_type(hlo_type t);
 
 /* New bf16 literal with the dims of `f32` (an f32 literal), each value rounded to
  * nearest even. */
 kiln_status npy_convert_f32_to_bf16(const hlo_literal *f32, hlo_literal **out);
+
+/* New literal of narrow type t with the dims and bytes of `in` (u8, or s8 for s4), as
+ * described above; a byte the type cannot hold (a float4 pattern over 15, an s4 value
+ * outside -8..7, ...) is an error naming its index, never wrapped. */
+kiln_status npy_convert_to_narrow(const hlo_literal *in, hlo_type t, hlo_literal **out);
 
 #endif

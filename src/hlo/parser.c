@@ -345,7 +345,7 @@ static kiln_status parse_int_value(parser *p, const char *tok, size_t pos, hlo_t
     if (v > (UINT64_MAX - d) / 10) overflow = true;
     else v = v * 10 + d;
   }
-  int bits = (int)hlo_type_size(t) * 8;
+  int bits = hlo_type_bit_width(t);
   bool ok;
   if (overflow) {
     ok = false;
@@ -388,7 +388,14 @@ static void set_nan_payload(hlo_literal *dst, int64_t i, bool neg, uint64_t payl
       memcpy((char *)dst->data + i * 2, &b, 2);
       return;
     }
-    default: return;
+    case HLO_F8E5M2: { /* the one 8-bit format with NaN payloads */
+      uint8_t m = (uint8_t)(payload & 0x3u);
+      ((uint8_t *)dst->data)[i] = (uint8_t)(((unsigned)neg << 7) | 0x7cu | (m ? m : 0x2u));
+      return;
+    }
+    default: /* the other narrow floats have a single NaN per sign (or none: refused before) */
+      literal_set_f64(dst, i, neg ? -NAN : NAN);
+      return;
   }
 }
 
@@ -422,6 +429,10 @@ static kiln_status parse_scalar(parser *p, hlo_type t, hlo_literal *dst, int64_t
     const char *q = tok;
     bool neg = *q == '-';
     if (*q == '-' || *q == '+') q++;
+    minifloat_format mf;
+    bool mini = hlo_type_minifloat(t, &mf);
+    if (strcmp(q, "nan") == 0 && t == HLO_F4E2M1FN) /* the one float type without a NaN */
+      return err_at(p, pos, "%s has no NaN", hlo_type_name(t));
     if (strcmp(q, "nan") == 0 && hlo_lex_peek_raw(&p->lx) == '(') {
       /* nan(0x<payload>) */
       p->lx.pos++;
@@ -449,7 +460,10 @@ static kiln_status parse_scalar(parser *p, hlo_type t, hlo_literal *dst, int64_t
           case HLO_BF16: r = bf16_to_f32(f32_to_bf16((float)v)); break;
           default: r = v; break;
         }
-        if (isinf(r)) return err_at(p, pos, "value %s is out of range for %s", tok, hlo_type_name(t));
+        if (isinf(r) || (mini && minifloat_overflows(mf, v)))
+          return err_at(p, pos, "value %s is out of range for %s", tok, hlo_type_name(t));
+      } else if (mini && isinf(v) && !minifloat_has_inf(mf)) {
+        return err_at(p, pos, "%s has no infinity", hlo_type_name(t));
       }
       if (dst) {
         if (isnan(v)) {

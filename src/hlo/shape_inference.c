@@ -108,6 +108,9 @@ static hlo_shape make_tuple(arena *a, int n, const hlo_shape *const *elems) {
   return t;
 }
 
+/* Indices are integers kiln computes with: s4/u4 are storage types (types.h). */
+static bool is_index_type(hlo_type t) { return hlo_type_is_int(t) && !hlo_type_is_narrow(t); }
+
 static bool is_scalar_of(const hlo_shape *s, hlo_type t) { return s->type == t && s->rank == 0; }
 static bool is_scalar(const hlo_shape *s) { return shape_is_array(s) && s->rank == 0; }
 
@@ -485,6 +488,9 @@ static kiln_status infer_bitcast_convert(const infer_ctx *x, hlo_shape *out) {
   TRY(expect_array(x, s, "operand"));
   hlo_type t = x->ins->shape.type;
   if (!hlo_type_is_array(t)) return fail(x, "cannot bitcast-convert %s to %s", shp(x, s), hlo_type_name(t));
+  if (hlo_type_bit_width(s->type) < 8 || hlo_type_bit_width(t) < 8)
+    return fail(x, "cannot bitcast-convert %s to %s: kiln stores 4-bit types one per byte, where XLA packs two", shp(x, s),
+                hlo_type_name(t));
   size_t in = hlo_type_size(s->type), outsz = hlo_type_size(t);
   *out = with_type(s, t);
   if (in == outsz) return NULL;
@@ -606,7 +612,7 @@ static kiln_status check_scalar_indices(const infer_ctx *x, int first, int count
   const hlo_shape *t0 = NULL;
   for (int i = first; i < first + count; i++) {
     const hlo_shape *s = opnd(x, i);
-    if (!shape_is_array(s) || s->rank != 0 || !hlo_type_is_int(s->type))
+    if (!shape_is_array(s) || s->rank != 0 || !is_index_type(s->type))
       return fail(x, "start index operand %d must be an integer scalar, got %s", i, shp(x, s));
     if (t0 && s->type != t0->type)
       return fail(x, "start index operands must share one type, got %s and %s", shp(x, t0), shp(x, s));
@@ -990,7 +996,7 @@ static kiln_status infer_gather(const infer_ctx *x, hlo_shape *out) {
   const hlo_ints *ss = &x->ins->gather_slice_sizes;
   TRY(expect_array(x, s, "operand"));
   TRY(expect_array(x, idx, "start_indices"));
-  if (!hlo_type_is_int(idx->type)) return fail(x, "start_indices must be integers, got %s", shp(x, idx));
+  if (!is_index_type(idx->type)) return fail(x, "start_indices must be integers, got %s", shp(x, idx));
   int ir = idx->rank;
   int64_t ivd = g->index_vector_dim;
   if (ivd < 0 || ivd > ir)
@@ -1072,7 +1078,7 @@ static kiln_status infer_scatter(const infer_ctx *x, hlo_shape *out) {
       return fail(x, "update %s and input %s element types differ", shp(x, up), shp(x, in));
   }
   TRY(expect_array(x, idx, "scatter_indices"));
-  if (!hlo_type_is_int(idx->type)) return fail(x, "scatter_indices must be integers, got %s", shp(x, idx));
+  if (!is_index_type(idx->type)) return fail(x, "scatter_indices must be integers, got %s", shp(x, idx));
   int ir = idx->rank;
   int64_t ivd = sd->index_vector_dim;
   if (ivd < 0 || ivd > ir)
@@ -1441,6 +1447,44 @@ static kiln_status infer_all_reduce(const infer_ctx *x, hlo_shape *out) {
   return infer_tuple(x, out);
 }
 
+/* Ops that only move, convert or pass along element values: the ones that may take or
+ * give the narrow storage types (types.h). Everything else computes on the values and
+ * needs them converted to a wider type first. */
+static bool moves_values_only(hlo_opcode op) {
+  switch (op) {
+    case HLO_OP_PARAMETER: case HLO_OP_CONSTANT: case HLO_OP_CONVERT: case HLO_OP_BITCAST_CONVERT:
+    case HLO_OP_BROADCAST: case HLO_OP_RESHAPE: case HLO_OP_DYNAMIC_RESHAPE: case HLO_OP_TRANSPOSE:
+    case HLO_OP_SLICE: case HLO_OP_DYNAMIC_SLICE: case HLO_OP_DYNAMIC_UPDATE_SLICE: case HLO_OP_CONCATENATE:
+    case HLO_OP_PAD: case HLO_OP_REVERSE: case HLO_OP_COPY: case HLO_OP_COPY_START: case HLO_OP_COPY_DONE:
+    case HLO_OP_SELECT: case HLO_OP_GATHER: case HLO_OP_TUPLE: case HLO_OP_GET_TUPLE_ELEMENT: case HLO_OP_CALL:
+    case HLO_OP_FUSION: case HLO_OP_WHILE: case HLO_OP_CONDITIONAL: case HLO_OP_BITCAST:
+    case HLO_OP_OPTIMIZATION_BARRIER: case HLO_OP_DOMAIN: case HLO_OP_ADD_DEPENDENCY: case HLO_OP_GET_DIMENSION_SIZE:
+    case HLO_OP_SET_DIMENSION_SIZE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* The first narrow element type in s (tuples searched), HLO_TYPE_COUNT if none. */
+static hlo_type narrow_type_in(const hlo_shape *s) {
+  if (s->type != HLO_TUPLE) return hlo_type_is_narrow(s->type) ? s->type : HLO_TYPE_COUNT;
+  for (int i = 0; i < s->n_elems; i++) {
+    hlo_type t = narrow_type_in(&s->elems[i]);
+    if (t != HLO_TYPE_COUNT) return t;
+  }
+  return HLO_TYPE_COUNT;
+}
+
+static kiln_status check_narrow_types(const infer_ctx *x) {
+  if (moves_values_only(x->ins->op)) return NULL;
+  hlo_type t = narrow_type_in(&x->ins->shape);
+  for (int i = 0; t == HLO_TYPE_COUNT && i < x->ins->n_operands; i++) t = narrow_type_in(opnd(x, i));
+  if (t == HLO_TYPE_COUNT) return NULL;
+  return fail(x, "computes on %s values; kiln stores f8*, f4e2m1fn, s4 and u4 but computes on them only after a "
+              "convert to a wider type", hlo_type_name(t));
+}
+
 /* Ops that may legitimately carry called computations. */
 static bool may_call(hlo_opcode op) {
   switch (op) {
@@ -1580,6 +1624,7 @@ kiln_status hlo_infer_shape(arena *a, const hlo_instr *ins, hlo_shape *out) {
     return fail(&x, "takes no called computations, got %d", ins->n_called);
   for (int i = 0; i < ins->n_called; i++)
     if (!ins->called[i]) return fail(&x, "called computation %d is missing", i);
+  TRY(check_narrow_types(&x));
   hlo_shape r;
   memset(&r, 0, sizeof r);
   TRY(dispatch(&x, &r));

@@ -98,15 +98,18 @@ static kiln_status limit_constant(hlo_computation *c, hlo_type t, bool highest, 
   if (!hlo_type_is_array(t)) return ERR_INVALID("%s has no value range", hlo_type_name(t));
   hlo_literal *lit;
   TRY(literal_create(&s, &lit));
-  if (hlo_type_is_float(t)) {
+  minifloat_format mf;
+  if (hlo_type_minifloat(t, &mf) && !minifloat_has_inf(mf)) {
+    literal_set_f64(lit, 0, highest ? minifloat_max(mf) : -minifloat_max(mf)); /* no infinity: the largest finite */
+  } else if (hlo_type_is_float(t)) {
     literal_set_f64(lit, 0, highest ? INFINITY : -INFINITY);
   } else if (t == HLO_PRED) {
     literal_set_s64(lit, 0, highest ? 1 : 0);
   } else if (hlo_type_is_unsigned_int(t)) {
-    int bits = (int)hlo_type_size(t) * 8;
+    int bits = hlo_type_bit_width(t);
     literal_set_u64(lit, 0, highest ? (bits == 64 ? UINT64_MAX : ((uint64_t)1 << bits) - 1) : 0);
   } else {
-    int bits = (int)hlo_type_size(t) * 8;
+    int bits = hlo_type_bit_width(t);
     int64_t hi = bits == 64 ? INT64_MAX : (int64_t)(((uint64_t)1 << (bits - 1)) - 1);
     literal_set_s64(lit, 0, highest ? hi : -hi - 1);
   }
@@ -922,12 +925,17 @@ kiln_status onnx_attr_floats(const graph_node *node, const char *name, double *b
 }
 
 /* TensorProto.DataType's enum names, at their numbers (ONNX's onnx.proto). */
+static const char *const onnx_type_names[] = {
+    "UNDEFINED",      "FLOAT",      "UINT8",        "INT8",           "UINT16",     "INT16",
+    "INT32",          "INT64",      "STRING",       "BOOL",           "FLOAT16",    "DOUBLE",
+    "UINT32",         "UINT64",     "COMPLEX64",    "COMPLEX128",     "BFLOAT16",   "FLOAT8E4M3FN",
+    "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",        "INT4",       "FLOAT4E2M1",
+    "FLOAT8E8M0",     "UINT2",      "INT2",         "FLOAT6E2M3",     "FLOAT6E3M2"};
+enum { ONNX_TYPE_NAMES = (int)(sizeof onnx_type_names / sizeof onnx_type_names[0]) };
+
 static graph_dtype onnx_dtype_from_name(const char *s, size_t n) {
-  static const char *const names[] = {"UNDEFINED", "FLOAT",  "UINT8",     "INT8",      "UINT16", "INT16",
-                                      "INT32",     "INT64",  "STRING",    "BOOL",      "FLOAT16", "DOUBLE",
-                                      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
-  for (int i = 1; i < (int)(sizeof names / sizeof names[0]); i++)
-    if (strlen(names[i]) == n && memcmp(names[i], s, n) == 0) return graph_dtype_from_onnx(i);
+  for (int i = 1; i < ONNX_TYPE_NAMES; i++)
+    if (strlen(onnx_type_names[i]) == n && memcmp(onnx_type_names[i], s, n) == 0) return graph_dtype_from_onnx(i);
   return GRAPH_DT_INVALID;
 }
 
@@ -942,6 +950,9 @@ kiln_status onnx_attr_dtype(const graph_node *node, const char *name, graph_dtyp
     *out = onnx_dtype_from_name(a->s.data, a->s.len);
   else
     return op_error(node, KILN_INVALID_ARGUMENT, "attribute %s must be a data type", name);
+  if (*out == GRAPH_DT_INVALID && a->kind == GRAPH_ATTR_INT && a->i > 0 && a->i < ONNX_TYPE_NAMES)
+    return op_error(node, KILN_UNIMPLEMENTED, "attribute %s names data type %s (%lld), which kiln does not support",
+                    name, onnx_type_names[a->i], (long long)a->i);
   if (*out == GRAPH_DT_INVALID)
     return op_error(node, KILN_UNIMPLEMENTED, "attribute %s names an unsupported data type", name);
   return NULL;

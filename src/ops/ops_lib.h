@@ -100,8 +100,9 @@ kiln_status oplib_const_f64s(hlo_computation *c, hlo_type t, int rank, const int
 kiln_status oplib_const_vector(hlo_computation *c, hlo_type t, int64_t n, const int64_t *v, hlo_instr **out);
 /* The value of a host tensor as a constant (UNIMPLEMENTED for dtypes HLO lacks). */
 kiln_status oplib_const_tensor(hlo_computation *c, const graph_tensor *t, hlo_instr **out);
-/* Scalar constant of the lowest / highest value of a type: -inf/+inf for floats, the
- * exact integer range ends for ints, false/true for pred. */
+/* Scalar constant of the lowest / highest value of a type: -inf/+inf for floats (the
+ * largest finite values for the narrow floats without inf), the exact integer range
+ * ends for ints (s4: -8, 7), false/true for pred. */
 kiln_status oplib_lowest(hlo_computation *c, hlo_type t, hlo_instr **out);
 kiln_status oplib_highest(hlo_computation *c, hlo_type t, hlo_instr **out);
 

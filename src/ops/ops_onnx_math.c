@@ -12,6 +12,7 @@
 
 #include "ops/ops.h"
 #include "ops/ops_lib.h"
+#include "ops/ops_onnx_string.h"
 
 #define L(expr) OPLIB_TRY(ctx->node, expr)
 
@@ -23,6 +24,14 @@ static kiln_status set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
 /* Scalar constant shaped like x. */
 static kiln_status like(op_lower_ctx *ctx, hlo_instr *x, double v, hlo_instr **out) {
   return oplib_full_like(ctx->comp, x, HLO_TYPE_COUNT, v, out);
+}
+
+/* The narrow floats (f8*, f4e2m1fn) are storage types (hlo/types.h): ops that look at
+ * their values widen them to f32 first, which keeps every value, NaN and inf included. */
+static kiln_status widen_narrow(op_lower_ctx *ctx, hlo_instr *x, hlo_instr **out) {
+  *out = x;
+  if (hlo_type_is_narrow(x->shape.type)) L(hlo_build_convert(ctx->comp, x, HLO_F32, out));
+  return NULL;
 }
 
 static kiln_status need_float(op_lower_ctx *ctx, hlo_instr *x) {
@@ -459,6 +468,7 @@ static kiln_status lower_isnan(op_lower_ctx *ctx) {
   hlo_instr *x, *r;
   TRY(onnx_require_input(ctx, 0, &x));
   TRY(need_float(ctx, x));
+  TRY(widen_narrow(ctx, x, &x));
   L(hlo_build_compare(ctx->comp, HLO_DIR_NE, x, x, &r));
   return set_output(ctx, 0, r);
 }
@@ -467,6 +477,7 @@ static kiln_status lower_isinf(op_lower_ctx *ctx) {
   hlo_instr *x, *pinf, *ninf, *p, *n, *r;
   TRY(onnx_require_input(ctx, 0, &x));
   TRY(need_float(ctx, x));
+  TRY(widen_narrow(ctx, x, &x));
   bool detect_pos = graph_node_attr_int_or(ctx->node, "detect_positive", 1) != 0;
   bool detect_neg = graph_node_attr_int_or(ctx->node, "detect_negative", 1) != 0;
   L(like(ctx, x, INFINITY, &pinf));
@@ -502,21 +513,40 @@ static kiln_status lower_clip(op_lower_ctx *ctx) {
   return set_output(ctx, 0, r);
 }
 
-/* Converts x to type t with ONNX's Cast rules (bool: x != 0). */
-static kiln_status cast_to(op_lower_ctx *ctx, hlo_instr *x, hlo_type t, hlo_instr **out) {
-  if (x->shape.type == t) {
+/* Converts x to type t with ONNX's Cast rules: bool is x != 0; a float reaches int4 and
+ * uint4 through int32 (truncating), where the 4-bit convert wraps, as the reference
+ * (ml_dtypes) does; with `saturate` (the default, Cast-19+) a cast to a float8 type
+ * first clamps to the type's largest finite value, so overflow and infinities give
+ * +-max instead of inf or NaN (NaN stays NaN), in the source type when that is a wide
+ * float (the bounds are exact in f16/bf16), else in f32 (exact for every value that
+ * does not saturate anyway). */
+static kiln_status cast_to(op_lower_ctx *ctx, hlo_instr *x, hlo_type t, bool saturate, hlo_instr **out) {
+  hlo_type from = x->shape.type;
+  minifloat_format mf;
+  if (from == t) {
     *out = x;
     return NULL;
   }
   if (t == HLO_PRED) {
     hlo_instr *zero;
+    TRY(widen_narrow(ctx, x, &x));
     L(like(ctx, x, 0, &zero));
     L(hlo_build_compare(ctx->comp, HLO_DIR_NE, x, zero, out));
     return NULL;
   }
+  if ((t == HLO_S4 || t == HLO_U4) && hlo_type_is_float(from)) L(hlo_build_convert(ctx->comp, x, HLO_S32, &x));
+  if (saturate && t != HLO_F4E2M1FN && hlo_type_minifloat(t, &mf)) {
+    hlo_instr *lo, *hi;
+    if (!hlo_type_is_float(from) || hlo_type_is_narrow(from)) L(hlo_build_convert(ctx->comp, x, HLO_F32, &x));
+    L(oplib_scalar(ctx->comp, x->shape.type, -minifloat_max(mf), &lo));
+    L(oplib_scalar(ctx->comp, x->shape.type, minifloat_max(mf), &hi));
+    L(hlo_build_clamp(ctx->comp, lo, x, hi, &x));
+  }
   L(hlo_build_convert(ctx->comp, x, t, out));
   return NULL;
 }
+
+static bool saturate_attr(op_lower_ctx *ctx) { return graph_node_attr_int_or(ctx->node, "saturate", 1) != 0; }
 
 static kiln_status lower_cast(op_lower_ctx *ctx) {
   hlo_instr *x, *r;
@@ -527,7 +557,7 @@ static kiln_status lower_cast(op_lower_ctx *ctx) {
   if (!graph_dtype_to_hlo(to, &t))
     return op_error(ctx->node, KILN_UNIMPLEMENTED, "cast to %s is not supported in compiled code",
                     graph_dtype_name(to));
-  TRY(cast_to(ctx, x, t, &r));
+  TRY(cast_to(ctx, x, t, saturate_attr(ctx), &r));
   return set_output(ctx, 0, r);
 }
 
@@ -536,7 +566,7 @@ static kiln_status lower_castlike(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 0, &x));
   hlo_type t;
   TRY(onnx_input_hlo_type(ctx, 1, &t));
-  TRY(cast_to(ctx, x, t, &r));
+  TRY(cast_to(ctx, x, t, saturate_attr(ctx), &r));
   return set_output(ctx, 0, r);
 }
 
@@ -632,21 +662,40 @@ static kiln_status lower_quantize(op_lower_ctx *ctx) {
   if (have_out && zp && zp->shape.type != out_t)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "output_dtype %s differs from y_zero_point's type %s",
                     hlo_type_name(out_t), hlo_type_name(zp->shape.type));
-  if (!hlo_type_is_int(out_t))
+  minifloat_format mf;
+  bool float_out = hlo_type_minifloat(out_t, &mf);
+  if (!hlo_type_is_int(out_t) && !float_out)
     return op_error(ctx->node, KILN_UNIMPLEMENTED, "quantising to %s is not supported", hlo_type_name(out_t));
   int64_t axis, block;
   TRY(quant_axis(ctx, x, scale, &axis, &block));
   /* The division's precision: attribute precision (opset 23), else f32 (f64 for f64 x). */
   TRY(quant_dtype_attr(ctx, "precision", &have_prec, &prec));
   hlo_type ct = have_prec ? prec : x->shape.type == HLO_F64 ? HLO_F64 : HLO_F32;
-  if (!hlo_type_is_float(ct))
-    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "precision must be a floating-point type, got %s",
+  if (!hlo_type_is_float(ct) || hlo_type_is_narrow(ct))
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "precision must be f16, bf16, f32 or f64, got %s",
                     hlo_type_name(ct));
   hlo_instr *lo, *hi;
   L(oplib_convert(ctx->comp, x, ct, &x));
   L(oplib_convert(ctx->comp, scale, ct, &scale));
   TRY(quant_param(ctx, scale, x, axis, block, &scale));
   L(hlo_build_binary(ctx->comp, HLO_OP_DIVIDE, x, scale, &y));
+  if (float_out) {
+    /* Float quantisation rounds in the convert. ONNX requires a zero zero point for
+     * float8, so only float4's is added (as the reference does); float8 saturates to
+     * +-max unless saturate=0, float4 saturates in the convert itself. */
+    if (zp && out_t == HLO_F4E2M1FN) {
+      L(oplib_convert(ctx->comp, zp, ct, &zp));
+      TRY(quant_param(ctx, zp, x, axis, block, &zp));
+      L(hlo_build_binary(ctx->comp, HLO_OP_ADD, y, zp, &y));
+    }
+    if (out_t != HLO_F4E2M1FN && saturate_attr(ctx)) {
+      L(oplib_scalar(ctx->comp, ct, -minifloat_max(mf), &lo));
+      L(oplib_scalar(ctx->comp, ct, minifloat_max(mf), &hi));
+      L(hlo_build_clamp(ctx->comp, lo, y, hi, &y));
+    }
+    L(hlo_build_convert(ctx->comp, y, out_t, &y));
+    return set_output(ctx, 0, y);
+  }
   L(hlo_build_unary(ctx->comp, HLO_OP_ROUND_NEAREST_EVEN, y, &y));
   if (zp) {
     L(oplib_convert(ctx->comp, zp, ct, &zp));
@@ -674,11 +723,14 @@ static kiln_status lower_dequantize(op_lower_ctx *ctx) {
   if (!hlo_type_is_float(out_t)) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "x_scale must be floating-point");
   bool have_out;
   TRY(quant_dtype_attr(ctx, "output_dtype", &have_out, &asked)); /* opset 23 */
-  /* int32 inputs exceed f32's exact range: subtract the zero point in the wide type. */
+  /* int32 inputs exceed f32's exact range: subtract the zero point in the wide type.
+   * Float8/float4 inputs widen to f32 (exactly); ONNX requires their zero point to be
+   * zero, so it is not read. */
   hlo_type wide = hlo_type_size(x->shape.type) >= 4 ? HLO_S64 : HLO_S32;
-  if (hlo_type_is_float(x->shape.type)) wide = x->shape.type;
+  bool narrow_float = hlo_type_is_float(x->shape.type) && hlo_type_is_narrow(x->shape.type);
+  if (hlo_type_is_float(x->shape.type)) wide = narrow_float ? HLO_F32 : x->shape.type;
   L(oplib_convert(ctx->comp, x, wide, &y));
-  if (zp) {
+  if (zp && !narrow_float) {
     L(oplib_convert(ctx->comp, zp, wide, &zp));
     TRY(quant_param(ctx, zp, y, axis, block, &zp));
     L(hlo_build_binary(ctx->comp, HLO_OP_SUBTRACT, y, zp, &y));
@@ -713,7 +765,7 @@ static const op_def onnx_math_defs[] = {
     {"onnx.BitwiseAnd", 0, 0, lower_binary, NULL},
     {"onnx.BitwiseOr", 0, 0, lower_binary, NULL},
     {"onnx.BitwiseXor", 0, 0, lower_binary, NULL},
-    {"onnx.Equal", 0, 0, lower_compare, NULL},
+    {"onnx.Equal", 0, 0, lower_compare, onnx_host_string_equal}, /* strings: ops_onnx_string.c */
     {"onnx.Less", 0, 0, lower_compare, NULL},
     {"onnx.Greater", 0, 0, lower_compare, NULL},
     {"onnx.LessOrEqual", 0, 0, lower_compare, NULL},
@@ -730,8 +782,8 @@ static const op_def onnx_math_defs[] = {
     {"onnx.IsNaN", 0, 0, lower_isnan, NULL},
     {"onnx.IsInf", 0, 0, lower_isinf, NULL},
     {"onnx.Clip", 0, 0, lower_clip, NULL},
-    {"onnx.Cast", 0, 0, lower_cast, NULL},
-    {"onnx.CastLike", 0, 0, lower_castlike, NULL},
+    {"onnx.Cast", 0, 0, lower_cast, onnx_host_string_cast},
+    {"onnx.CastLike", 0, 0, lower_castlike, onnx_host_string_castlike},
     {"onnx.QuantizeLinear", 0, 0, lower_quantize, NULL},
     {"onnx.DequantizeLinear", 0, 0, lower_dequantize, NULL},
 };

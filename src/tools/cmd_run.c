@@ -12,7 +12,13 @@
  * against its input before anything runs, and all missing inputs are reported at once
  * together with what the model takes, so one failed attempt tells the user the whole
  * signature. bfloat16 inputs take float32 .npy files (rounded to nearest even), and
- * bfloat16 outputs are written as float32 (numpy has no bfloat16; see hlo/npy.h).
+ * bfloat16 outputs are written as float32 (numpy has no bfloat16); the float8/float4
+ * types travel as uint8 bit patterns, int4 as int8 and uint4 as uint8 values (see
+ * hlo/npy.h for both mappings). String inputs take numpy text ('<U') or bytes ('S')
+ * .npy files, and string outputs are written as '<U' text (graph/npy_strings.h); object
+ * arrays need pickle and are refused. -i may also name an optional input (kiln.h: one
+ * the model declares but never reads, checked and then ignored), which is listed, never
+ * required.
  *
  * Outputs: an HLO module's root leaves depth-first as OUTDIR/output_N.npy; a model's
  * results as OUTDIR/NAME.npy, NAME being the result's name with a TensorFlow ":0"
@@ -28,15 +34,19 @@
 #include "base/flags.h"
 #include "base/log.h"
 #include "base/strbuf.h"
+#include "graph/npy_strings.h"
 #include "hlo/npy.h"
 #include "kiln/kiln.h"
 #include "tools/tool.h"
 
-/* One -i: the file's literal (owned) bound to model input `index`. */
+/* One -i: the file's literal (owned) bound to model input `index`; a file of strings
+ * is a STRING tensor instead, with the element pointers its kiln_value passes. */
 typedef struct run_input {
   int index;
   const char *spec;
   hlo_literal *lit;
+  graph_tensor *strs;
+  const char **ptrs;
 } run_input;
 
 typedef struct run_state {
@@ -50,7 +60,11 @@ typedef struct run_state {
 } run_state;
 
 static void run_state_free(run_state *r) {
-  for (int i = 0; i < r->n_in; i++) literal_free(r->in[i].lit);
+  for (int i = 0; i < r->n_in; i++) {
+    literal_free(r->in[i].lit);
+    tensor_free(r->in[i].strs);
+    free(r->in[i].ptrs);
+  }
   free(r->in);
   free(r->values);
   if (r->out)
@@ -62,27 +76,28 @@ static void run_state_free(run_state *r) {
 
 /* ------------------------------------------------------------------- inputs ---- */
 
+static const struct {
+  kiln_dtype k;
+  hlo_type h;
+} dtype_map[] = {{KILN_BOOL, HLO_PRED},  {KILN_INT8, HLO_S8},      {KILN_INT16, HLO_S16},     {KILN_INT32, HLO_S32},
+                 {KILN_INT64, HLO_S64},  {KILN_UINT8, HLO_U8},     {KILN_UINT16, HLO_U16},    {KILN_UINT32, HLO_U32},
+                 {KILN_UINT64, HLO_U64}, {KILN_FLOAT16, HLO_F16},  {KILN_BFLOAT16, HLO_BF16}, {KILN_FLOAT32, HLO_F32},
+                 {KILN_FLOAT64, HLO_F64}, {KILN_FLOAT8E4M3FN, HLO_F8E4M3FN}, {KILN_FLOAT8E4M3FNUZ, HLO_F8E4M3FNUZ},
+                 {KILN_FLOAT8E5M2, HLO_F8E5M2}, {KILN_FLOAT8E5M2FNUZ, HLO_F8E5M2FNUZ},
+                 {KILN_FLOAT4E2M1FN, HLO_F4E2M1FN}, {KILN_INT4, HLO_S4}, {KILN_UINT4, HLO_U4}};
+
 static bool hlo_type_of(kiln_dtype d, hlo_type *out) {
-  static const struct {
-    kiln_dtype k;
-    hlo_type h;
-  } map[] = {{KILN_BOOL, HLO_PRED},  {KILN_INT8, HLO_S8},      {KILN_INT16, HLO_S16},     {KILN_INT32, HLO_S32},
-             {KILN_INT64, HLO_S64},  {KILN_UINT8, HLO_U8},     {KILN_UINT16, HLO_U16},    {KILN_UINT32, HLO_U32},
-             {KILN_UINT64, HLO_U64}, {KILN_FLOAT16, HLO_F16},  {KILN_BFLOAT16, HLO_BF16}, {KILN_FLOAT32, HLO_F32},
-             {KILN_FLOAT64, HLO_F64}};
-  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
-    if (map[i].k == d) {
-      *out = map[i].h;
+  for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++)
+    if (dtype_map[i].k == d) {
+      *out = dtype_map[i].h;
       return true;
     }
   return false;
 }
 
 static kiln_dtype kiln_dtype_of(hlo_type t) {
-  for (int d = KILN_BOOL; d <= KILN_FLOAT64; d++) {
-    hlo_type h;
-    if (hlo_type_of((kiln_dtype)d, &h) && h == t) return (kiln_dtype)d;
-  }
+  for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++)
+    if (dtype_map[i].h == t) return dtype_map[i].k;
   return KILN_DTYPE_INVALID;
 }
 
@@ -113,22 +128,31 @@ static kiln_status with_signature(const kiln_model *m, strbuf *msg) {
     strbuf_append(msg, i ? ", -i " : " -i ");
     describe_input(msg, m, i);
   }
+  int n_opt = kiln_model_num_optional_inputs(m);
+  for (int i = 0; i < n_opt; i++) {
+    strbuf_append(msg, i ? ", -i " : "; optional: -i ");
+    describe_input(msg, m, n + i);
+  }
   kiln_status s = ERR_INVALID("%s", strbuf_cstr(msg));
   strbuf_free(msg);
   return s;
 }
 
-/* Reads one input file and checks it against input `index`; may narrow f32 to bf16. */
+/* Reads one input file and checks it against input `index`; may narrow f32 to bf16, and
+ * uint8/int8 to a narrow type (npy.h's mappings). */
 static kiln_status load_input(const kiln_model *m, int index, const char *path, hlo_literal **out) {
   kiln_value want = KILN_VALUE_INIT;
   TRY(kiln_model_input(m, index, &want));
   hlo_literal *l;
   TRY(npy_read_file(path, &l));
-  if (want.dtype == KILN_BFLOAT16 && l->shape.type == HLO_F32) {
+  hlo_type want_t;
+  bool narrow = hlo_type_of(want.dtype, &want_t) && hlo_type_is_narrow(want_t);
+  if ((want.dtype == KILN_BFLOAT16 && l->shape.type == HLO_F32) ||
+      (narrow && (l->shape.type == HLO_U8 || (want_t == HLO_S4 && l->shape.type == HLO_S8)))) {
     hlo_literal *narrowed;
-    kiln_status s = npy_convert_f32_to_bf16(l, &narrowed);
+    kiln_status s = narrow ? npy_convert_to_narrow(l, want_t, &narrowed) : npy_convert_f32_to_bf16(l, &narrowed);
     literal_free(l);
-    TRY(s);
+    TRY(status_wrap(s, "input %s (%s)", want.name, path));
     l = narrowed;
   }
   kiln_dtype got = kiln_dtype_of(l->shape.type);
@@ -148,10 +172,49 @@ static kiln_status load_input(const kiln_model *m, int index, const char *path, 
   print_value_type(&b, got, l->shape.rank, l->shape.dims);
   strbuf_append(&b, !type_ok || got == KILN_DTYPE_INVALID ? " (element types differ)" : " (dimensions differ)");
   if (want.dtype == KILN_BFLOAT16) strbuf_append(&b, "; bfloat16 inputs take float32 .npy files");
+  if (narrow)
+    strbuf_printf(&b, "; %s inputs take %s .npy files", kiln_dtype_name(want.dtype),
+                  want_t == HLO_S4 ? "int8 (values) or uint8 (4-bit patterns)"
+                  : want_t == HLO_U4 ? "uint8" : "uint8 (bit patterns)");
   literal_free(l);
   kiln_status s = ERR_INVALID("%s", strbuf_cstr(&b));
   strbuf_free(&b);
   return s;
+}
+
+/* Checks a string file against input `index` and makes the element pointers the
+ * run passes (kiln.h's KILN_STRING form; they point into t). */
+static kiln_status check_string_input(const kiln_model *m, int index, const char *path, const graph_tensor *t,
+                                      const char ***ptrs) {
+  kiln_value want = KILN_VALUE_INIT;
+  TRY(kiln_model_input(m, index, &want));
+  bool type_ok = want.dtype == KILN_DTYPE_INVALID || want.dtype == KILN_STRING;
+  bool dims_ok = want.rank < 0 || want.rank == t->rank;
+  for (int i = 0; dims_ok && want.rank >= 0 && i < want.rank; i++)
+    dims_ok = want.dims[i] < 0 || want.dims[i] == t->dims[i];
+  if (!type_ok || !dims_ok) {
+    strbuf b;
+    strbuf_init(&b);
+    strbuf_printf(&b, "input %s: the model takes ", want.name);
+    print_value_type(&b, want.dtype, want.rank, want.dims);
+    strbuf_printf(&b, " but %s holds ", path);
+    print_value_type(&b, KILN_STRING, t->rank, t->dims);
+    strbuf_append(&b, type_ok ? " (dimensions differ)" : " (element types differ)");
+    kiln_status s = ERR_INVALID("%s", strbuf_cstr(&b));
+    strbuf_free(&b);
+    return s;
+  }
+  *ptrs = calloc((size_t)t->n + 1, sizeof **ptrs);
+  if (!*ptrs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int64_t i = 0; i < t->n; i++) {
+    const graph_bytes *e = tensor_string(t, i);
+    if (strlen(e->data) != e->len)
+      return ERR_INVALID("input %s: element %lld of %s holds a NUL character, which kiln's NUL-terminated string "
+                         "inputs cannot carry",
+                         want.name, (long long)i, path);
+    (*ptrs)[i] = e->data;
+  }
+  return NULL;
 }
 
 static kiln_status bind_inputs(run_state *r) {
@@ -186,7 +249,18 @@ static kiln_status bind_inputs(run_state *r) {
     run_input *in = &r->in[r->n_in];
     in->index = index;
     in->spec = spec;
-    TRY(load_input(r->model, index, eq + 1, &in->lit));
+    /* A .npy of strings (numpy 'U'/'S' arrays) is a string input; any other goes to
+     * the numeric reader. */
+    TRY(npy_strings_read_file(eq + 1, &in->strs));
+    if (!in->strs) {
+      TRY(load_input(r->model, index, eq + 1, &in->lit));
+    } else if ((s = check_string_input(r->model, index, eq + 1, in->strs, &in->ptrs))) {
+      tensor_free(in->strs);
+      free(in->ptrs);
+      in->strs = NULL;
+      in->ptrs = NULL;
+      return s;
+    }
     r->n_in++;
   }
   strbuf missing;
@@ -215,6 +289,15 @@ static kiln_status bind_inputs(run_state *r) {
     kiln_value *v = &r->values[j];
     *v = (kiln_value)KILN_VALUE_INIT;
     v->name = want.name;
+    if (r->in[j].strs) {
+      const graph_tensor *t = r->in[j].strs;
+      v->dtype = KILN_STRING;
+      v->rank = t->rank;
+      v->dims = t->dims;
+      v->data = (void *)r->in[j].ptrs;
+      v->byte_size = (size_t)t->n * sizeof(const char *);
+      continue;
+    }
     v->dtype = kiln_dtype_of(l->shape.type);
     v->rank = l->shape.rank;
     v->dims = l->shape.dims;
@@ -244,6 +327,30 @@ static char *output_file_name(kiln_format format, const char *name) {
   return s;
 }
 
+/* DIR/NAME.npy of a string output, as numpy '<U' text (graph/npy_strings.h). */
+static kiln_status write_string_output(kiln_tensor *t, const char *output, const char *dir, const char *name,
+                                       strbuf *report) {
+  graph_tensor *g;
+  TRY(tensor_create(GRAPH_DT_STRING, kiln_tensor_rank(t), kiln_tensor_dims(t), &g));
+  const char *const *ptrs = kiln_tensor_data(t);
+  for (int64_t i = 0; i < g->n; i++) tensor_set_string(g, i, ptrs[i], strlen(ptrs[i]));
+  size_t n = strlen(dir) + strlen(name) + 8;
+  char *path = malloc(n);
+  if (!path) abort();
+  snprintf(path, n, "%s/%s.npy", dir, name);
+  char what[512];
+  snprintf(what, sizeof what, "output %s", output);
+  kiln_status s = npy_strings_write_file(path, g, what);
+  if (!s) {
+    strbuf_printf(report, "%s: ", path);
+    print_value_type(report, KILN_STRING, g->rank, g->dims);
+    strbuf_putc(report, '\n');
+  }
+  free(path);
+  tensor_free(g);
+  return s;
+}
+
 static kiln_status write_outputs(const run_state *r, const char *dir, strbuf *report) {
   kiln_format format = kiln_model_format(r->model);
   char **used = calloc((size_t)r->n_out + 1, sizeof *used);
@@ -270,6 +377,10 @@ static kiln_status write_outputs(const run_state *r, const char *dir, strbuf *re
     if (name != base) free(base);
     used[i] = name;
     kiln_tensor *t = r->out[i];
+    if (kiln_tensor_dtype(t) == KILN_STRING) {
+      s = write_string_output(t, o.name, dir, name, report);
+      continue;
+    }
     hlo_type ht;
     if (!hlo_type_of(kiln_tensor_dtype(t), &ht)) {
       s = status_error(KILN_UNIMPLEMENTED, "output %s has dtype %s; .npy outputs hold numbers and bools only", o.name,
@@ -288,7 +399,12 @@ static kiln_status write_outputs(const run_state *r, const char *dir, strbuf *re
     s = npy_write_file(path, &view);
     if (!s) {
       char *shape = shape_to_string(&view.shape);
-      strbuf_printf(report, "%s: %s%s\n", path, shape, ht == HLO_BF16 ? " (written as f32)" : "");
+      strbuf_printf(report, "%s: %s%s\n", path, shape,
+                    ht == HLO_BF16                              ? " (written as f32)"
+                    : ht == HLO_S4                              ? " (written as s8)"
+                    : hlo_type_is_narrow(ht) && ht != HLO_U4    ? " (written as u8 bit patterns)"
+                    : ht == HLO_U4                              ? " (written as u8)"
+                                                                : "");
       free(shape);
     }
     free(path);

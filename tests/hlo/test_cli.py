@@ -1,7 +1,8 @@
 """End-to-end tests of the `kiln` command, with numpy as the independent reference.
 
 Covers `kiln run` (inputs of every dtype written by numpy, named and numbered
-parameters, tuple roots flattened to output_N.npy, --iters, --json, KILN_FLAGS), every
+parameters, tuple roots flattened to output_N.npy, --iters, --json, KILN_FLAGS, string
+.npy files in and out, optional inputs of graph models), every
 user-facing error with its exit code and message (missing/unknown/mismatched inputs,
 unknown device or flag, malformed HLO with line:col, unknown opcode, verifier errors,
 truncated / fortran-order / absurdly large .npy files, missing files), modules with
@@ -608,6 +609,52 @@ def output_dir_errors():
     blocker = write(os.path.join(d, 'file'), 'x')
     expect_fail(kiln('run', hlo, '-i', 'p0=' + pa, '-i', 'p1=' + pa, '-o', blocker), 1, 'file')
     expect_fail(kiln('run', hlo, '-i', 'p0=' + pa, '-i', 'p1=' + pa, '-o', os.path.join(blocker, 'sub')), 1)
+
+
+STRING_GRAPH = """framework onnx
+input x: string[?]
+input y: string[2]
+input like: float[3]
+z = StringConcat(x, y)
+output z = z:0
+"""
+
+
+@test
+def string_npy_files_and_optional_inputs():
+    """String inputs from numpy text ('<U') and bytes ('S') files, string outputs as
+    '<U' files numpy reads back (byte-identical to np.save's), object arrays refused
+    with the fix in the message, invalid UTF-8 outputs named; a declared input the
+    graph never reads is optional: listed, accepted when given and checked."""
+    d = tmpdir('strings')
+    g = write(os.path.join(d, 'm.graph'), STRING_GRAPH)
+    x = save(d, 'x.npy', np.array(['h\u00e9llo ', 'a']))
+    y = save(d, 'y.npy', np.array(['w\u00f6rld'.encode(), b'b c']))
+    like = save(d, 'like.npy', np.zeros(3, np.float32))
+    out = os.path.join(d, 'out')
+    res = expect_ok(kiln('run', g, '-i', 'x=' + x, '-i', 'y=' + y, '-o', out))
+    check('z.npy: string[2]' in res.out, 'report lacks the string output', res)
+    z = np.load(os.path.join(out, 'z.npy'), allow_pickle=False)
+    check(z.dtype.kind == 'U' and z.tolist() == ['h\u00e9llo w\u00f6rld', 'ab c'], 'z is %r' % z)
+    buf = io.BytesIO()
+    np.save(buf, z)
+    with open(os.path.join(out, 'z.npy'), 'rb') as f:
+        check(f.read() == buf.getvalue(), 'z.npy differs from what np.save writes')
+    expect_ok(kiln('run', g, '-i', 'x=' + x, '-i', 'y=' + y, '-i', 'like=' + like, '-o', out))
+    like4 = save(d, 'like4.npy', np.zeros(4, np.float32))
+    expect_fail(kiln('run', g, '-i', 'x=' + x, '-i', 'y=' + y, '-i', 'like=' + like4, '-o', out), 1,
+                'input like: the model takes float32[3] but', 'like4.npy holds float32[4]')
+    expect_fail(kiln('run', g, '-i', 'x=' + x, '-o', out), 1, 'missing input: y (string[2])',
+                'optional: -i like (float32[3])')
+    objs = os.path.join(d, 'objects.npy')
+    np.save(objs, np.array(['a', 'b'], dtype=object), allow_pickle=True)
+    expect_fail(kiln('run', g, '-i', 'x=' + objs, '-i', 'y=' + y, '-o', out), 1, 'objects.npy', 'object array',
+                'dtype=str')
+    expect_fail(kiln('run', g, '-i', 'x=' + like, '-i', 'y=' + y, '-o', out), 1,
+                'input x: the model takes string[?]', '(element types differ)')
+    bad = write(os.path.join(d, 'bad.graph'), 'framework onnx\ninput x: string[?]\n'
+                'c = Constant[value=tensor<string[1]>{"\\xff"}]()\noutput c = c:0\n')
+    expect_fail(kiln('run', bad, '-i', 'x=' + x, '-o', out), 1, 'output c: element 0 is not valid UTF-8')
 
 
 def main():

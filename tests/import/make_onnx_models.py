@@ -110,6 +110,51 @@ def all_dtypes(out):
     save(out, "all_dtypes.onnx", model(g))
 
 
+def narrow_dtypes(out):
+    # The float8 / 4-bit types by number (Debian's onnx predates their names): raw_data and
+    # int32_data of the same values. 4-bit elements pack two per byte, first in the low
+    # nibble; an int32_data entry holds one packed byte, and an odd count pads the last.
+    FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ, UINT4, INT4, FLOAT4E2M1 = range(17, 24)
+    tensors = {
+        # 1.0, -448, NaN
+        "e4m3fn": (FLOAT8E4M3FN, [3], [0x38, 0xFE, 0x7F]),
+        # 1.0, 240 (largest), NaN (0x80)
+        "e4m3fnuz": (FLOAT8E4M3FNUZ, [3], [0x40, 0x7F, 0x80]),
+        # 1.0, -inf, the smallest subnormal 2^-16
+        "e5m2": (FLOAT8E5M2, [3], [0x3C, 0xFC, 0x01]),
+        # 1.0, 57344, NaN
+        "e5m2fnuz": (FLOAT8E5M2FNUZ, [3], [0x40, 0x7F, 0x80]),
+        # int4 -8, 7, 0, -1, 3 as nibbles 8, 7, 0, 15, 3
+        "i4": (INT4, [5], [0x78, 0xF0, 0x03]),
+        # uint4 0, 15, 8, 1, 9
+        "u4": (UINT4, [5], [0xF0, 0x18, 0x09]),
+        # float4 0.5, -6, 1.5 (patterns 1, 15, 3)
+        "f4": (FLOAT4E2M1, [3], [0xF1, 0x03]),
+    }
+    inits = []
+    for name, (dtype, dims, data) in tensors.items():
+        raw = TensorProto(name="raw_" + name, data_type=dtype, dims=dims)
+        raw.raw_data = bytes(data)
+        typed = TensorProto(name="t_" + name, data_type=dtype, dims=dims)
+        typed.int32_data.extend(data)
+        inits += [raw, typed]
+    # A graph input and output of a narrow type: Cast float -> int4 -> float.
+    to_i4 = helper.make_node("Cast", ["X"], ["X4"], to=INT4)
+    back = helper.make_node("Cast", ["X4"], ["Y"], to=TensorProto.FLOAT)
+    g = helper.make_graph([to_i4, back], "narrow", [vi("X", TensorProto.FLOAT, [4]), vi("F8", FLOAT8E4M3FN, [2])],
+                          [vi("Y", TensorProto.FLOAT, [4]), vi("X4", INT4, [4])] +
+                          [vi(t.name, t.data_type, None) for t in inits], initializer=inits)
+    save(out, "narrow_dtypes.onnx", model(g, opset=21))
+    # 5 int4 elements need 3 packed bytes, not 5.
+    short = TensorProto(name="short_i4", data_type=INT4, dims=[5])
+    short.raw_data = bytes([0x78, 0xF0, 0x03, 0x00, 0x00])
+    g = helper.make_graph([], "short", [], [vi("short_i4", INT4, None)], initializer=[short])
+    save(out, "narrow_bad_length.onnx", model(g, opset=21))
+    # INT2 (26) is an element type kiln does not have.
+    g = helper.make_graph([], "int2", [vi("X", 26, [4])], [vi("X", 26, [4])])
+    save(out, "narrow_int2.onnx", model(g, opset=25))
+
+
 def external_data(out):
     data = np.array([[1.0, 2.0], [3.0, 4.0]], dtype=np.float32)
     os.makedirs(os.path.join(out, "weights"), exist_ok=True)
@@ -342,7 +387,7 @@ def main():
         sys.exit("usage: make_onnx_models.py OUT_DIR")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for make in (conv_relu, init_as_input, all_dtypes, external_data, if_capture, loop, scan, symbolic_dims,
+    for make in (conv_relu, init_as_input, all_dtypes, narrow_dtypes, external_data, if_capture, loop, scan, symbolic_dims,
                  empty_names, optional_inputs, constants, attrs, unsorted, function_model, function_bombs, broken):
         make(out)
 

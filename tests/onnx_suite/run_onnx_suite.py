@@ -12,7 +12,9 @@ The cases:
 
 Each case runs twice: `kiln run model.onnx -i NAME=PATH.npy ... -o DIR` (one process per
 data set, so a crash is one failed case; bfloat16 values travel as float32 .npy files,
-the CLI's documented mapping, as numpy has no bfloat16), and ONNX Runtime's CPU provider in this
+float8/float4 as uint8 bit patterns, int4 as int8 and uint4 as uint8 values, the CLI's
+documented mappings for the types numpy lacks; string tensors, which onnx gives as object
+arrays, as numpy text ('<U') arrays), and ONNX Runtime's CPU provider in this
 process. Both are compared with the recorded outputs by onnx's own rule
 (onnx.backend.test.runner: same count, shape and dtype; strings and ints exactly;
 floats by assert_allclose with the case's rtol/atol, 1e-3/1e-7 unless the case says
@@ -227,6 +229,22 @@ def run_ort(case, ins, outs):
     return None
 
 
+# ml_dtypes' narrow types and how the kiln CLI's .npy files carry them (src/hlo/npy.h).
+NARROW_INTS = ("int4", "uint4")
+NARROW = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn") + NARROW_INTS
+
+
+def narrow_to_npy(v):
+    import numpy as np
+    if v.dtype.name in NARROW_INTS:
+        return v.astype(np.int8 if v.dtype.name == "int4" else np.uint8)
+    return v.view(np.uint8)
+
+
+def narrow_from_npy(g, dtype):
+    return g.astype(dtype) if dtype.name in NARROW_INTS else g.view(dtype)
+
+
 def safe_name(name):
     return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
 
@@ -243,10 +261,18 @@ def run_kiln(kiln, case, ins, outs, work):
             v = as_array(v)
             if not isinstance(v, np.ndarray):
                 return "input %s: a %s (the kiln CLI takes tensors)" % (ins[i].name, type(v).__name__), False
-            if v.dtype == object:
-                return "input %s: strings (the kiln CLI reads no string .npy)" % ins[i].name, False
+            if v.dtype == object:  # strings: the CLI reads numpy text ('<U') and bytes ('S') arrays
+                flat = v.ravel().tolist()
+                if all(isinstance(x, str) for x in flat):
+                    v = v.astype(np.str_)
+                elif all(isinstance(x, bytes) for x in flat):
+                    v = v.astype(np.bytes_)
+                else:
+                    return "input %s: an object array of other than str or bytes" % ins[i].name, False
             if v.dtype.name == "bfloat16":  # the CLI's documented mapping: bf16 travels as f32
                 v = v.astype(np.float32)
+            elif v.dtype.name in NARROW:
+                v = narrow_to_npy(v)
             p = os.path.join(d, "in_%d.npy" % i)
             np.save(p, v)
             cmd += ["-i", "%s=%s" % (ins[i].name, p)]
@@ -269,6 +295,8 @@ def run_kiln(kiln, case, ins, outs, work):
                 ref = as_array(expected[j])
                 if isinstance(ref, np.ndarray) and ref.dtype.name == "bfloat16" and g.dtype == np.float32:
                     g = g.astype(ref.dtype)  # bf16 outputs are written as f32 (exact: they are bf16 values)
+                elif isinstance(ref, np.ndarray) and ref.dtype.name in NARROW and g.dtype in (np.uint8, np.int8):
+                    g = narrow_from_npy(g, ref.dtype)
                 got.append(g)
             except Exception as e:  # noqa: BLE001
                 return "output %s: unreadable .npy (%s)" % (o.name, e), False

@@ -274,6 +274,39 @@ static void test_convert_exact(void) {
   explicit_values = NULL;
 }
 
+/* The narrow types' converts compile (the minifloats through the runtime helpers, s4/u4
+ * wrapping and saturating inline) and give the evaluator's bits: every pattern of each
+ * 8-bit float to each wide type and back, wide values with the specials (overflow,
+ * inf, NaN, ties) to every narrow type, and data movement fused with them. */
+static void test_narrow_converts_exact(void) {
+  static const char *f8[] = {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz"};
+  static const char *wide[] = {"pred", "s4", "u4", "s8", "s32", "u64", "f16", "bf16", "f32", "f64", "f4e2m1fn"};
+  static int64_t pattern[256];
+  for (int i = 0; i < 256; i++) pattern[i] = i;
+  const int64_t *values[] = {pattern};
+  char text[640];
+  for (size_t i = 0; i < sizeof f8 / sizeof f8[0]; i++)
+    for (size_t j = 0; j < sizeof wide / sizeof wide[0]; j++) {
+      snprintf(text, sizeof text,
+               "HloModule c\n\nENTRY main {\n  a = u8[256] parameter(0)\n  b = %s[256] bitcast-convert(a)\n"
+               "  w = %s[256] convert(b)\n  n = %s[256] convert(w)\n  r = %s[16,16] reshape(n)\n"
+               "  t = %s[16,16] transpose(r), dimensions={1,0}\n  ROOT o = (%s[256], %s[16,16]) tuple(w, t)\n}\n",
+               f8[i], wide[j], f8[i], f8[i], f8[i], wide[j], f8[i]);
+      explicit_values = values;
+      check_exact(text, 1, false);
+      explicit_values = NULL;
+    }
+  static const char *narrow[] = {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f4e2m1fn", "s4", "u4"};
+  static const char *from[] = {"f32", "f64", "f16", "s32", "s64", "u64", "pred"};
+  for (size_t i = 0; i < sizeof narrow / sizeof narrow[0]; i++)
+    for (size_t j = 0; j < sizeof from / sizeof from[0]; j++) {
+      snprintf(text, sizeof text,
+               "HloModule c\n\nENTRY main {\n  a = %s[61] parameter(0)\n  ROOT c = %s[61] convert(a)\n}\n", from[j],
+               narrow[i]);
+      check_exact(text, 3 + (uint64_t)i, true);
+    }
+}
+
 static void test_compare_select_clamp(void) {
   static const char *types[] = {"pred", "s8", "u32", "s64", "f16", "bf16", "f32", "f64"};
   static const char *dirs[] = {"EQ", "NE", "LT", "LE", "GT", "GE"};
@@ -770,7 +803,7 @@ static void test_bad_arguments(void) {
   hlo_module_free(m);
 }
 
-TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact),
+TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact), TEST(test_narrow_converts_exact),
           TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
           TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_captured_constants_released), TEST(test_bad_arguments))

@@ -4,6 +4,7 @@
  * conventions onnx_import.h promises (absent inputs, captures, symbolic dims, unique
  * names, inlined functions), and that bad files -- garbage, truncations, escaping
  * external data, cycles, undefined names -- give errors naming the file and node. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,49 @@ static void test_all_dtypes(void) {
   CHECK(g->n_results == 33);
   check_text_round_trip(g);
   graph_free(g);
+}
+
+/* float8 keeps its bit patterns; int4/uint4/float4 arrive packed two per byte and are
+ * unpacked to kiln's byte per element (int4 sign-extended), from raw_data and from
+ * int32_data alike; graph inputs and outputs keep their narrow types. */
+static void test_narrow_dtypes_unpacked(void) {
+  graph *g = load("narrow_dtypes.onnx");
+  if (!g) return;
+  static const struct {
+    const char *suffix;
+    graph_dtype dtype;
+    int n;
+    uint8_t want[5];
+  } kinds[] = {
+      {"e4m3fn", GRAPH_DT_FLOAT8E4M3FN, 3, {0x38, 0xFE, 0x7F}},
+      {"e4m3fnuz", GRAPH_DT_FLOAT8E4M3FNUZ, 3, {0x40, 0x7F, 0x80}},
+      {"e5m2", GRAPH_DT_FLOAT8E5M2, 3, {0x3C, 0xFC, 0x01}},
+      {"e5m2fnuz", GRAPH_DT_FLOAT8E5M2FNUZ, 3, {0x40, 0x7F, 0x80}},
+      {"i4", GRAPH_DT_INT4, 5, {0xF8, 0x07, 0x00, 0xFF, 0x03}}, /* -8, 7, 0, -1, 3 */
+      {"u4", GRAPH_DT_UINT4, 5, {0, 15, 8, 1, 9}},
+      {"f4", GRAPH_DT_FLOAT4E2M1, 3, {0x1, 0xF, 0x3}},
+  };
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    char raw[32], typed[32];
+    snprintf(raw, sizeof raw, "raw_%s", kinds[i].suffix);
+    snprintf(typed, sizeof typed, "t_%s", kinds[i].suffix);
+    const graph_tensor *a = const_value(g, raw), *b = const_value(g, typed);
+    CHECK(a && b && a->dtype == kinds[i].dtype && a->n == kinds[i].n && tensor_equal(a, b));
+    if (a && a->n == kinds[i].n && memcmp(a->data, kinds[i].want, (size_t)a->n) != 0) {
+      fprintf(stderr, "%s holds the wrong bytes\n", raw);
+      CHECK(!"unpacked bytes");
+    }
+  }
+  const graph_tensor *t = const_value(g, "raw_e5m2");
+  if (t) CHECK(tensor_get_f64(t, 0) == 1.0 && tensor_get_f64(t, 1) == -INFINITY && tensor_get_f64(t, 2) == 0x1p-16);
+  if ((t = const_value(g, "t_i4"))) CHECK(tensor_get_s64(t, 0) == -8 && tensor_get_s64(t, 3) == -1);
+  graph_node *f8 = node(g, "F8");
+  CHECK(f8 && f8->is_input && f8->outputs[0].dtype == GRAPH_DT_FLOAT8E4M3FN);
+  check_text_round_trip(g);
+  graph_free(g);
+  expect_error("narrow_bad_length.onnx", "tensor 'short_i4': raw_data has 5 bytes, but 5 INT4 elements need 3");
+  CHECK(expect_error("narrow_int2.onnx", "graph input 'X': element type INT2 (26) is not supported") ==
+        KILN_UNIMPLEMENTED);
 }
 
 static void test_external_data(void) {
@@ -577,7 +621,8 @@ static void test_truncated_models(void) {
   }
 }
 
-TEST_MAIN(TEST(test_conv_relu), TEST(test_initializer_as_input), TEST(test_all_dtypes), TEST(test_external_data),
+TEST_MAIN(TEST(test_conv_relu), TEST(test_initializer_as_input), TEST(test_all_dtypes),
+          TEST(test_narrow_dtypes_unpacked), TEST(test_external_data),
           TEST(test_if_captures), TEST(test_loop), TEST(test_scan), TEST(test_symbolic_dims),
           TEST(test_empty_and_duplicate_names), TEST(test_optional_inputs), TEST(test_constants),
           TEST(test_attribute_kinds_and_domains), TEST(test_unsorted_nodes), TEST(test_function_inlined), TEST(test_function_limits),

@@ -709,9 +709,12 @@ typedef enum carrier { CARRY_U64, CARRY_S64, CARRY_F64 } carrier;
 
 /* Widens to the evaluator's carrier: uint64 (pred, unsigned), int64 (signed), double. */
 static LLVMValueRef to_carrier(cpu_emitter *e, hlo_type from, LLVMValueRef v, carrier *c) {
+  minifloat_format mf;
   if (hlo_type_is_float(from)) {
     *c = CARRY_F64;
     if (is_half(from)) v = widen_half(e, from, v);
+    if (hlo_type_minifloat(from, &mf))
+      v = call2(e, "kiln_cpu_minifloat_to_f32", e->f32, cint(e->i32, mf), LLVMBuildZExt(e->b, v, e->i32, ""));
     return from == HLO_F64 ? v : LLVMBuildFPExt(e->b, v, e->f64, "");
   }
   if (hlo_type_is_signed_int(from)) {
@@ -723,8 +726,30 @@ static LLVMValueRef to_carrier(cpu_emitter *e, hlo_type from, LLVMValueRef v, ca
   return from == HLO_U64 ? v : LLVMBuildZExt(e->b, v, e->i64, "");
 }
 
+/* A 4-bit integer from its carrier, in kiln's byte (s4 sign-extended): integers wrap to
+ * the low four bits, floats saturate to the range (NaN -> 0), as the evaluator does. */
+static LLVMValueRef int4_from_carrier(cpu_emitter *e, hlo_type to, carrier c, LLVMValueRef v) {
+  bool sgn = to == HLO_S4;
+  if (c == CARRY_F64) {
+    v = call1(e, sgn ? "llvm.fptosi.sat.i8.f64" : "llvm.fptoui.sat.i8.f64", e->i8, v);
+    LLVMValueRef lo = cint(e->i8, sgn ? (uint64_t)-8 : 0), hi = cint(e->i8, sgn ? 7 : 15);
+    LLVMIntPredicate lt = sgn ? LLVMIntSLT : LLVMIntULT, gt = sgn ? LLVMIntSGT : LLVMIntUGT;
+    v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, lt, v, lo, ""), lo, v, "");
+    return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, gt, v, hi, ""), hi, v, "");
+  }
+  v = LLVMBuildAnd(e->b, LLVMBuildTrunc(e->b, v, e->i8, ""), cint(e->i8, 15), "");
+  return sgn ? LLVMBuildSub(e->b, LLVMBuildXor(e->b, v, cint(e->i8, 8), ""), cint(e->i8, 8), "") : v;
+}
+
 static LLVMValueRef from_carrier(cpu_emitter *e, hlo_type to, carrier c, LLVMValueRef v) {
   LLVMTypeRef t = cpu_llvm_type(e->c, to);
+  minifloat_format mf;
+  if (to == HLO_S4 || to == HLO_U4) return int4_from_carrier(e, to, c, v);
+  if (hlo_type_minifloat(to, &mf)) {
+    const char *fn = c == CARRY_F64 ? "kiln_cpu_f64_to_minifloat" : c == CARRY_S64 ? "kiln_cpu_s64_to_minifloat"
+                                                                                   : "kiln_cpu_u64_to_minifloat";
+    return LLVMBuildTrunc(e->b, call2(e, fn, e->i32, cint(e->i32, mf), v), e->i8, "");
+  }
   if (to == HLO_PRED) {
     LLVMValueRef nz = c == CARRY_F64 ? LLVMBuildFCmp(e->b, LLVMRealUNE, v, fconst(e->f64, 0), "")
                                      : LLVMBuildICmp(e->b, LLVMIntNE, v, cint(e->i64, 0), "");
@@ -763,8 +788,9 @@ static LLVMValueRef convert_value(cpu_emitter *e, hlo_type from, hlo_type to, LL
   if ((from == HLO_F32 || from == HLO_F64) && hlo_type_is_int(to) && hlo_type_size(to) <= 2) {
     LLVMTypeRef ft = from == HLO_F32 ? e->f32 : e->f64;
     bool sgn = hlo_type_is_signed_int(to);
-    double lo = sgn ? -(double)(1ull << (hlo_type_size(to) * 8 - 1)) : 0.0;
-    double hi = sgn ? (double)((1ull << (hlo_type_size(to) * 8 - 1)) - 1) : (double)((1ull << (hlo_type_size(to) * 8)) - 1);
+    int bits = hlo_type_bit_width(to); /* s4/u4 saturate to their 4-bit range */
+    double lo = sgn ? -(double)(1ull << (bits - 1)) : 0.0;
+    double hi = sgn ? (double)((1ull << (bits - 1)) - 1) : (double)((1ull << bits) - 1);
     LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, v, v, "");
     LLVMValueRef x = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, v, fconst(ft, lo), ""), fconst(ft, lo), v, "");
     x = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOGT, x, fconst(ft, hi), ""), fconst(ft, hi), x, "");

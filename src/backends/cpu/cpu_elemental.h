@@ -4,8 +4,11 @@
  * reducer bodies. Kernels (cpu_codegen.c) wrap it in loops.
  *
  * Values are kept in their storage type (pred as i8 0/1, f16/bf16 as their 16-bit
- * patterns): every f16/bf16 operation widens to float and rounds back once, exactly as
- * the evaluator does, so the two agree bit for bit on everything but transcendentals
+ * patterns, the narrow types as their byte: shape inference lets them only be moved and
+ * converted, and their converts call the evaluator's conversions in cpu_runtime.c or,
+ * for s4/u4, wrap and saturate inline): every f16/bf16 operation widens to float and
+ * rounds back once, exactly as the evaluator does, so the two agree bit for bit on
+ * everything but transcendentals
  * and float sums: transcendentals call the same libm functions (and so usually agree
  * too), except f32 exp, tanh and erf, which are emitted inline so that they vectorize
  * (within 1, 2 and 6 ulps); a reduction over the input's minor dimension folds in lanes

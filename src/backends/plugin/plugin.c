@@ -123,6 +123,11 @@ static plugin_device *device_of(const backend *b) { return (plugin_device *)(voi
 static bool adapter_supports(const backend *b, const hlo_instr *ins) {
   plugin_device *d = device_of(b);
   const kiln_plugin_api *api = &d->owner->api;
+  /* The ABI has no dtypes for the narrow types (hlo/types.h): what takes or gives them
+   * stays on kiln's own devices. */
+  if (hlo_type_is_narrow(ins->shape.type)) return false;
+  for (int k = 0; k < ins->n_operands; k++)
+    if (hlo_type_is_narrow(ins->operands[k]->shape.type)) return false;
   if (api->op_supported && !api->op_supported(d->index, hlo_opcode_name(ins->op), dtype_from_hlo(ins->shape.type)))
     return false;
   if (api->instruction_supported) {
@@ -141,8 +146,9 @@ static kiln_status check_module_fits_abi(const plugin_device *d, const hlo_modul
   if (!e) return ERR_UNIMPLEMENTED("device %s: module has no entry computation", d->name);
   for (int i = 0; i < e->n_params; i++)
     if (!shape_is_array(&e->params[i]->shape) || !dtype_from_hlo(e->params[i]->shape.type))
-      return ERR_UNIMPLEMENTED("device %s: entry parameter %d is not an array (the plugin ABI passes arrays)",
-                               d->name, i);
+      return ERR_UNIMPLEMENTED("device %s: entry parameter %d is %s, which the plugin ABI cannot pass (arrays of "
+                               "pred, 8- to 64-bit integers, f16, bf16, f32, f64)",
+                               d->name, i, hlo_type_name(e->params[i]->shape.type));
   const hlo_shape *r = &e->root->shape;
   if (shape_is_tuple(r)) {
     for (int i = 0; i < r->n_elems; i++)

@@ -2,8 +2,11 @@
  *
  * A TensorProto can hold its elements in five ways -- raw_data (fixed width,
  * little-endian), a typed repeated field chosen by the element type (int32_data also
- * carries the 8/16-bit integers, bool and the 16-bit floats' bit patterns), string_data,
- * or a side file (data_location EXTERNAL). Every path checks the element count the dims
+ * carries the 8/16-bit integers, bool and the 16- and 8-bit floats' bit patterns),
+ * string_data, or a side file (data_location EXTERNAL). INT4, UINT4 and FLOAT4E2M1 come
+ * packed two per byte, first element in the low nibble (an int32_data entry holds one
+ * such byte); kiln unpacks them to its one-per-byte layout (int4 sign-extended, see
+ * hlo/types.h) right after reading. Every path checks the element count the dims
  * promise against what the file holds *before* allocating, so a header claiming a
  * billion elements costs nothing. External files are resolved against the model's
  * directory and must stay inside it (no absolute paths, no "..", no symlink that leads
@@ -30,7 +33,8 @@ const char *onnx_dtype_name(int64_t t) {
                                       "INT16",     "INT32",     "INT64",          "STRING",     "BOOL",
                                       "FLOAT16",   "DOUBLE",    "UINT32",         "UINT64",     "COMPLEX64",
                                       "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN",   "FLOAT8E4M3FNUZ",
-                                      "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",    "INT4",       "FLOAT4E2M1"};
+                                      "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",    "INT4",       "FLOAT4E2M1",
+                                      "FLOAT8E8M0", "UINT2",     "INT2",           "FLOAT6E2M3", "FLOAT6E3M2"};
   return t >= 0 && t < (int64_t)(sizeof names / sizeof names[0]) ? names[t] : "unknown";
 }
 
@@ -163,7 +167,9 @@ static typed_field field_for(graph_dtype t, int *per_element) {
     case GRAPH_DT_FLOAT: return F_FLOAT;
     case GRAPH_DT_COMPLEX64: *per_element = 2; return F_FLOAT;
     case GRAPH_DT_INT32: case GRAPH_DT_INT16: case GRAPH_DT_INT8: case GRAPH_DT_UINT16: case GRAPH_DT_UINT8:
-    case GRAPH_DT_BOOL: case GRAPH_DT_HALF: case GRAPH_DT_BFLOAT16:
+    case GRAPH_DT_BOOL: case GRAPH_DT_HALF: case GRAPH_DT_BFLOAT16: case GRAPH_DT_FLOAT8E4M3FN:
+    case GRAPH_DT_FLOAT8E4M3FNUZ: case GRAPH_DT_FLOAT8E5M2: case GRAPH_DT_FLOAT8E5M2FNUZ:
+    case GRAPH_DT_INT4: case GRAPH_DT_UINT4: case GRAPH_DT_FLOAT4E2M1: /* packed: one entry per byte */
       return F_INT32;
     case GRAPH_DT_INT64: return F_INT64;
     case GRAPH_DT_DOUBLE: return F_DOUBLE;
@@ -216,8 +222,12 @@ static void fill_from_typed(graph_tensor *t, const Onnx__TensorProto *tp, typed_
     case GRAPH_DT_INT16: case GRAPH_DT_UINT16: case GRAPH_DT_HALF: case GRAPH_DT_BFLOAT16:
       for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[i] = (uint16_t)(uint32_t)tp->int32_data[i];
       break;
-    case GRAPH_DT_INT8: case GRAPH_DT_UINT8:
+    case GRAPH_DT_INT8: case GRAPH_DT_UINT8: case GRAPH_DT_FLOAT8E4M3FN: case GRAPH_DT_FLOAT8E4M3FNUZ:
+    case GRAPH_DT_FLOAT8E5M2: case GRAPH_DT_FLOAT8E5M2FNUZ:
       for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] = (uint8_t)(uint32_t)tp->int32_data[i];
+      break;
+    case GRAPH_DT_INT4: case GRAPH_DT_UINT4: case GRAPH_DT_FLOAT4E2M1: /* the packed bytes; unpacked later */
+      for (int64_t i = 0; i < (n + 1) / 2; i++) ((uint8_t *)t->data)[i] = (uint8_t)(uint32_t)tp->int32_data[i];
       break;
     case GRAPH_DT_BOOL:
       for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] = tp->int32_data[i] != 0;
@@ -236,6 +246,21 @@ static void fill_from_typed(graph_tensor *t, const Onnx__TensorProto *tp, typed_
       break;
   }
   (void)f;
+}
+
+static bool packed_4bit(graph_dtype t) {
+  return t == GRAPH_DT_INT4 || t == GRAPH_DT_UINT4 || t == GRAPH_DT_FLOAT4E2M1;
+}
+
+/* Spreads the (n + 1) / 2 packed bytes at the start of t's buffer over its n one-byte
+ * elements, in place: walking down from the last element, element i reads byte i / 2,
+ * which no write has reached yet. */
+static void unpack_4bit(graph_tensor *t) {
+  uint8_t *d = t->data;
+  for (int64_t i = t->n - 1; i >= 0; i--) {
+    unsigned v = (i & 1) ? d[i / 2] >> 4 : d[i / 2] & 15u;
+    d[i] = (uint8_t)(t->dtype == GRAPH_DT_INT4 ? ((v ^ 8u) - 8u) & 0xffu : v); /* sign-extended */
+  }
 }
 
 kiln_status onnx_tensor_from_proto(const onnx_ctx *ctx, const Onnx__TensorProto *tp, graph_tensor **out) {
@@ -263,13 +288,16 @@ kiln_status onnx_tensor_from_proto(const onnx_ctx *ctx, const Onnx__TensorProto 
     return ERR_INVALID("tensor '%s': unknown data_location %d", name, (int)tp->data_location);
   int per = 1;
   typed_field field = field_for(dtype, &per);
+  bool packed = packed_4bit(dtype);
 
-  /* Size checks before any allocation. */
+  /* Size checks before any allocation. `bytes` is what the file holds; a packed tensor
+   * unpacks into n bytes. */
   uint64_t bytes = 0;
   if (dtype != GRAPH_DT_STRING) {
     if ((uint64_t)n > (uint64_t)INT64_MAX / esize) return ERR_INVALID("tensor '%s': byte size overflows", name);
-    bytes = (uint64_t)n * esize;
+    bytes = packed ? ((uint64_t)n + 1) / 2 : (uint64_t)n * esize;
   }
+  uint64_t typed_values = packed ? ((uint64_t)n + 1) / 2 : (uint64_t)n * (uint64_t)per;
   if (external) {
     if (dtype == GRAPH_DT_STRING)
       return ERR_UNIMPLEMENTED("tensor '%s': string tensors cannot be stored as external data", name);
@@ -283,9 +311,9 @@ kiln_status onnx_tensor_from_proto(const onnx_ctx *ctx, const Onnx__TensorProto 
     if (have == 0 && n > 0)
       return ERR_INVALID("tensor '%s' has no data: %" PRId64 " %s elements need raw_data or %s", name, n,
                          onnx_dtype_name(onnx_type), field_name(field));
-    if ((uint64_t)have != (uint64_t)n * (uint64_t)per)
+    if ((uint64_t)have != typed_values)
       return ERR_INVALID("tensor '%s': %s has %zu values, but %" PRId64 " %s elements need %" PRIu64, name,
-                         field_name(field), have, n, onnx_dtype_name(onnx_type), (uint64_t)n * (uint64_t)per);
+                         field_name(field), have, n, onnx_dtype_name(onnx_type), typed_values);
   }
 
   graph_tensor *t = NULL;
@@ -300,6 +328,7 @@ kiln_status onnx_tensor_from_proto(const onnx_ctx *ctx, const Onnx__TensorProto 
   }
   if (!s && dtype == GRAPH_DT_BOOL && (external || tp->has_raw_data))
     for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
+  if (!s && packed) unpack_4bit(t);
   if (s) {
     tensor_free(t);
     return s;
