@@ -11,7 +11,9 @@
  *             minimum / clamp whose other operands are fusion parameters, broadcasts of
  *             them or broadcasts of scalar constants, logistic, and the activations
  *             hlo_pass_match_activation finds (swish, hardswish, GELU): what oneDNN
- *             post-ops express;
+ *             post-ops express; for an integer product (the cpu backend's quantized
+ *             products) also the widening of its 8-bit operands, an int32 bias, the
+ *             convert to f32 and a requantization ending in a convert to 8 bits;
  *   kCustom - a softmax over the minor dimension (hlo_pass_match_softmax), for
  *             oneDNN's softmax primitive.
  * The decision procedure: output chains are found first, then softmaxes; then instructions are visited
@@ -338,9 +340,9 @@ static bool is_quantized_post_op(const hlo_instr *t, const hlo_instr *u) {
 
 /* The widening an integer product's operand went through (cpu_quantize.c): from the
  * operand down, at most one transpose, then reshapes, a subtract of a broadcast scalar
- * (the zero point, constant or computed) and a convert from an 8-bit value. Those are cheap and the
- * cpu backend's int8 primitive reads the 8-bit value itself, so they join the group
- * (copied where something else reads them too). */
+ * (the zero point, constant or computed) and a convert from an 8-bit value. Those are
+ * cheap and the cpu backend's int8 primitive reads the 8-bit value itself, so they join
+ * the group (copied where something else reads them too). */
 static void add_widened_operand(const fusion_ctx *x, group *g, hlo_instr *o) {
   bool transposed = false, subtracted = false;
   for (;;) {
