@@ -1292,6 +1292,35 @@ static void test_quantized_conv_requantizes_to_u8(void) {
                      true);
 }
 
+/* QLinearConv's form: an int32 bias on the accumulators (oneDNN's s32 bias), constant
+ * per-channel multipliers (output scales) and a requantization to u8 with zero point 7
+ * (x / c + z through oneDNN's saturating conversion). */
+static void test_quantized_conv_int_bias_output_scales(void) {
+  run_quantized_case("quantized conv, int32 bias, output scales",
+                     "HloModule m\n"
+                     "fused {\n"
+                     "  x = u8[1,7,7,24] parameter(0)\n  w = s8[1,1,24,8] parameter(1)\n"
+                     "  b = s32[8] parameter(2)\n"
+                     "  xi = s32[1,7,7,24] convert(x)\n  z = s32[] constant(120)\n"
+                     "  zb = s32[1,7,7,24] broadcast(z), dimensions={}\n"
+                     "  xs = s32[1,7,7,24] subtract(xi, zb)\n  wi = s32[1,1,24,8] convert(w)\n"
+                     "  c = s32[1,7,7,8] convolution(xs, wi), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
+                     "  bb = s32[1,7,7,8] broadcast(b), dimensions={3}\n  cb = s32[1,7,7,8] add(c, bb)\n"
+                     "  cf = f32[1,7,7,8] convert(cb)\n"
+                     "  sc = f32[8] constant({0.001, 0.002, 0.0015, 0.0008, 0.003, 0.0012, 0.0009, 0.002})\n"
+                     "  scb = f32[1,7,7,8] broadcast(sc), dimensions={3}\n"
+                     "  m0 = f32[1,7,7,8] multiply(cf, scb)\n"
+                     "  ys = f32[] constant(0.25)\n  ysb = f32[1,7,7,8] broadcast(ys), dimensions={}\n"
+                     "  d = f32[1,7,7,8] divide(m0, ysb)\n  rn = f32[1,7,7,8] round-nearest-even(d)\n"
+                     "  yz = f32[] constant(7)\n  yzb = f32[1,7,7,8] broadcast(yz), dimensions={}\n"
+                     "  a1 = f32[1,7,7,8] add(rn, yzb)\n  lo = f32[] constant(0)\n  hi = f32[] constant(255)\n"
+                     "  cl = f32[1,7,7,8] clamp(lo, a1, hi)\n  ROOT q = u8[1,7,7,8] convert(cl)\n}\n"
+                     "ENTRY e {\n"
+                     "  x = u8[1,7,7,24] parameter(0)\n  w = s8[1,1,24,8] parameter(1)\n  b = s32[8] parameter(2)\n"
+                     "  ROOT f = u8[1,7,7,8] fusion(x, w, b), kind=kOutput, calls=fused\n}\n",
+                     true);
+}
+
 /* An s8 activation read through a transpose (NCHW buffer, NHWC convolution), stride 2,
  * an f32 result; and a depthwise convolution. */
 static void test_quantized_conv_transposed_s8_and_depthwise(void) {
@@ -1418,4 +1447,5 @@ TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batche
           TEST(test_execute_errors), TEST(test_softmax),
           TEST(test_unsupported), TEST(test_quantized_conv_requantizes_to_u8),
           TEST(test_quantized_conv_transposed_s8_and_depthwise), TEST(test_quantized_dot_constant_weights),
-          TEST(test_quantized_dot_runtime_zero_point), TEST(test_quantized_declines_inexact))
+          TEST(test_quantized_conv_int_bias_output_scales), TEST(test_quantized_dot_runtime_zero_point),
+          TEST(test_quantized_declines_inexact))
