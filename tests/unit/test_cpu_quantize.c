@@ -88,21 +88,34 @@ static double max_abs_diff(const hlo_literal *a, const hlo_literal *b) {
   return worst;
 }
 
-static void test_qdq_conv_becomes_integer_product(void) {
-  char *text = qdq_conv_text("{0, 0, 0, 0, 0, 0, 0, 0}");
-  hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  bool changed = false;
-  CHECK_OK(cpu_pass_quantized_products(m, &changed));
-  CHECK(changed);
-  CHECK_OK(hlo_verify_module(m));
-  CHECK(count_all(m, HLO_OP_CONVOLUTION, HLO_S32) == 1);
-  hlo_literal *want = check_eval_random(orig, 5, NULL), *got = check_eval_random(m, 5, NULL);
-  /* One output quantization step (0.1): a value on a rounding boundary may move. */
-  if (want && got) CHECK(max_abs_diff(want, got) <= 0.1 + 1e-6);
+/* ORIG and M (rewritten) evaluate within TOL of each other on the same pseudo-random
+ * arguments (SEED); frees both. */
+static void check_close_and_free(hlo_module *orig, hlo_module *m, uint64_t seed, double tol) {
+  hlo_literal *want = check_eval_random(orig, seed, NULL), *got = check_eval_random(m, seed, NULL);
+  if (want && got) CHECK(max_abs_diff(want, got) <= tol);
   literal_free(want);
   literal_free(got);
   hlo_module_free(orig);
   hlo_module_free(m);
+}
+
+/* Parses TEXT twice and runs the pass on the second copy, which it must change. */
+static hlo_module *rewritten(const char *text, hlo_module **orig) {
+  *orig = check_parse_hlo(text);
+  hlo_module *m = check_parse_hlo(text);
+  bool changed = false;
+  CHECK_OK(cpu_pass_quantized_products(m, &changed));
+  CHECK(changed);
+  CHECK_OK(hlo_verify_module(m));
+  return m;
+}
+
+static void test_qdq_conv_becomes_integer_product(void) {
+  char *text = qdq_conv_text("{0, 0, 0, 0, 0, 0, 0, 0}");
+  hlo_module *orig, *m = rewritten(text, &orig);
+  CHECK(count_all(m, HLO_OP_CONVOLUTION, HLO_S32) == 1);
+  /* One output quantization step (0.1): a value on a rounding boundary may move. */
+  check_close_and_free(orig, m, 5, 0.1 + 1e-6);
   free(text);
 }
 
@@ -124,12 +137,7 @@ static void test_cpu_pipeline_forms_one_int8_fusion(void) {
   }
   CHECK(int8_fusions == 1);
   CHECK(check_count_op(m->entry, HLO_OP_CONVOLUTION) == 0); /* only inside the fusion */
-  hlo_literal *want = check_eval_random(orig, 9, NULL), *got = check_eval_random(m, 9, NULL);
-  if (want && got) CHECK(max_abs_diff(want, got) <= 0.1 + 1e-6);
-  literal_free(want);
-  literal_free(got);
-  hlo_module_free(orig);
-  hlo_module_free(m);
+  check_close_and_free(orig, m, 9, 0.1 + 1e-6);
   free(text);
 }
 
@@ -170,19 +178,12 @@ static hlo_module *parse_dot(int zp, const char *sx_dims, const char *sx, const 
 }
 
 static void test_dot_per_column_weights(void) {
-  hlo_module *orig = parse_dot(100, "", "0.02", ""), *m = parse_dot(100, "", "0.02", "");
-  bool changed = false;
-  CHECK_OK(cpu_pass_quantized_products(m, &changed));
-  CHECK(changed);
-  CHECK_OK(hlo_verify_module(m));
+  char text[2048];
+  snprintf(text, sizeof text, dot_text, 100, "", "0.02", "");
+  hlo_module *orig, *m = rewritten(text, &orig);
   CHECK(count_all(m, HLO_OP_DOT, HLO_S32) == 1);
-  hlo_literal *want = check_eval_random(orig, 3, NULL), *got = check_eval_random(m, 3, NULL);
   /* |result| <= 5 * 255 * 0.02 * 16: a few f32 roundings of that. */
-  if (want && got) CHECK(max_abs_diff(want, got) <= 1e-4);
-  literal_free(want);
-  literal_free(got);
-  hlo_module_free(orig);
-  hlo_module_free(m);
+  check_close_and_free(orig, m, 3, 1e-4);
 }
 
 /* A bias quantized to int32 in the accumulator's scale (s_x * s_w[c], what ONNX
@@ -213,19 +214,10 @@ static void test_int32_bias_joins_accumulator(void) {
       "}\n";
   char text[2048];
   snprintf(text, sizeof text, fmt, scales);
-  hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  bool changed = false;
-  CHECK_OK(cpu_pass_quantized_products(m, &changed));
-  CHECK(changed);
-  CHECK_OK(hlo_verify_module(m));
+  hlo_module *orig, *m = rewritten(text, &orig);
   CHECK(count_all(m, HLO_OP_DOT, HLO_S32) == 1);
   CHECK(count_all(m, HLO_OP_ADD, HLO_S32) == 1);
-  hlo_literal *want = check_eval_random(orig, 4, NULL), *got = check_eval_random(m, 4, NULL);
-  if (want && got) CHECK(max_abs_diff(want, got) <= 1e-4);
-  literal_free(want);
-  literal_free(got);
-  hlo_module_free(orig);
-  hlo_module_free(m);
+  check_close_and_free(orig, m, 4, 1e-4);
 }
 
 static void test_per_row_activation_scale_stays_float(void) {
