@@ -874,6 +874,38 @@ static kiln_status ein_sum_unneeded(op_lower_ctx *ctx, hlo_instr **x, ein_term *
   return NULL;
 }
 
+/* A label repeated within one term ("ii", "bii->bi") takes the diagonal: positions A < B
+ * of x (equal sizes) keep the elements whose two indices agree, then B is summed away,
+ * and the term keeps the label once, at A. select(iota_A == iota_B, x, 0) then a sum
+ * adds exactly one element to zeros, so the diagonal is exact. */
+static kiln_status ein_diagonals(op_lower_ctx *ctx, hlo_instr **x, ein_term *t) {
+  for (int b = 1; b < t->n; b++) {
+    int a = 0;
+    while (a < b && t->labels[a] != t->labels[b]) a++;
+    if (a == b) continue;
+    const hlo_shape *s = &(*x)->shape;
+    if (s->dims[a] != s->dims[b])
+      return op_error(ctx->node, KILN_INVALID_ARGUMENT,
+                      "a label repeated within a term has sizes %lld and %lld (dims %d and %d)",
+                      (long long)s->dims[a], (long long)s->dims[b], a, b);
+    hlo_shape is = *s;
+    is.type = HLO_S32;
+    hlo_instr *ia, *ib, *eq, *zero, *kept;
+    L(hlo_build_iota(ctx->comp, &is, a, &ia));
+    L(hlo_build_iota(ctx->comp, &is, b, &ib));
+    L(hlo_build_compare(ctx->comp, HLO_DIR_EQ, ia, ib, &eq));
+    L(hlo_build_constant_scalar(ctx->comp, s->type, 0, &zero));
+    L(hlo_build_broadcast(ctx->comp, zero, s->rank, s->dims, NULL, &zero));
+    L(hlo_build_select(ctx->comp, eq, *x, zero, &kept));
+    int64_t axis = b;
+    L(oplib_reduce(ctx->comp, OPLIB_REDUCE_SUM, kept, 1, &axis, false, x));
+    for (int k = b; k + 1 < t->n; k++) t->labels[k] = t->labels[k + 1];
+    t->n--;
+    b = 0; /* rescan: the term changed */
+  }
+  return NULL;
+}
+
 static kiln_status lower_einsum(op_lower_ctx *ctx) {
   const char *eq_raw = onnx_attr_string(ctx->node, "equation", NULL);
   if (!eq_raw) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "equation attribute is missing");
@@ -914,15 +946,19 @@ static kiln_status lower_einsum(op_lower_ctx *ctx) {
   }
   for (int i = 0; i < n; i++)
     TRY(ein_parse_term(ctx->node, eq + starts[i], lens[i], xs[i]->shape.rank, max_ell, &terms[i], NULL));
-  /* Label sizes (1 broadcasts) and repeated labels (diagonals: unsupported). */
+  /* Occurrences of each label as written (an implicit output keeps the labels written
+   * once, so "ii" is a trace); then repeated labels within a term become diagonals, and
+   * label sizes are checked (1 broadcasts). */
+  int occurrences[52] = {0};
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < terms[i].n; j++)
+      if (terms[i].labels[j] < 52) occurrences[terms[i].labels[j]]++;
+  for (int i = 0; i < n; i++) TRY(ein_diagonals(ctx, &xs[i], &terms[i]));
   int64_t size[200];
   for (int i = 0; i < 200; i++) size[i] = -1;
   for (int i = 0; i < n; i++)
     for (int j = 0; j < terms[i].n; j++) {
       int l = terms[i].labels[j];
-      for (int k = 0; k < j; k++)
-        if (terms[i].labels[k] == l)
-          return op_error(ctx->node, KILN_UNIMPLEMENTED, "repeated labels within a term (diagonals) are not supported");
       int64_t d = xs[i]->shape.dims[j];
       if (size[l] < 0 || size[l] == 1)
         size[l] = d;
@@ -940,9 +976,7 @@ static kiln_status lower_einsum(op_lower_ctx *ctx) {
     out.n = 0;
     for (int j = 0; j < max_ell; j++) out.labels[out.n++] = 100 + j;
     for (int l = 0; l < 52; l++) {
-      int count = 0;
-      for (int i = 0; i < n; i++) count += ein_find(&terms[i], l) >= 0;
-      if (count == 1) {
+      if (occurrences[l] == 1) {
         if (out.n >= HLO_MAX_RANK) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "output rank too large");
         out.labels[out.n++] = l;
       }

@@ -735,6 +735,40 @@ static void test_einsum(void) {
   tc_free(&t);
 }
 
+/* Repeated labels take diagonals: "bii->bi" is each batch's diagonal, implicit "ii" is
+ * the trace (a label written twice is not an implicit output), and a diagonal must have
+ * equal sizes. */
+static void test_einsum_repeated_label_takes_diagonal(void) {
+  float a[2 * 3 * 3];
+  fill(a, 18, 24);
+  tcase t;
+  tc_init(&t, "Einsum", 13);
+  graph_node_set_attr_string(t.node, "equation", "bii->bi", 7);
+  tc_input(&t, lit_f32(3, (int64_t[]){2, 3, 3}, a), false);
+  RUN(&t);
+  float want[6];
+  for (int b = 0; b < 2; b++)
+    for (int i = 0; i < 3; i++) want[b * 3 + i] = a[(b * 3 + i) * 3 + i];
+  check_dims(t.out[0], 2, (int64_t[]){2, 3}, __LINE__);
+  check_close(t.out[0], want, 6, __LINE__);
+  tc_free(&t);
+  tc_init(&t, "Einsum", 13);
+  graph_node_set_attr_string(t.node, "equation", "ii", 2);
+  tc_input(&t, lit_f32(2, (int64_t[]){3, 3}, a), false);
+  RUN(&t);
+  float trace = a[0] + a[4] + a[8];
+  check_dims(t.out[0], 0, NULL, __LINE__);
+  check_close(t.out[0], &trace, 1, __LINE__);
+  tc_free(&t);
+  tc_init(&t, "Einsum", 13);
+  graph_node_set_attr_string(t.node, "equation", "ii->i", 5);
+  tc_input(&t, lit_f32(2, (int64_t[]){2, 3}, a), false);
+  kiln_status st = tc_run(&t); /* a [2, 3] tensor has no diagonal */
+  CHECK(st != NULL && strstr(kiln_status_message(st), "sizes 2 and 3") != NULL);
+  kiln_status_free(st);
+  tc_free(&t);
+}
+
 static hlo_literal *lit_typed(hlo_type type, int rank, const int64_t *dims, const double *v) {
   hlo_shape s = shape_make(type, rank, dims);
   hlo_literal *l;
@@ -860,5 +894,5 @@ TEST_MAIN(TEST(test_registry), TEST(test_absent_inputs), TEST(test_add_broadcast
           TEST(test_conv_transpose), TEST(test_gemm), TEST(test_matmul_batch), TEST(test_pools),
           TEST(test_maxpool_indices), TEST(test_softmax), TEST(test_reshape), TEST(test_slice), TEST(test_gather),
           TEST(test_scatter), TEST(test_resize), TEST(test_reduce_and_argmax), TEST(test_topk_and_host),
-          TEST(test_pad_modes), TEST(test_einsum), TEST(test_quantize_rank1), TEST(test_lpnorm_zero),
+          TEST(test_pad_modes), TEST(test_einsum), TEST(test_einsum_repeated_label_takes_diagonal), TEST(test_quantize_rank1), TEST(test_lpnorm_zero),
           TEST(test_errors))
