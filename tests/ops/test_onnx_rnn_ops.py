@@ -280,7 +280,6 @@ def error_cases():
     bad('stft_rank', 'STFT', [F(rnd(32)), K(np.array(4, np.int64)), K(rnd(8))], {}, 'signal must be')
     bad('window_negative', 'HannWindow', [K(np.array(-3, np.int64))], {}, 'size')
     bad('dft_axis_range', 'DFT', [F(rnd(2, 8, 2))], {'axis': 2}, 'axis is out of range')
-    bad('dft_onesided_complex', 'DFT', [F(rnd(2, 8, 2))], {'axis': 1, 'onesided': 1}, 'onesided')
     bad('dft_last_dim', 'DFT', [F(rnd(2, 8, 3))], {'axis': 1}, 'input must be')
     bad('dft_length_zero', 'DFT', [F(rnd(2, 8, 1)), K(np.array(0, np.int64))], {'axis': 1}, 'dft_length')
 
