@@ -384,7 +384,7 @@ static kiln_status int_conv(op_lower_ctx *ctx, hlo_instr *x, hlo_instr *w, hlo_i
 }
 
 /* A per-output-channel parameter of w ([M], or one element): as a scalar, or as [M]
- * broadcast along dim `dim` of a value shaped like `like`. */
+ * broadcast along dim `dim` of a value shaped like `like` (LIKE NULL: the [M] vector as is). */
 static kiln_status channel_param(op_lower_ctx *ctx, hlo_instr *v, const char *name, int64_t m, hlo_instr *like,
                                  int64_t dim, hlo_instr **out) {
   if (shape_elements(&v->shape) == 1) {
@@ -396,6 +396,10 @@ static kiln_status channel_param(op_lower_ctx *ctx, hlo_instr *v, const char *na
     return op_error(ctx->node, KILN_INVALID_ARGUMENT,
                     "%s has shape %s; it must be a scalar (per-tensor) or a [%lld] vector (per output channel)", name,
                     dims_str(&v->shape, b, sizeof b), (long long)m);
+  }
+  if (!like) { /* checked only: the [M] vector itself */
+    *out = v;
+    return NULL;
   }
   L(hlo_build_broadcast(ctx->comp, v, like->shape.rank, like->shape.dims, &dim, out));
   return NULL;
@@ -464,14 +468,8 @@ static kiln_status lower_qlinear_conv(op_lower_ctx *ctx) {
   }
   /* The multiplier per output channel, then broadcast: formed over the whole result it
    * would be recomputed per element and keep the backend from seeing one scale. */
-  bool per_channel = shape_elements(&ws->shape) != 1;
-  if (per_channel && (ws->shape.rank != 1 || ws->shape.dims[0] != m)) {
-    char b[128];
-    return op_error(ctx->node, KILN_INVALID_ARGUMENT,
-                    "w_scale has shape %s; it must be a scalar (per-tensor) or a [%lld] vector (per output channel)",
-                    dims_str(&ws->shape, b, sizeof b), (long long)m);
-  }
-  if (!per_channel) L(oplib_reshape(ctx->comp, ws, 0, NULL, &ws));
+  TRY(channel_param(ctx, ws, "w_scale", m, NULL, 1, &ws));
+  bool per_channel = ws->shape.rank == 1;
   L(oplib_convert(ctx->comp, xs, HLO_F32, &xs));
   L(oplib_convert(ctx->comp, ws, HLO_F32, &ws));
   L(oplib_convert(ctx->comp, ys, HLO_F32, &ys));
