@@ -318,7 +318,7 @@ static kiln_status string_normalizer(op_host_ctx *ctx, ml_mem *m) {
     type_text(t, sizeof t, x);
     return op_error(node, KILN_INVALID_ARGUMENT, "X must be [C] or [1, C], got %s", t);
   }
-  graph_bytes act, loc;
+  graph_bytes act = {0}, loc = {0};
   TRY(string_attr(node, "case_change_action", "NONE", &act));
   TRY(string_attr(node, "locale", "", &loc));
   case_action action;
@@ -993,7 +993,7 @@ static kiln_status tfidf_vectorizer(op_host_ctx *ctx, ml_mem *m) {
     type_text(t, sizeof t, x);
     return op_error(node, KILN_INVALID_ARGUMENT, "X must be [C] or [N, C] with N > 0, got %s", t);
   }
-  graph_bytes mode;
+  graph_bytes mode = {0};
   TRY(string_attr(node, "mode", "", &mode));
   enum { TF, IDF, TFIDF } wm;
   if (bytes_is(&mode, "TF")) wm = TF;
