@@ -18,6 +18,7 @@ one model concurrently. Errors are kiln.Error subclasses carrying kiln's message
 """
 
 import enum
+import functools
 import os
 
 import numpy as np
@@ -39,11 +40,41 @@ version = _kiln.version
 version_info = (_kiln.version_number // 10000, _kiln.version_number // 100 % 100, _kiln.version_number % 100)
 __version__ = version
 
-# kiln_dtype code -> numpy dtype ("bfloat16" stays a string: numpy has no bfloat16).
+# kiln_dtype code -> numpy dtype. The types numpy lacks (bfloat16, the float8 and
+# float4 variants, int4, uint4) are their names (ml_dtypes' spelling) in TensorInfo,
+# and arrays of ml_dtypes' dtypes in runs when ml_dtypes is importable (JAX and
+# TensorFlow bring it); text is numpy's object dtype (each element a str, as ONNX
+# Runtime gives it).
 _DTYPE_NAMES = {code: name for code, (name, _) in _kiln.dtype_info().items()}
-_BF16 = next(code for code, name in _DTYPE_NAMES.items() if name == "bfloat16")
-_NP_OF_CODE = {code: (name if code == _BF16 else np.dtype(name)) for code, name in _DTYPE_NAMES.items()}
-_CODE_OF_NP = {dt: code for code, dt in _NP_OF_CODE.items() if code != _BF16}
+_CODE_OF_NAME = {name: code for code, name in _DTYPE_NAMES.items()}
+_BF16 = _CODE_OF_NAME["bfloat16"]
+_STRING = _CODE_OF_NAME["string"]
+# One byte each in kiln (kiln.h); int4 is signed.
+_NARROW = {_CODE_OF_NAME[n]: np.dtype(np.int8 if n == "int4" else np.uint8)
+           for n in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn", "int4",
+                     "uint4")}
+
+
+@functools.lru_cache(maxsize=None)
+def _ml_dtype(name):
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(getattr(ml_dtypes, name))
+
+
+def _np_of_code(code, name):
+    if code == _STRING:
+        return np.dtype(object)
+    if code == _BF16 or code in _NARROW:
+        return name
+    return np.dtype(name)
+
+
+_NP_OF_CODE = {code: _np_of_code(code, name) for code, name in _DTYPE_NAMES.items()}
+# numpy dtype -> code (text and the ml_dtypes types are handled apart).
+_CODE_OF_NP = {dt: code for code, dt in _NP_OF_CODE.items() if isinstance(dt, np.dtype) and code != _STRING}
 
 _FORMATS = {"auto": 0, "onnx": 1, "graphdef": 2, "tfjs": 3, "hlo": 4, "graph": 5}
 
@@ -56,8 +87,9 @@ class LogLevel(enum.IntEnum):
 
 
 class TensorInfo:
-    """A model input or output: name, dtype (a numpy dtype, the string "bfloat16", or
-    None when kiln does not know it) and shape (a tuple with None for dynamic
+    """A model input or output: name, dtype (a numpy dtype -- object for text --, the
+    name of a type numpy lacks: "bfloat16", "float8_e4m3fn", "int4", ..., or None when
+    kiln does not know it) and shape (a tuple with None for dynamic
     dimensions, or None when even the rank is unknown)."""
 
     __slots__ = ("name", "dtype", "shape")
@@ -84,7 +116,8 @@ class TensorInfo:
         return "TensorInfo(name=%r, dtype=%s, shape=%r)" % (self.name, self.dtype, self.shape)
 
 
-_ORT_TYPE_NAMES = {"float32": "float", "float64": "double", "complex64": "complex64", "complex128": "complex128"}
+_ORT_TYPE_NAMES = {"float32": "float", "float64": "double", "complex64": "complex64", "complex128": "complex128",
+                   "object": "string"}
 
 
 class Device:
@@ -284,13 +317,6 @@ def option_keys():
 # -------------------------------------------------------------------- hooks ----
 # What the C run path cannot take in place comes here.
 
-def _bf16_dtype():
-    try:
-        import ml_dtypes
-    except ImportError:
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
-
 
 def _f32_to_bf16_bits(a):
     """float32 -> bfloat16 bit patterns (uint16), rounding to nearest even; NaNs stay NaN."""
@@ -303,10 +329,32 @@ def _f32_to_bf16_bits(a):
     return out
 
 
+def _texts(name, value):
+    """((flat list of UTF-8 bytes, shape), string code) for a string input: numpy str,
+    bytes or object arrays, lists and scalars; bytes are taken as UTF-8 as they are."""
+    arr = np.asarray(value, dtype=object) if not isinstance(value, np.ndarray) else value
+    if arr.dtype.kind not in "USO":
+        raise InvalidArgumentError("input %s: takes text (str), not an array of %s" % (name, arr.dtype))
+    flat = []
+    for i, e in enumerate(arr.reshape(-1).tolist()):
+        if isinstance(e, str):
+            flat.append(e.encode("utf-8", "surrogatepass"))
+        elif isinstance(e, bytes):
+            flat.append(e)
+        else:
+            raise InvalidArgumentError("input %s: string element %d is a %s, not str" % (name, i, type(e).__name__))
+    return (flat, tuple(int(d) for d in arr.shape)), _STRING
+
+
 def _convert_feed(name, value, code):
     """(array, kiln dtype code) for a feed the C fast path could not take: __dlpack__
-    objects, lists and scalars, bfloat16 arrays, float32 for a bfloat16 input."""
+    objects, lists and scalars, ml_dtypes arrays (bfloat16, float8, float4, int4),
+    float32 for a bfloat16 input; for a string input, the text as _texts gives it."""
+    if code == _STRING or (isinstance(value, np.ndarray) and value.dtype.kind in "US"):
+        return _texts(name, value)
     want = _NP_OF_CODE.get(code)  # None: the model does not say
+    if code in _NARROW:
+        want = _ml_dtype(want)  # None without ml_dtypes: kiln then reports the dtype it got
     if isinstance(value, (np.ndarray, np.generic)):
         arr = np.asarray(value)
     elif hasattr(value, "__dlpack__"):
@@ -326,6 +374,14 @@ def _convert_feed(name, value, code):
                                    % name)
     if arr.dtype.name == "bfloat16" and arr.dtype.itemsize == 2:
         return arr.view(np.uint16), _BF16
+    narrow = _CODE_OF_NAME.get(arr.dtype.name)
+    if narrow in _NARROW and arr.dtype.itemsize == 1:
+        bits = arr.view(np.uint8)
+        if arr.dtype.name in ("int4", "uint4"):  # ml_dtypes keeps the 4 bits, kiln the value (kiln.h)
+            bits = bits & np.uint8(0xF)
+            if arr.dtype.name == "int4":
+                return ((bits ^ np.uint8(8)).astype(np.int8) - np.int8(8)), narrow
+        return bits.view(_NARROW[narrow]), narrow
     if code == _BF16 and arr.dtype == np.float32:
         return _f32_to_bf16_bits(arr), _BF16
     if not arr.dtype.isnative:
@@ -337,13 +393,23 @@ def _convert_feed(name, value, code):
     return arr, got
 
 
-def _bf16_output(bits):
-    """An output of bfloat16 (uint16 bit patterns over kiln's memory) as ml_dtypes.bfloat16
-    when ml_dtypes is importable (JAX brings it), else widened exactly to float32."""
-    dt = _bf16_dtype()
+def _wrap_output(raw, code, shape):
+    """An output whose type numpy lacks, from its storage form (kiln.h): text (a flat
+    list of str) as an object array of str; bfloat16 (uint16 bit patterns over kiln's
+    memory) as ml_dtypes.bfloat16, else widened exactly to float32; the float8, float4
+    and int4 types (one byte each) as ml_dtypes' dtypes, else their storage bytes."""
+    if code == _STRING:
+        out = np.empty(len(raw), dtype=object)
+        out[:] = raw
+        return out.reshape(shape)
+    dt = _ml_dtype(_DTYPE_NAMES[code])
     if dt is not None:
-        return bits.view(dt)
-    return (bits.astype(np.uint32) << np.uint32(16)).view(np.float32)
+        if dt.name in ("int4", "uint4"):  # the value's 4 low bits: a copy
+            return (raw.view(np.uint8) & np.uint8(0xF)).view(dt)
+        return raw.view(dt)
+    if code == _BF16:
+        return (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    return raw
 
 
-_kiln._set_hooks(_convert_feed, _bf16_output)
+_kiln._set_hooks(_convert_feed, _wrap_output)

@@ -8,9 +8,10 @@
  * numpy array keeps it alive through its base), the exception classes, the log
  * callback trampoline, and the device / version / option-key queries. Everything
  * else -- keyword options to strings, the TensorInfo objects, DLPack and list inputs,
- * bfloat16 -- is Python in kiln/__init__.py, which hands this module two hooks at
- * import (_set_hooks): one converting feeds the fast path cannot take, one turning
- * bfloat16 bit patterns into an array. numpy is imported on first use only. */
+ * the element types numpy lacks (bfloat16, float8, float4, int4) and text -- is Python
+ * in kiln/__init__.py, which hands this module two hooks at import (_set_hooks): one
+ * converting feeds the fast path cannot take, one giving outputs of those types their
+ * numpy form. numpy is imported on first use only. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -22,8 +23,8 @@
 static PyObject *g_error;               /* kiln.Error */
 static PyObject *g_errors[N_CODES];     /* by kiln_code; [KILN_OK] unused */
 static PyObject *g_asarray;             /* numpy.asarray */
-static PyObject *g_convert_feed;        /* hook: (name, value, dtype code) -> (array, dtype code) */
-static PyObject *g_bf16_output;         /* hook: uint16 array of bf16 bit patterns -> array */
+static PyObject *g_convert_feed; /* hook: (name, value, dtype code) -> (array, dtype code) */
+static PyObject *g_wrap_output;  /* hook: (raw output, dtype code, shape) -> array, for the types below */
 
 /* ----------------------------------------------------------------- errors ---- */
 
@@ -168,7 +169,15 @@ static kiln_dtype dtype_of_format(const char *fmt, Py_ssize_t itemsize) {
   }
 }
 
-/* The format an output of `dtype` is exported with (bfloat16 as its uint16 bits). */
+/* Outputs whose element type numpy lacks leave this module in their storage form
+ * (kiln.h: bfloat16 as uint16 bits, the narrow types one byte each, text as a list of
+ * str) and the wrap-output hook gives them their numpy form. */
+static int needs_wrap(kiln_dtype dtype) {
+  return dtype == KILN_BFLOAT16 || (dtype >= KILN_FLOAT8E4M3FN && dtype <= KILN_UINT4) || dtype == KILN_STRING;
+}
+
+/* The format an output of `dtype` is exported with (bfloat16 as its uint16 bits, the
+ * narrow types as the bytes kiln stores them in). */
 static const char *format_of_dtype(kiln_dtype dtype) {
   switch (dtype) {
     case KILN_BOOL: return "?";
@@ -186,6 +195,9 @@ static const char *format_of_dtype(kiln_dtype dtype) {
     case KILN_FLOAT64: return "d";
     case KILN_COMPLEX64: return "Zf";
     case KILN_COMPLEX128: return "Zd";
+    case KILN_INT4: return "b";
+    case KILN_FLOAT8E4M3FN: case KILN_FLOAT8E4M3FNUZ: case KILN_FLOAT8E5M2: case KILN_FLOAT8E5M2FNUZ:
+    case KILN_FLOAT4E2M1FN: case KILN_UINT4: return "B";
     default: return NULL;
   }
 }
@@ -236,9 +248,42 @@ static PyTypeObject TensorBufferType = {
     .tp_doc = "The memory of one kiln output tensor (the base of the numpy array kiln returns).",
 };
 
+/* Hands an output in its storage form to the wrap-output hook (steals raw). */
+static PyObject *wrap_output(PyObject *raw, kiln_dtype dtype, int rank, const int64_t *dims) {
+  if (!raw || !g_wrap_output) return raw;
+  PyObject *shape = PyTuple_New(rank);
+  for (int d = 0; shape && d < rank; d++) {
+    PyObject *n = PyLong_FromLongLong((long long)dims[d]);
+    if (!n) Py_CLEAR(shape);
+    else PyTuple_SET_ITEM(shape, d, n);
+  }
+  PyObject *r = shape ? PyObject_CallFunction(g_wrap_output, "OiO", raw, (int)dtype, shape) : NULL;
+  Py_XDECREF(shape);
+  Py_DECREF(raw);
+  return r;
+}
+
+/* A string output as a flat list of str (the elements in row-major order); copies the
+ * text, then frees t. Invalid UTF-8 is replaced, not an error: the graph made it. */
+static PyObject *texts_of_tensor(kiln_tensor *t) {
+  const char *const *p = kiln_tensor_data(t);
+  int64_t n = 1;
+  for (int d = 0; d < kiln_tensor_rank(t); d++) n *= kiln_tensor_dims(t)[d];
+  PyObject *list = PyList_New((Py_ssize_t)n);
+  for (int64_t i = 0; list && i < n; i++) {
+    PyObject *u = PyUnicode_DecodeUTF8(p[i], (Py_ssize_t)strlen(p[i]), "replace");
+    if (!u) Py_CLEAR(list);
+    else PyList_SET_ITEM(list, (Py_ssize_t)i, u);
+  }
+  PyObject *r = wrap_output(list, KILN_STRING, kiln_tensor_rank(t), kiln_tensor_dims(t));
+  kiln_tensor_free(t);
+  return r;
+}
+
 /* A numpy array over tensor t, which it takes over (freed here on failure too). */
 static PyObject *array_of_tensor(kiln_tensor *t, const char *what) {
   kiln_dtype dtype = kiln_tensor_dtype(t);
+  if (dtype == KILN_STRING) return texts_of_tensor(t);
   const char *fmt = format_of_dtype(dtype);
   if (!fmt) {
     kiln_tensor_free(t);
@@ -271,9 +316,11 @@ static PyObject *array_of_tensor(kiln_tensor *t, const char *what) {
     tb->shape[tb->ndim + d] = stride;
     stride *= dims[d] > 0 ? (Py_ssize_t)dims[d] : 1;
   }
+  int rank = tb->ndim;
+  const int64_t *out_dims = kiln_tensor_dims(t);
   PyObject *arr = PyObject_CallOneArg(asarray, (PyObject *)tb);
+  if (arr && needs_wrap(dtype)) arr = wrap_output(arr, dtype, rank, out_dims); /* tb keeps dims alive */
   Py_DECREF(tb);
-  if (arr && dtype == KILN_BFLOAT16 && g_bf16_output) Py_SETREF(arr, PyObject_CallOneArg(g_bf16_output, arr));
   return arr;
 }
 
@@ -505,15 +552,61 @@ static PyObject *Model_stats(ModelObject *self, PyObject *unused) {
                        st.jit ? st.jit : "");
 }
 
+/* A text feed: the hook gave (flat list of UTF-8 bytes, shape); view is filled by hand
+ * (buf: *texts, the element pointers into the bytes objects, which the caller keeps
+ * alive; shape: allocated after them) and has no owner, so PyBuffer_Release leaves it
+ * alone and the caller frees *texts. */
+static int take_texts(const kiln_value *decl, PyObject *pair, Py_buffer *view, kiln_dtype *dtype,
+                      const char ***texts) {
+  PyObject *list, *shape;
+  if (!PyArg_ParseTuple(pair, "OO:convert_feed text", &list, &shape) || !PyList_Check(list) ||
+      !PyTuple_Check(shape)) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, "the feed hook gave text in a form this module does not take");
+    return -1;
+  }
+  Py_ssize_t n = PyList_GET_SIZE(list), rank = PyTuple_GET_SIZE(shape);
+  const char **p = PyMem_Calloc((size_t)n + 1, sizeof(char *));
+  Py_ssize_t *dims = PyMem_Calloc((size_t)rank + 1, sizeof(Py_ssize_t));
+  if (!p || !dims) {
+    PyMem_Free(p);
+    PyMem_Free(dims);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t d = 0; d < rank; d++) dims[d] = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, d));
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *b = PyList_GET_ITEM(list, i);
+    if (!PyBytes_Check(b) || (size_t)PyBytes_GET_SIZE(b) != strlen(PyBytes_AS_STRING(b))) {
+      PyMem_Free(p);
+      PyMem_Free(dims);
+      raise_error(KILN_INVALID_ARGUMENT, "input %s: string element %zd %s", decl->name, i,
+                  PyBytes_Check(b) ? "holds a NUL character, which kiln's text elements cannot" : "is not text");
+      return -1;
+    }
+    p[i] = PyBytes_AS_STRING(b);
+  }
+  memset(view, 0, sizeof *view);
+  view->buf = (void *)p;
+  view->len = n * (Py_ssize_t)sizeof(char *);
+  view->itemsize = (Py_ssize_t)sizeof(char *);
+  view->ndim = (int)rank;
+  view->shape = dims;
+  *texts = p;
+  *dtype = KILN_STRING;
+  return 0;
+}
+
 /* One feed: its buffer (C-contiguous; the caller releases it) and its kiln dtype. A
  * buffer of a dtype kiln knows is taken as it is, in place (a dtype other than the
  * declared one is kiln's error to report); anything else -- DLPack, lists and
- * scalars, ml_dtypes.bfloat16, float32 for a bfloat16 input -- goes through the
- * convert-feed hook, which converts it or raises an error naming the input. */
+ * scalars, ml_dtypes arrays (bfloat16, float8, float4, int4), float32 for a bfloat16
+ * input, text for a string input -- goes through the convert-feed hook, which
+ * converts it or raises an error naming the input. */
 static int take_feed(const kiln_value *decl, PyObject *value, Py_buffer *view, kiln_dtype *dtype,
-                     PyObject **keep) {
+                     PyObject **keep, const char ***texts) {
   *keep = NULL;
-  if (PyObject_CheckBuffer(value)) {
+  *texts = NULL;
+  if (decl->dtype != KILN_STRING && PyObject_CheckBuffer(value)) {
     if (PyObject_GetBuffer(value, view, PyBUF_RECORDS_RO) == 0) {
       kiln_dtype got = dtype_of_format(view->format, view->itemsize);
       if (got != KILN_DTYPE_INVALID && (size_t)view->itemsize == kiln_dtype_size(got) &&
@@ -546,6 +639,7 @@ static int take_feed(const kiln_value *decl, PyObject *value, Py_buffer *view, k
   }
   *keep = Py_NewRef(arr);
   Py_DECREF(r);
+  if (code == KILN_STRING) return take_texts(decl, *keep, view, dtype, texts);
   if (PyObject_GetBuffer(*keep, view, PyBUF_RECORDS_RO) < 0) return -1;
   if (!PyBuffer_IsContiguous(view, 'C') || (size_t)view->itemsize != kiln_dtype_size((kiln_dtype)code)) {
     PyBuffer_Release(view);
@@ -597,6 +691,7 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds) {
   kiln_value *vals = NULL;
   int64_t *dims = NULL;
   PyObject **keep = NULL;
+  const char ***texts = NULL; /* per feed: a text feed's element pointers, else NULL */
   const char **names = NULL;
   kiln_tensor **outs = NULL;
   Py_ssize_t n = 0, n_out = 0, n_views = 0, total_rank = 0;
@@ -607,7 +702,8 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds) {
   views = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
   vals = PyMem_Calloc((size_t)n + 1, sizeof(kiln_value));
   keep = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
-  if (!views || !vals || !keep) {
+  texts = PyMem_Calloc((size_t)n + 1, sizeof(const char **));
+  if (!views || !vals || !keep || !texts) {
     PyErr_NoMemory();
     goto done;
   }
@@ -629,7 +725,8 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds) {
     unknown.name = name;
     unknown.rank = -1;
     kiln_dtype dt;
-    if (take_feed(decl ? decl : &unknown, PyTuple_GET_ITEM(item, 1), &views[i], &dt, &keep[i]) < 0) goto done;
+    if (take_feed(decl ? decl : &unknown, PyTuple_GET_ITEM(item, 1), &views[i], &dt, &keep[i], &texts[i]) < 0)
+      goto done;
     n_views = i + 1;
     vals[i].struct_size = sizeof(kiln_value);
     vals[i].name = name;
@@ -708,6 +805,11 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds) {
 
 done:
   for (Py_ssize_t i = 0; i < n_views; i++) PyBuffer_Release(&views[i]);
+  for (Py_ssize_t i = 0; texts && i < n; i++)
+    if (texts[i]) {
+      PyMem_Free(views[i].shape);
+      PyMem_Free(texts[i]);
+    }
   for (Py_ssize_t i = 0; keep && i < n; i++) Py_XDECREF(keep[i]);
   Py_XDECREF(items);
   Py_XDECREF(out_keys);
@@ -715,6 +817,7 @@ done:
   PyMem_Free(vals);
   PyMem_Free(dims);
   PyMem_Free(keep);
+  PyMem_Free(texts);
   PyMem_Free(names);
   PyMem_Free(outs);
   return result;
@@ -797,7 +900,14 @@ static PyObject *mod_dtype_info(PyObject *mod, PyObject *unused) {
   (void)unused;
   /* {code: (name, itemsize)} for every kiln dtype, so Python needs no copy of the enum. */
   PyObject *d = PyDict_New();
-  for (int c = KILN_BOOL; d && c <= KILN_COMPLEX128; c++) {
+  static const int codes[] = {KILN_BOOL,           KILN_INT8,           KILN_INT16,          KILN_INT32,
+                               KILN_INT64,          KILN_UINT8,          KILN_UINT16,         KILN_UINT32,
+                               KILN_UINT64,         KILN_FLOAT16,        KILN_BFLOAT16,       KILN_FLOAT32,
+                               KILN_FLOAT64,        KILN_COMPLEX64,      KILN_COMPLEX128,     KILN_FLOAT8E4M3FN,
+                               KILN_FLOAT8E4M3FNUZ, KILN_FLOAT8E5M2,     KILN_FLOAT8E5M2FNUZ, KILN_FLOAT4E2M1FN,
+                               KILN_INT4,           KILN_UINT4,          KILN_STRING};
+  for (size_t i = 0; d && i < sizeof codes / sizeof codes[0]; i++) {
+    int c = codes[i];
     PyObject *k = PyLong_FromLong(c);
     PyObject *v = Py_BuildValue("(sn)", kiln_dtype_name((kiln_dtype)c), (Py_ssize_t)kiln_dtype_size((kiln_dtype)c));
     if (!k || !v || PyDict_SetItem(d, k, v) < 0) Py_CLEAR(d);
@@ -809,10 +919,10 @@ static PyObject *mod_dtype_info(PyObject *mod, PyObject *unused) {
 
 static PyObject *mod_set_hooks(PyObject *mod, PyObject *args) {
   (void)mod;
-  PyObject *convert, *bf16;
-  if (!PyArg_ParseTuple(args, "OO:_set_hooks", &convert, &bf16)) return NULL;
+  PyObject *convert, *wrap;
+  if (!PyArg_ParseTuple(args, "OO:_set_hooks", &convert, &wrap)) return NULL;
   Py_XSETREF(g_convert_feed, Py_NewRef(convert));
-  Py_XSETREF(g_bf16_output, Py_NewRef(bf16));
+  Py_XSETREF(g_wrap_output, Py_NewRef(wrap));
   Py_RETURN_NONE;
 }
 
@@ -821,7 +931,7 @@ static PyMethodDef module_methods[] = {
     {"devices", mod_devices, METH_NOARGS, "[(name, priority, description, available, reason, source)]"},
     {"option_keys", mod_option_keys, METH_NOARGS, "[(key, help)] of every kiln_options_set key"},
     {"dtype_info", mod_dtype_info, METH_NOARGS, "{dtype code: (name, itemsize)}"},
-    {"_set_hooks", mod_set_hooks, METH_VARARGS, "_set_hooks(convert_feed, bf16_output)"},
+    {"_set_hooks", mod_set_hooks, METH_VARARGS, "_set_hooks(convert_feed, wrap_output)"},
     {NULL, NULL, 0, NULL},
 };
 

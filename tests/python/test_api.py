@@ -303,6 +303,60 @@ def test_bfloat16():
         f(np.array([1, 2, 3], np.uint16))  # raw bits are not bfloat16
 
 
+def onnx_model(nodes, inputs, outputs, opset):
+    g = helper.make_graph(nodes, "g", inputs, outputs)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 10
+    return m.SerializeToString()
+
+
+def test_string_tensors_in_and_out():
+    S = TensorProto.STRING
+    model = kiln.Model(onnx_model([helper.make_node("StringNormalizer", ["x"], ["y"], case_change_action="UPPER")],
+                                  [helper.make_tensor_value_info("x", S, [None])],
+                                  [helper.make_tensor_value_info("y", S, [None])], 21))
+    assert model.inputs[0].dtype == np.dtype(object) and model.inputs[0].type == "tensor(string)"
+    want = np.array(["ABC", "STRASSE", "ÉTÉ"], dtype=object)  # UTF-8 both ways
+    for feed in (np.array(["abc", "Strasse", "été"]), ["abc", "Strasse", "été"],
+                 np.array(["abc", "Strasse", "été"], dtype=object), [b"abc", b"Strasse", "été".encode()]):
+        y = model.run({"x": feed})["y"]
+        assert y.dtype == object and y.shape == (3,) and all(isinstance(e, str) for e in y)
+        np.testing.assert_array_equal(y, want)
+    with pytest.raises(kiln.InvalidArgumentError, match="input x.*string\\[1,2\\]"):
+        model.run({"x": np.array([["a", "b"]])})  # the shape travels with the text
+    with pytest.raises(kiln.InvalidArgumentError, match="x.*NUL"):
+        model.run({"x": ["a\0b"]})
+    with pytest.raises(kiln.InvalidArgumentError, match="x"):
+        model.run({"x": np.array([1.0, 2.0], np.float32)})
+    with pytest.raises(kiln.InvalidArgumentError, match="x.*element 1"):
+        model.run({"x": np.array(["a", 3], dtype=object)})
+
+
+def test_narrow_types_round_trip_as_ml_dtypes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    kinds = {"float8_e4m3fn": TensorProto.FLOAT8E4M3FN, "float8_e4m3fnuz": TensorProto.FLOAT8E4M3FNUZ,
+             "float8_e5m2": TensorProto.FLOAT8E5M2, "float8_e5m2fnuz": TensorProto.FLOAT8E5M2FNUZ,
+             "int4": TensorProto.INT4, "uint4": TensorProto.UINT4}
+    for name, t in kinds.items():
+        dt = np.dtype(getattr(ml_dtypes, name))
+        model = kiln.Model(onnx_model([helper.make_node("Identity", ["x"], ["y"]),
+                                       helper.make_node("Cast", ["x"], ["f"], to=TensorProto.FLOAT)],
+                                      [helper.make_tensor_value_info("x", t, [2, 3])],
+                                      [helper.make_tensor_value_info("y", t, [2, 3]),
+                                       helper.make_tensor_value_info("f", TensorProto.FLOAT, [2, 3])], 21))
+        assert model.inputs[0].dtype == name
+        x = np.array([[-2, -1, 0], [1, 2, 3]], np.float32)
+        if name == "uint4":
+            x = np.abs(x)
+        x = x.astype(dt)
+        out = model.run({"x": x})
+        assert out["y"].dtype == dt, name
+        np.testing.assert_array_equal(out["y"].view(np.uint8), x.view(np.uint8))  # bit for bit
+        np.testing.assert_array_equal(out["f"], x.astype(np.float32))  # ml_dtypes' widening is the reference
+        np.testing.assert_array_equal(model.run({"x": x.astype(np.float32).tolist()})["y"].view(np.uint8),
+                                      x.view(np.uint8))  # a list takes the declared type
+
+
 def test_lists_scalars_and_zero_d():
     f = kiln.compile_hlo(ADD_HLO)
     s, m = f([[1, 2, 3], [4, 5, 6]], np.ones((2, 3), np.float32))  # a list takes the declared dtype
