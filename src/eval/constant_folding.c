@@ -15,17 +15,26 @@
 
 /* Relayouts of one constant (a transposed weight matrix, a reshaped filter, a weight
  * converted to another type): one linear pass of the evaluator, and a folded constant
- * no bigger than what it replaces (the original goes once unused). Backends then see
- * the weight as a constant and can pre-pack it, instead of transposing megabytes on
+ * little bigger than what it replaces (the original goes once unused). Backends then
+ * see the weight as a constant and can pre-pack it, instead of transposing megabytes on
  * every run, so these fold up to a far larger size than computations do. */
 #define MAX_RELAYOUT_ELEMENTS (64 * 1024 * 1024)
+
+/* The widening of 8-bit integers to s32 is no relayout: it is how an integer product's
+ * weights reach it (cpu_quantize.c), and the backend reads the 8-bit values through the
+ * widening itself, so a folded s32 copy of a large weight would only quadruple its
+ * memory. Small ones (zero points, short vectors) still fold by the general rule. */
+static bool widens_8bit_integers(const hlo_instr *ins) {
+  hlo_type from = ins->operands[0]->shape.type;
+  return ins->op == HLO_OP_CONVERT && ins->shape.type == HLO_S32 && (from == HLO_S8 || from == HLO_U8);
+}
 
 static bool relayout(const hlo_instr *ins) {
   switch (ins->op) {
     case HLO_OP_TRANSPOSE: case HLO_OP_RESHAPE: case HLO_OP_COPY: case HLO_OP_BITCAST:
     case HLO_OP_REVERSE: case HLO_OP_SLICE: case HLO_OP_CONVERT:
       return ins->n_operands == 1 && ins->operands[0]->op == HLO_OP_CONSTANT && ins->operands[0]->literal &&
-             shape_is_array(&ins->operands[0]->shape);
+             shape_is_array(&ins->operands[0]->shape) && !widens_8bit_integers(ins);
     default:
       return false;
   }

@@ -781,6 +781,15 @@ static LLVMValueRef convert_value(cpu_emitter *e, hlo_type from, hlo_type to, LL
   if (from == HLO_F64 && to == HLO_F32) return LLVMBuildFPTrunc(e->b, v, e->f32, "");
   if (from == HLO_F32 && to == HLO_F16) return narrow_half(e, to, v);
   if (is_half(from) && to == HLO_F32) return widen_half(e, from, v);
+  /* An integer of up to 32 bits to f32/f64: converting the value itself rounds exactly
+   * as converting its 64-bit carrier does, and only this form vectorizes well (a vector
+   * i64 -> float conversion is scalarized without AVX-512DQ: a dequantizing u8 -> s32 ->
+   * f32 chain ran at 0.8 ns an element). */
+  if ((from == HLO_S8 || from == HLO_S16 || from == HLO_S32 || from == HLO_U8 || from == HLO_U16 ||
+       from == HLO_U32) && (to == HLO_F32 || to == HLO_F64)) {
+    LLVMTypeRef ft = to == HLO_F32 ? e->f32 : e->f64;
+    return hlo_type_is_signed_int(from) ? LLVMBuildSIToFP(e->b, v, ft, "") : LLVMBuildUIToFP(e->b, v, ft, "");
+  }
   /* f32/f64 to an 8- or 16-bit integer: saturate in the float type (both bounds are
    * exact there), truncate, NaN to 0 -- the carrier route's llvm.fpto*i.sat.*.f64 result,
    * but in instructions the loop vectorizer takes (the saturating call kept a
