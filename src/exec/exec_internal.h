@@ -98,6 +98,7 @@ kiln_status exec_seq_concat(exec_node_ctx *c);
 kiln_status exec_opt_make(exec_node_ctx *c);
 kiln_status exec_opt_has_element(exec_node_ctx *c);
 kiln_status exec_opt_get_element(exec_node_ctx *c);
+kiln_status exec_zipmap(exec_node_ctx *c); /* maps.c */
 
 kiln_status exec_onnx_if(exec_node_ctx *c);
 kiln_status exec_onnx_loop(exec_node_ctx *c);

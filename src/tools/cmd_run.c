@@ -392,6 +392,7 @@ static kiln_status read_value(kiln_value want, const char *path, int depth, in_n
                          kiln_kind_name(declared), path, map ? "map" : "sequence");
     return map ? read_map(want, path, depth, n, v) : read_sequence(want, path, depth, n, v);
   }
+  if (!is_file(path)) return status_error(KILN_IO_ERROR, "input %s: cannot read %s: %s", name, path, strerror(ENOENT));
   if (depth == 0 && (declared == KILN_KIND_SEQUENCE || declared == KILN_KIND_MAP))
     return ERR_INVALID("input %s is a %s: give a directory (%s), not the file %s", name, kiln_kind_name(declared),
                        declared == KILN_KIND_MAP ? "keys.npy and values.npy" : "0.npy, 1.npy, ...", path);
