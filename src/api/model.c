@@ -228,7 +228,7 @@ static executor_options executor_options_of(const kiln_model *m) {
 }
 
 /* Kind and innermost element dtype of a feed declared as type text (executor.h's
- * executor_feed_type: "sequence(tensor(float32))"); NULL: a tensor. */
+ * executor_feed_type: "sequence(tensor(float))"); NULL: a tensor. */
 static void describe_kind(api_io *io, const char *type) {
   io->kind = KILN_KIND_TENSOR;
   if (!type) return;

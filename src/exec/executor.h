@@ -123,7 +123,7 @@ void executor_value_free(executor_value *v);                        /* NULL is i
 /* "sequence", "optional", "map", "tensor". */
 const char *executor_value_kind_name(executor_value_kind kind);
 /* What a feed declares when it is not a plain tensor: the ONNX importer's "_onnx_type"
- * text ("sequence(tensor(float32))"; onnx_import.h), else NULL. */
+ * text ("sequence(tensor(float))"; onnx_import.h), else NULL. */
 const char *executor_feed_type(const graph_node *feed);
 
 /* executor_run over values: a feed declared as a sequence, optional or map takes one

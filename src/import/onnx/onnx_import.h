@@ -69,7 +69,7 @@
  * "_dim_params" on the input node keeps one name per dim ("" for concrete or unnamed
  * dims; the attr is omitted when no dim is symbolic). Non-tensor inputs (sequence, map,
  * optional, sparse) have dtype unknown and STRING attr "_onnx_type" spelling the whole
- * type ("sequence(tensor(float32))", "optional(tensor(int64))", "map(string,tensor(float32))";
+ * type ("sequence(tensor(float))", "optional(tensor(int64))", "map(string,tensor(float))";
  * "?" for what the model leaves unsaid), which the executor checks fed values against.
  *
  * Attributes map INT->INT, FLOAT->FLOAT, STRING->STRING (bytes), TENSOR->TENSOR,

@@ -86,8 +86,8 @@ typedef struct onnx_type_info {
   bool rank_too_large;
 } onnx_type_info;
 void onnx_type_info_from_proto(const Onnx__TypeProto *tp, onnx_type_info *out);
-/* The type as text for the "_onnx_type" attribute (onnx_import.h): "tensor(float32)",
- * "sequence(tensor(int64))", "optional(sequence(tensor(?)))", "map(string,tensor(float32))";
+/* The type as text for the "_onnx_type" attribute (onnx_import.h): "tensor(float)",
+ * "sequence(tensor(int64))", "optional(sequence(tensor(?)))", "map(string,tensor(float))";
  * element types by graph_dtype_name, "?" where the model does not say. */
 void onnx_type_text(const Onnx__TypeProto *tp, strbuf *b);
 
