@@ -1,4 +1,5 @@
-/* `kiln run FILE`: run an HLO module or a framework model on .npy inputs, through the
+/* `kiln run FILE`: run an HLO module or a framework model on .npy inputs (and ONNX
+ * sequences, optionals and maps in directory forms, below), through the
  * public C API (include/kiln/kiln.h), the same path every embedder takes.
  *
  * The flags become a kiln_options object; kiln_model_load reads the file (HLO text, an
@@ -24,7 +25,20 @@
  * results as OUTDIR/NAME.npy, NAME being the result's name with a TensorFlow ":0"
  * dropped and every character outside [A-Za-z0-9_.-] replaced by '_' (clashes get _1,
  * _2, ...). --json prints one line with the device, timings and, for models, the
- * bridge's counters. */
+ * bridge's counters.
+ *
+ * ONNX sequences, optionals and maps (kiln.h's kiln_kind) have one form for -i and -o
+ * alike, so an output can be fed back: a sequence is a directory of its elements
+ * 0.npy, 1.npy, ... numbered from 0 without gaps (nested sequences and maps as
+ * subdirectories 0/, 1/, ...; an empty directory is an empty sequence), a map a
+ * directory holding keys.npy and values.npy, an optional what it holds or, when empty,
+ * a path ending in ".none" (written as an empty file NAME.none). Plain files and
+ * directories need no marker beyond that: a directory with keys.npy is a map, any
+ * other a sequence. Before writing an output, what an earlier run may have left under
+ * the same name in these forms is removed, so a directory read back holds this run's
+ * elements only. Input checks name the input and the file: the kind against the
+ * declaration (a .npy where a sequence is declared), each element against the declared
+ * element dtype, and the numbering (a gap, or a stray file). */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -715,7 +729,9 @@ static int check_usage(int argc, char **argv) {
   for (int k = 0; k < kiln_flags.input.n; k++) {
     const char *spec = kiln_flags.input.v[k];
     const char *eq = strchr(spec, '=');
-    if (!eq || eq == spec || !eq[1]) return tool_usage_error("-i expects NAME=PATH.npy, got '%s'", spec);
+    if (!eq || eq == spec || !eq[1])
+      return tool_usage_error("-i expects NAME=PATH (a .npy, a sequence or map directory, or NAME.none), got '%s'",
+                              spec);
   }
   if (kiln_flags.device[0]) {
     strbuf b;
