@@ -103,6 +103,7 @@ kiln_status exec_zipmap(exec_node_ctx *c); /* maps.c */
 kiln_status exec_onnx_if(exec_node_ctx *c);
 kiln_status exec_onnx_loop(exec_node_ctx *c);
 kiln_status exec_onnx_scan(exec_node_ctx *c);
+kiln_status exec_seq_map(exec_node_ctx *c);
 kiln_status exec_tf_if(exec_node_ctx *c);
 kiln_status exec_tf_while(exec_node_ctx *c);
 kiln_status exec_tf_call(exec_node_ctx *c);

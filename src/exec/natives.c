@@ -30,6 +30,7 @@ static const exec_native natives[] = {
     {"onnx.SequenceErase", exec_seq_erase},
     {"onnx.SequenceInsert", exec_seq_insert},
     {"onnx.SequenceLength", exec_seq_length},
+    {"onnx.SequenceMap", exec_seq_map},
     {"onnx.SplitToSequence", exec_seq_split},
     {"tf.AssignAddVariableOp", exec_var_assign_add},
     {"tf.AssignSubVariableOp", exec_var_assign_sub},
