@@ -238,6 +238,12 @@ static PyTypeObject TensorBufferType = {
 
 /* A numpy array over tensor t, which it takes over (freed here on failure too). */
 static PyObject *array_of_tensor(kiln_tensor *t, const char *what) {
+  if (kiln_tensor_kind(t) != KILN_KIND_TENSOR) {
+    kiln_kind kind = kiln_tensor_kind(t);
+    kiln_tensor_free(t);
+    return raise_error(KILN_UNIMPLEMENTED, "output '%s' is an ONNX %s, which this binding cannot return yet (numpy "
+                       "arrays only)", what, kiln_kind_name(kind));
+  }
   kiln_dtype dtype = kiln_tensor_dtype(t);
   const char *fmt = format_of_dtype(dtype);
   if (!fmt) {

@@ -670,7 +670,7 @@ static kiln_status check_items(const kiln_model *m, const kiln_value *v, const c
   for (int i = 0; i < v->n_items; i++) {
     const kiln_value *it = &v->items[i];
     char inner[300];
-    snprintf(inner, sizeof inner, "%s item %d", where, i);
+    snprintf(inner, sizeof inner, "%.250s item %d", where, i);
     if (it->struct_size < sizeof(kiln_value))
       return ERR_INVALID("%s: struct_size is %zu, expected at least %zu (use KILN_VALUE_INIT)", inner, it->struct_size,
                          sizeof(kiln_value));
@@ -692,7 +692,7 @@ static kiln_status check_value(const kiln_model *m, int k, const kiln_value *v, 
                        v->struct_size, sizeof(kiln_value));
   kiln_kind kind = kind_of(v);
   char where[300];
-  snprintf(where, sizeof where, "input %s", io->name);
+  snprintf(where, sizeof where, "input %.250s", io->name);
   bool tensor_like = io->kind == KILN_KIND_TENSOR || io->kind == KILN_KIND_OPTIONAL;
   if (kind == KILN_KIND_TENSOR && !tensor_like)
     return ERR_INVALID("input %s is declared %s but a tensor was given", io->name, io->type);

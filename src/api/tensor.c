@@ -263,7 +263,9 @@ kiln_status api_tensor_from_value(executor_value *v, const char *name, kiln_tens
             : v->kind == EXECUTOR_VALUE_OPTIONAL ? KILN_KIND_OPTIONAL
                                                  : KILN_KIND_MAP;
   t->dtype = v->kind == EXECUTOR_VALUE_SEQUENCE ? api_dtype_from_graph(v->elem_dtype) : KILN_DTYPE_INVALID;
-  t->data = calloc(1, 1); /* never NULL (kiln.h) */
+  /* Never NULL (kiln.h), and zeroed past any one element, so a caller that predates
+   * kinds and reads a rank-0 tensor's element stays in bounds. */
+  t->data = calloc(1, 16);
   t->items = calloc((size_t)v->n + 1, sizeof *t->items);
   if (!t->data || !t->items) abort();
   kiln_status s = NULL;

@@ -117,7 +117,7 @@ static kiln_status check_type(const char *t, const executor_value *v, const char
     if (v->kind != EXECUTOR_VALUE_SEQUENCE) return kind_error(where, t, v);
     const char *elem = t + 9;
     for (int i = 0; i < v->n; i++) {
-      snprintf(inner, sizeof inner, "%s element %d", where, i);
+      snprintf(inner, sizeof inner, "%.400s element %d", where, i);
       TRY(check_type(elem, v->items[i], inner));
     }
     if (starts_with(elem, "tensor(") && v->elem_dtype != GRAPH_DT_INVALID) {
@@ -149,7 +149,7 @@ static kiln_status check_type(const char *t, const executor_value *v, const char
     if (*comma != ',') return NULL;
     const char *val = comma + 1;
     if (starts_with(val, "tensor(")) {
-      snprintf(inner, sizeof inner, "%s values", where);
+      snprintf(inner, sizeof inner, "%.400s values", where);
       return check_type(val, v->items[1], inner);
     }
     return ERR_UNIMPLEMENTED("%s: maps whose values are %.*s are not supported", where, (int)(type_end(val) - val),
@@ -231,7 +231,7 @@ kiln_status executor_run_values(executor *e, int n_inputs, const char *const *na
   for (int i = 0; i < n_inputs && !s; i++) {
     const executor_value *v = inputs[i];
     char where[300];
-    snprintf(where, sizeof where, "input %s", names[i]);
+    snprintf(where, sizeof where, "input %.250s", names[i]);
     const graph_node *feed = NULL;
     for (int k = 0; k < executor_num_feeds(e) + executor_num_optional_feeds(e) && !feed; k++) {
       const graph_node *f = k < executor_num_feeds(e) ? executor_feed(e, k)
