@@ -3,7 +3,7 @@
  * as a kiln_value with items and returned as a kiln_tensor with items, an empty
  * sequence keeping its element dtype, an empty optional in and out, a present optional
  * given as its plain tensor, ZipMap's sequence of maps (keys and values as two tensor
- * items), a caller built against the header before kind existed (a smaller
+ * items), a map given and returned (its key dtype and lengths checked), a caller built against the header before kind existed (a smaller
  * struct_size) still passing tensors, and the errors, each naming the input: a tensor
  * where a sequence is declared, an element of the wrong dtype, a sequence where a
  * tensor is declared, run_into on a sequence output. The models are kiln graph text
@@ -201,7 +201,41 @@ static void test_wrong_kinds_and_element_dtypes_name_the_input(void) {
   kiln_model_free(m);
 }
 
+static void test_map_in_and_out_checks_keys_and_lengths(void) {
+  kiln_model *m = load("framework onnx\n"
+                       "input m[_onnx_type=\"map(int64,tensor(float))\"]: ?\n"
+                       "r = Identity(m)\n"
+                       "output r = r:0\n");
+  if (!m) return;
+  kiln_value info = KILN_VALUE_INIT;
+  CHECK_OK(kiln_model_input(m, 0, &info));
+  CHECK(info.kind == KILN_KIND_MAP && info.dtype == KILN_FLOAT32);
+  int64_t keys[3] = {5, 6, 7};
+  int32_t keys32[3] = {5, 6, 7};
+  kiln_value parts[2] = {tensor(NULL, KILN_INT64, 1, &three, keys, sizeof keys),
+                         tensor(NULL, KILN_FLOAT32, 1, &three, a, sizeof a)};
+  kiln_value in = container("m", KILN_KIND_MAP, 2, parts);
+  kiln_tensor *r = NULL;
+  CHECK_OK(kiln_model_run(m, NULL, 1, &in, 1, NULL, &r));
+  CHECK(r && kiln_tensor_kind(r) == KILN_KIND_MAP && kiln_tensor_item_count(r) == 2);
+  if (r && kiln_tensor_item_count(r) == 2) {
+    CHECK(((const int64_t *)kiln_tensor_data(kiln_tensor_item(r, 0)))[2] == 7);
+    CHECK(((const float *)kiln_tensor_data(kiln_tensor_item(r, 1)))[1] == 2);
+  }
+  kiln_tensor_free(r);
+  r = NULL;
+  parts[0] = tensor(NULL, KILN_INT32, 1, &three, keys32, sizeof keys32);
+  CHECK_ERR(kiln_model_run(m, NULL, 1, &in, 1, NULL, &r), "input m has int32 keys but map(int64,tensor(float))");
+  int64_t two = 2;
+  parts[0] = tensor(NULL, KILN_INT64, 1, &two, keys, 2 * sizeof(int64_t));
+  CHECK_ERR(kiln_model_run(m, NULL, 1, &in, 1, NULL, &r), "(2 keys, 3 values)");
+  in.n_items = 1;
+  CHECK_ERR(kiln_model_run(m, NULL, 1, &in, 1, NULL, &r), "a map is 2 items (keys, values), given 1");
+  CHECK(r == NULL);
+  kiln_model_free(m);
+}
+
 TEST_MAIN(TEST(test_inputs_say_what_kind_they_are_declared_as), TEST(test_sequence_in_and_out_and_empty_optional),
           TEST(test_empty_sequence_and_optional_given_as_its_tensor),
           TEST(test_older_callers_pass_tensors_with_a_smaller_struct),
-          TEST(test_wrong_kinds_and_element_dtypes_name_the_input))
+          TEST(test_wrong_kinds_and_element_dtypes_name_the_input), TEST(test_map_in_and_out_checks_keys_and_lengths))
