@@ -202,9 +202,29 @@ KILN_API const char *kiln_options_key(int i, const char **help);
  * freed. */
 KILN_API kiln_status kiln_options_set_log_callback(kiln_options *opts, kiln_log_fn fn, void *user);
 
+/* ------------------------------------------------------------ value kinds ---- */
+
+/* What a value is. Most are tensors; ONNX models may also take and give sequences,
+ * optionals and maps. A non-tensor value is a list of items, each itself a value:
+ *   SEQUENCE  0 or more items (its elements, in order): tensors of one dtype, or
+ *             nested sequences or maps (ZipMap gives a sequence of maps);
+ *   OPTIONAL  0 items (none) or 1 (a tensor or a sequence);
+ *   MAP       2 tensor items, the keys and the values: 1-D, of one length, the keys
+ *             KILN_INT64 or KILN_STRING (entry i maps keys[i] to values[i]). */
+typedef enum kiln_kind {
+  KILN_KIND_TENSOR = 0,
+  KILN_KIND_SEQUENCE = 1,
+  KILN_KIND_OPTIONAL = 2,
+  KILN_KIND_MAP = 3
+} kiln_kind;
+/* "tensor", "sequence", "optional", "map"; "invalid" otherwise. */
+KILN_API const char *kiln_kind_name(kiln_kind kind);
+
 /* ------------------------------------------------------------------ tensors ---- */
 
-/* A dense row-major tensor owned by kiln (outputs) or wrapping caller memory. */
+/* A dense row-major tensor owned by kiln (outputs) or wrapping caller memory; an
+ * output may also be a sequence, optional or map (kiln_tensor_kind), whose items are
+ * again kiln_tensors. */
 typedef struct kiln_tensor kiln_tensor;
 
 /* A new zero-filled tensor (any dtype but KILN_STRING). */
@@ -218,6 +238,15 @@ KILN_API int64_t kiln_tensor_element_count(const kiln_tensor *t);
 KILN_API size_t kiln_tensor_byte_size(const kiln_tensor *t);
 /* The elements, row-major (never NULL, even for 0 elements). */
 KILN_API void *kiln_tensor_data(kiln_tensor *t);
+/* KILN_KIND_TENSOR for tensors. A sequence, optional or map output has rank 0, no
+ * elements and no bytes; its dtype is a sequence's element dtype (INVALID when not
+ * known) and KILN_DTYPE_INVALID otherwise; what it holds are its items. */
+KILN_API kiln_kind kiln_tensor_kind(const kiln_tensor *t);
+/* Items of a sequence, optional or map (kiln_kind); 0 for a tensor. */
+KILN_API int kiln_tensor_item_count(const kiln_tensor *t);
+/* Item i (NULL when out of range), owned by t: valid while t is, freed with it (never
+ * pass it to kiln_tensor_free). */
+KILN_API kiln_tensor *kiln_tensor_item(const kiln_tensor *t, int i);
 
 /* ------------------------------------------------------------------- models ---- */
 
@@ -251,7 +280,18 @@ KILN_API const char *kiln_format_name(kiln_format format);
  * and dims; rank -1 is an unknown rank, a dim of -1 is dynamic, dtype INVALID an
  * element type kiln cannot tell before a run, as for outputs downstream of a dynamic
  * dimension) and what a run reads
- * (name, dtype, rank, dims, data, byte_size) or writes into (run_into). */
+ * (name, dtype, rank, dims, data, byte_size) or writes into (run_into).
+ *
+ * kind, n_items and items (added in 0.2; a caller built against an older header, whose
+ * struct_size ends before kind, passes tensors) carry sequences, optionals and maps
+ * (kiln_kind). An input of another kind leaves rank, dims, data and byte_size alone
+ * and lists its items: items[0..n_items) are kiln_values themselves (struct_size set,
+ * name ignored), borrowed for the call like data. A sequence's dtype names its element
+ * type, which an empty one needs (INVALID: whatever the model declares). An optional
+ * that holds a tensor may also be passed as the plain tensor. Introspection sets kind
+ * to what an input is declared as (and dtype to its innermost element type, INVALID
+ * where the model does not say); outputs say KILN_KIND_TENSOR before a run, since the
+ * kind of a result shows on the kiln_tensor a run returns. */
 typedef struct kiln_value {
   size_t struct_size;
   const char *name;
@@ -260,8 +300,11 @@ typedef struct kiln_value {
   const int64_t *dims;
   void *data;
   size_t byte_size;
+  kiln_kind kind;
+  int n_items;
+  const struct kiln_value *items;
 } kiln_value;
-#define KILN_VALUE_INIT {sizeof(kiln_value), NULL, KILN_DTYPE_INVALID, 0, NULL, NULL, 0}
+#define KILN_VALUE_INIT {sizeof(kiln_value), NULL, KILN_DTYPE_INVALID, 0, NULL, NULL, 0, KILN_KIND_TENSOR, 0, NULL}
 
 /* The inputs every run must give. */
 KILN_API int kiln_model_num_inputs(const kiln_model *model);
@@ -294,10 +337,13 @@ typedef struct kiln_run_options {
 /* Runs the model once. inputs[0..n_inputs) are borrowed for the call (kiln reads the
  * caller's memory in place where it can); every input the model takes must be given
  * once, by name, with the declared dtype and a shape that fits the declared one (an
- * optional input at most once). String inputs and outputs: see KILN_STRING.
- * output_names selects and orders the outputs (NULL: all of them, in model order, and
- * n_outputs must be kiln_model_num_outputs); outputs[0..n_outputs) receive new
- * kiln-owned tensors (free each with kiln_tensor_free). On error no output is set. */
+ * optional input at most once). String inputs and outputs: see KILN_STRING; sequence,
+ * optional and map inputs and outputs: see kiln_kind and kiln_value (an input of the
+ * wrong kind, or an element of the wrong dtype, is INVALID_ARGUMENT naming the input
+ * and the element). output_names selects and orders the outputs (NULL: all of them,
+ * in model order, and n_outputs must be kiln_model_num_outputs); outputs[0..n_outputs)
+ * receive new kiln-owned tensors (free each with kiln_tensor_free, which frees a
+ * sequence's items with it). On error no output is set. */
 KILN_API kiln_status kiln_model_run(kiln_model *model, const kiln_run_options *opts, int n_inputs,
                                     const kiln_value *inputs, int n_outputs, const char *const *output_names,
                                     kiln_tensor **outputs);
@@ -307,8 +353,8 @@ KILN_API kiln_status kiln_model_run(kiln_model *model, const kiln_run_options *o
  * are given they are checked against the result; byte_size is set to the bytes
  * written. A buffer that is too small or declared differently is INVALID_ARGUMENT
  * naming the output and what it needs, and then nothing is written. String outputs
- * cannot be written into caller memory (UNIMPLEMENTED naming the output): use
- * kiln_model_run. */
+ * and outputs that are not tensors cannot be written into caller memory
+ * (UNIMPLEMENTED naming the output): use kiln_model_run. */
 KILN_API kiln_status kiln_model_run_into(kiln_model *model, const kiln_run_options *opts, int n_inputs,
                                          const kiln_value *inputs, int n_outputs, kiln_value *outputs);
 

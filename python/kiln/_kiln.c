@@ -282,6 +282,12 @@ static PyObject *texts_of_tensor(kiln_tensor *t) {
 
 /* A numpy array over tensor t, which it takes over (freed here on failure too). */
 static PyObject *array_of_tensor(kiln_tensor *t, const char *what) {
+  if (kiln_tensor_kind(t) != KILN_KIND_TENSOR) {
+    kiln_kind kind = kiln_tensor_kind(t);
+    kiln_tensor_free(t);
+    return raise_error(KILN_UNIMPLEMENTED, "output '%s' is an ONNX %s, which this binding cannot return yet (numpy "
+                       "arrays only)", what, kiln_kind_name(kind));
+  }
   kiln_dtype dtype = kiln_tensor_dtype(t);
   if (dtype == KILN_STRING) return texts_of_tensor(t);
   const char *fmt = format_of_dtype(dtype);

@@ -3,7 +3,8 @@
  * routing.
  *
  * options.c    kiln_options: one table of keys (the `kiln flags` names), typed values
- * tensor.c     kiln_tensor over a host tensor or a literal leaf, dtype names
+ * tensor.c     kiln_tensor over a host tensor, a literal leaf or a sequence /
+ *              optional / map result, dtype and kind names
  * model.c      kiln_model: load, introspection, run (graphs through a pool of
  *              executors, HLO modules through one compiled executable), stats
  * devices.c    version, the device registry as kiln_device_info
@@ -17,6 +18,7 @@
 
 #include "backends/backend.h"
 #include "base/log.h"
+#include "exec/executor.h"
 #include "graph/dtype.h"
 #include "graph/tensor.h"
 #include "hlo/literal.h"
@@ -79,5 +81,7 @@ kiln_dtype api_dtype_from_hlo(hlo_type t);
  * errors) or an array literal (its buffer moves). */
 kiln_status api_tensor_from_graph(graph_tensor *t, const char *name, kiln_tensor **out);
 kiln_status api_tensor_from_literal(hlo_literal *l, kiln_tensor **out);
+/* An executor result (a tensor, or a sequence / optional / map tree), taken over. */
+kiln_status api_tensor_from_value(executor_value *v, const char *name, kiln_tensor **out);
 
 #endif

@@ -25,8 +25,14 @@
  * host tensors or literal views (strings excepted: their texts are copied into a
  * string tensor). Outputs move into kiln_tensors without a copy when kiln holds their
  * only reference. A graph's inputs are the feeds its results need, then the optional
- * ones (kiln.h): declared inputs nothing reads, and PlaceholderWithDefault nodes. */
+ * ones (kiln.h): declared inputs nothing reads, and PlaceholderWithDefault nodes.
+ *
+ * Sequence, optional and map values (kiln_kind) travel as executor_value trees
+ * (exec/executor.h): an input's items are wrapped like tensors (borrowed), and a
+ * result's tree becomes a kiln_tensor with items. kiln_value grew kind, n_items and
+ * items at its end; a struct_size that ends before them is an older caller's tensor. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -43,6 +49,9 @@
 #include "hlo/verifier.h"
 #include "import/import.h"
 
+/* The size of a kiln_value from before kind, n_items and items (kiln.h). */
+#define KILN_VALUE_V1_SIZE offsetof(kiln_value, kind)
+
 /* Executors a model keeps at most; runs beyond this many at once wait for one. */
 #define API_MAX_EXECUTORS 64
 
@@ -52,6 +61,8 @@ typedef struct api_io {
   int rank; /* -1: unknown */
   int64_t dims[GRAPH_MAX_RANK];
   const graph_node *feed; /* graphs: the feed node */
+  kiln_kind kind;         /* inputs: what the feed is declared as */
+  const char *type;       /* inputs of other kinds: the declared type as text (executor_feed_type) */
   int index;              /* HLO: parameter number (inputs) or leaf index (outputs) */
 } api_io;
 
@@ -107,6 +118,10 @@ static void print_dims(strbuf *b, int rank, const int64_t *dims) {
 }
 
 static void print_io(strbuf *b, const api_io *io) {
+  if (io->type) {
+    strbuf_printf(b, "%s (%s)", io->name, io->type);
+    return;
+  }
   strbuf_printf(b, "%s (%s", io->name, kiln_dtype_name(io->dtype));
   print_dims(b, io->rank, io->dims);
   strbuf_putc(b, ')');
@@ -212,6 +227,31 @@ static executor_options executor_options_of(const kiln_model *m) {
   return eo;
 }
 
+/* Kind and innermost element dtype of a feed declared as type text (executor.h's
+ * executor_feed_type: "sequence(tensor(float))"); NULL: a tensor. */
+static void describe_kind(api_io *io, const char *type) {
+  io->kind = KILN_KIND_TENSOR;
+  if (!type) return;
+  io->type = type;
+  io->kind = strncmp(type, "sequence(", 9) == 0   ? KILN_KIND_SEQUENCE
+             : strncmp(type, "optional(", 9) == 0 ? KILN_KIND_OPTIONAL
+             : strncmp(type, "map(", 4) == 0      ? KILN_KIND_MAP
+                                                  : KILN_KIND_TENSOR;
+  const char *t = strstr(type, "tensor(");
+  if (t) {
+    t += 7;
+    const char *end = strchr(t, ')');
+    char name[32];
+    size_t len = end ? (size_t)(end - t) : 0;
+    graph_dtype dt;
+    if (len && len < sizeof name) {
+      memcpy(name, t, len);
+      name[len] = 0;
+      if (graph_dtype_from_name(name, len, &dt)) io->dtype = api_dtype_from_graph(dt);
+    }
+  }
+}
+
 static void describe_graph_io(kiln_model *m) {
   executor *ex = m->pool[0];
   m->n_in = executor_num_feeds(ex);
@@ -229,6 +269,7 @@ static void describe_graph_io(kiln_model *m) {
     io->dtype = api_dtype_from_graph(dt);
     io->rank = sh.rank == GRAPH_UNKNOWN ? -1 : sh.rank;
     for (int k = 0; k < sh.rank; k++) io->dims[k] = sh.dims[k] == GRAPH_UNKNOWN ? -1 : sh.dims[k];
+    describe_kind(io, executor_feed_type(f));
   }
   m->n_out = m->g->n_results;
   m->out = calloc((size_t)m->n_out + 1, sizeof *m->out);
@@ -540,7 +581,7 @@ static kiln_status describe(const kiln_model *m, int i, kiln_value *out, bool in
   const char *fn = input ? "kiln_model_input" : "kiln_model_output";
   if (!m) return ERR_INVALID("%s: model handle is NULL", fn);
   if (!out) return ERR_INVALID("%s: out is NULL", fn);
-  if (out->struct_size < sizeof(kiln_value))
+  if (out->struct_size < KILN_VALUE_V1_SIZE)
     return ERR_INVALID("%s: out->struct_size is %zu, expected at least %zu (use KILN_VALUE_INIT)", fn,
                        out->struct_size, sizeof(kiln_value));
   int n = input ? m->n_in + m->n_opt : m->n_out;
@@ -554,6 +595,11 @@ static kiln_status describe(const kiln_model *m, int i, kiln_value *out, bool in
   out->dims = io->dims;
   out->data = NULL;
   out->byte_size = 0;
+  if (out->struct_size >= sizeof(kiln_value)) {
+    out->kind = input ? io->kind : KILN_KIND_TENSOR;
+    out->n_items = 0;
+    out->items = NULL;
+  }
   return NULL;
 }
 
@@ -603,10 +649,67 @@ static kiln_status check_4bit(const char *name, kiln_dtype d, const void *data, 
   return NULL;
 }
 
+static kiln_kind kind_of(const kiln_value *v) {
+  return v->struct_size >= sizeof(kiln_value) ? v->kind : KILN_KIND_TENSOR;
+}
+
+static kiln_status check_tensor(const kiln_model *m, const kiln_value *v, const api_io *io);
+
+/* The items of a sequence / optional / map input, recursively; the element types are
+ * the executor's to check against the declaration (values.c). */
+static kiln_status check_items(const kiln_model *m, const kiln_value *v, const char *where, int depth) {
+  if (depth > 64) return ERR_INVALID("%s nests deeper than 64 levels", where);
+  if ((int)v->kind < KILN_KIND_TENSOR || (int)v->kind > KILN_KIND_MAP)
+    return ERR_INVALID("%s: kind %d is not a kiln_kind", where, (int)v->kind);
+  if (v->n_items < 0 || (v->n_items && !v->items))
+    return ERR_INVALID("%s: %d items at %p", where, v->n_items, (const void *)v->items);
+  if (v->kind == KILN_KIND_OPTIONAL && v->n_items > 1)
+    return ERR_INVALID("%s: an optional holds at most one item, given %d", where, v->n_items);
+  if (v->kind == KILN_KIND_MAP && v->n_items != 2)
+    return ERR_INVALID("%s: a map is 2 items (keys, values), given %d", where, v->n_items);
+  for (int i = 0; i < v->n_items; i++) {
+    const kiln_value *it = &v->items[i];
+    char inner[300];
+    snprintf(inner, sizeof inner, "%.250s item %d", where, i);
+    if (it->struct_size < sizeof(kiln_value))
+      return ERR_INVALID("%s: struct_size is %zu, expected at least %zu (use KILN_VALUE_INIT)", inner, it->struct_size,
+                         sizeof(kiln_value));
+    if (it->kind == KILN_KIND_TENSOR) {
+      api_io any = {0};
+      any.name = inner;
+      any.rank = -1;
+      TRY(check_tensor(m, it, &any));
+    } else {
+      TRY(check_items(m, it, inner, depth + 1));
+    }
+  }
+  return NULL;
+}
+
 static kiln_status check_value(const kiln_model *m, int k, const kiln_value *v, const api_io *io) {
-  if (v->struct_size < sizeof(kiln_value))
+  if (v->struct_size < KILN_VALUE_V1_SIZE)
     return ERR_INVALID("input %d (%s): struct_size is %zu, expected at least %zu (use KILN_VALUE_INIT)", k, io->name,
                        v->struct_size, sizeof(kiln_value));
+  kiln_kind kind = kind_of(v);
+  char where[300];
+  snprintf(where, sizeof where, "input %.250s", io->name);
+  bool tensor_like = io->kind == KILN_KIND_TENSOR || io->kind == KILN_KIND_OPTIONAL;
+  if (kind == KILN_KIND_TENSOR && !tensor_like)
+    return ERR_INVALID("input %s is declared %s but a tensor was given", io->name, io->type);
+  if (kind != KILN_KIND_TENSOR && io->kind == KILN_KIND_TENSOR)
+    return listing_error(KILN_INVALID_ARGUMENT, m, true, "input %s is a tensor but a %s was given", io->name,
+                         kiln_kind_name(kind));
+  if (kind != KILN_KIND_TENSOR) return check_items(m, v, where, 0);
+  if (io->kind == KILN_KIND_OPTIONAL) { /* a present optional given as its tensor */
+    api_io held = *io;
+    held.rank = -1;
+    return check_tensor(m, v, &held);
+  }
+  return check_tensor(m, v, io);
+}
+
+/* A tensor value against what io declares. */
+static kiln_status check_tensor(const kiln_model *m, const kiln_value *v, const api_io *io) {
   size_t esize = kiln_dtype_size(v->dtype);
   if (!esize) return ERR_INVALID("input %s: dtype %d is not a kiln_dtype", io->name, (int)v->dtype);
   if (io->dtype != KILN_DTYPE_INVALID && v->dtype != io->dtype)
@@ -712,32 +815,68 @@ static kiln_status strings_to_tensor(const kiln_value *v, graph_tensor **out) {
   return NULL;
 }
 
+/* An input (checked by plan_run) as an executor value; tensors wrap the caller's
+ * memory. */
+static kiln_status value_of(const kiln_value *v, executor_value **out) {
+  *out = NULL;
+  if (kind_of(v) == KILN_KIND_TENSOR) {
+    graph_dtype dt;
+    api_dtype_to_graph(v->dtype, &dt);
+    graph_tensor *t = NULL;
+    TRY(v->dtype == KILN_STRING ? strings_to_tensor(v, &t) : tensor_wrap(dt, v->rank, v->dims, v->data, &t));
+    *out = executor_value_tensor(t);
+    return NULL;
+  }
+  graph_dtype elem = GRAPH_DT_INVALID;
+  if (v->kind == KILN_KIND_SEQUENCE && v->dtype != KILN_DTYPE_INVALID && !api_dtype_to_graph(v->dtype, &elem))
+    return ERR_INVALID("a sequence's dtype %d is not a kiln_dtype", (int)v->dtype);
+  executor_value_kind kind = v->kind == KILN_KIND_SEQUENCE   ? EXECUTOR_VALUE_SEQUENCE
+                             : v->kind == KILN_KIND_OPTIONAL ? EXECUTOR_VALUE_OPTIONAL
+                                                             : EXECUTOR_VALUE_MAP;
+  executor_value *c = executor_value_container(kind, elem);
+  for (int i = 0; i < v->n_items; i++) {
+    executor_value *item;
+    kiln_status s = value_of(&v->items[i], &item);
+    if (s) {
+      executor_value_free(c);
+      return s;
+    }
+    executor_value_append(c, item);
+  }
+  *out = c;
+  return NULL;
+}
+
 /* Runs a graph model; all[r] receives every graph result. */
-static kiln_status run_graph(kiln_model *m, const kiln_value *inputs, const run_plan *p, graph_tensor **all) {
+static kiln_status run_graph(kiln_model *m, const kiln_value *inputs, const run_plan *p, executor_value **all) {
   int n_all = m->n_in + m->n_opt, n = 0;
-  graph_tensor **feeds = calloc((size_t)n_all + 1, sizeof *feeds);
+  executor_value **feeds = calloc((size_t)n_all + 1, sizeof *feeds);
   const char **names = calloc((size_t)n_all + 1, sizeof *names);
   if (!feeds || !names) abort();
   kiln_status s = NULL;
   for (int i = 0; i < n_all && !s; i++) {
     if (p->feed_of[i] < 0) continue; /* an optional input left out */
-    const kiln_value *v = &inputs[p->feed_of[i]];
-    graph_dtype dt;
-    api_dtype_to_graph(v->dtype, &dt);
-    s = v->dtype == KILN_STRING ? strings_to_tensor(v, &feeds[n])
-                                : tensor_wrap(dt, v->rank, v->dims, v->data, &feeds[n]);
+    s = status_wrap(value_of(&inputs[p->feed_of[i]], &feeds[n]), "input %s", m->in[i].name);
     names[n++] = m->in[i].feed->name;
   }
   int slot = -1;
   if (!s) s = acquire(m, &slot);
   if (!s) {
-    s = executor_run(m->pool[slot], n, names, feeds, all);
+    s = executor_run_values(m->pool[slot], n, names, feeds, all);
     release(m, slot);
   }
-  for (int i = 0; i < n; i++) tensor_free(feeds[i]);
+  for (int i = 0; i < n; i++) executor_value_free(feeds[i]);
   free(feeds);
   free(names);
   return s;
+}
+
+/* A copy of v's tree sharing its tensors (an output may be requested twice). */
+static executor_value *share_value(const executor_value *v) {
+  if (v->kind == EXECUTOR_VALUE_TENSOR) return executor_value_tensor(tensor_ref(v->tensor));
+  executor_value *c = executor_value_container(v->kind, v->elem_dtype);
+  for (int i = 0; i < v->n; i++) executor_value_append(c, share_value(v->items[i]));
+  return c;
 }
 
 /* Runs an HLO module; *result is the root literal. */
@@ -820,12 +959,12 @@ static kiln_status run_to_tensors(kiln_model *m, const kiln_run_options *ro, con
     for (int i = 0; i < n; i++) literal_free(leaves[i]);
     free(leaves);
   } else {
-    graph_tensor **all = calloc((size_t)n_all + 1, sizeof *all);
+    executor_value **all = calloc((size_t)n_all + 1, sizeof *all);
     if (!all) abort();
     s = run_graph(m, inputs, p, all);
     for (int r = 0; r < p->n_sel && !s; r++)
-      s = api_tensor_from_graph(tensor_ref(all[p->sel[r]]), m->out[p->sel[r]].name, &tensors[r]);
-    for (int i = 0; i < n_all; i++) tensor_free(all[i]);
+      s = api_tensor_from_value(share_value(all[p->sel[r]]), m->out[p->sel[r]].name, &tensors[r]);
+    for (int i = 0; i < n_all; i++) executor_value_free(all[i]);
     free(all);
   }
   api_log_end(&scope);
@@ -860,10 +999,10 @@ kiln_status kiln_model_run_into(kiln_model *m, const kiln_run_options *ro, int n
   const char **names = calloc((size_t)n_outputs + 1, sizeof *names);
   kiln_tensor **tensors = calloc((size_t)n_outputs + 1, sizeof *tensors);
   if (!names || !tensors) abort();
-  bool named = n_outputs > 0 && outputs[0].struct_size >= sizeof(kiln_value) && outputs[0].name;
+  bool named = n_outputs > 0 && outputs[0].struct_size >= KILN_VALUE_V1_SIZE && outputs[0].name;
   kiln_status s = NULL;
   for (int r = 0; r < n_outputs && !s; r++) {
-    if (outputs[r].struct_size < sizeof(kiln_value))
+    if (outputs[r].struct_size < KILN_VALUE_V1_SIZE)
       s = ERR_INVALID("output %d: struct_size is %zu, expected at least %zu (use KILN_VALUE_INIT)", r,
                       outputs[r].struct_size, sizeof(kiln_value));
     else if (named != (outputs[r].name != NULL))
@@ -883,7 +1022,11 @@ kiln_status kiln_model_run_into(kiln_model *m, const kiln_run_options *ro, int n
     kiln_dtype dtype = kiln_tensor_dtype(t);
     bool dims_ok = !v->dims || v->rank == rank;
     for (int k = 0; dims_ok && v->dims && k < rank; k++) dims_ok = v->dims[k] == dims[k];
-    if (dtype == KILN_STRING) /* pointers into a tensor about to be freed would dangle */
+    if (kiln_tensor_kind(t) != KILN_KIND_TENSOR)
+      s = ERR_UNIMPLEMENTED("output %s is a %s, which kiln_model_run_into cannot write into caller memory; use "
+                            "kiln_model_run",
+                            name, kiln_kind_name(kiln_tensor_kind(t)));
+    else if (dtype == KILN_STRING) /* pointers into a tensor about to be freed would dangle */
       s = ERR_UNIMPLEMENTED("output %s holds strings, which kiln_model_run_into cannot write into caller memory; use "
                             "kiln_model_run",
                             name);

@@ -6,7 +6,9 @@
  * large output costs no memcpy; string outputs are copied into one block of element
  * pointers followed by their NUL-terminated texts (kiln.h's KILN_STRING form). The
  * public dtype enum has its own numbering (stable across releases); the tables here map
- * it onto the graph and HLO types. */
+ * it onto the graph and HLO types. A sequence, optional or map result is a kiln_tensor
+ * of no elements whose items are kiln_tensors it owns, built from the executor's value
+ * tree (exec/executor.h) with the same buffer moves. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,9 @@ struct kiln_tensor {
   int64_t n;
   size_t bytes;
   void *data; /* owned */
+  kiln_kind kind;
+  int n_items;
+  kiln_tensor **items; /* owned */
 };
 
 typedef struct dtype_row {
@@ -132,6 +137,8 @@ kiln_status kiln_tensor_create(kiln_dtype dtype, int rank, const int64_t *dims, 
 
 void kiln_tensor_free(kiln_tensor *t) {
   if (!t) return;
+  for (int i = 0; i < t->n_items; i++) kiln_tensor_free(t->items[i]);
+  free(t->items);
   free(t->data);
   free(t);
 }
@@ -142,6 +149,19 @@ const int64_t *kiln_tensor_dims(const kiln_tensor *t) { return t ? t->dims : NUL
 int64_t kiln_tensor_element_count(const kiln_tensor *t) { return t ? t->n : 0; }
 size_t kiln_tensor_byte_size(const kiln_tensor *t) { return t ? t->bytes : 0; }
 void *kiln_tensor_data(kiln_tensor *t) { return t ? t->data : NULL; }
+kiln_kind kiln_tensor_kind(const kiln_tensor *t) { return t ? t->kind : KILN_KIND_TENSOR; }
+int kiln_tensor_item_count(const kiln_tensor *t) { return t ? t->n_items : 0; }
+kiln_tensor *kiln_tensor_item(const kiln_tensor *t, int i) { return t && i >= 0 && i < t->n_items ? t->items[i] : NULL; }
+
+const char *kiln_kind_name(kiln_kind kind) {
+  switch (kind) {
+    case KILN_KIND_TENSOR: return "tensor";
+    case KILN_KIND_SEQUENCE: return "sequence";
+    case KILN_KIND_OPTIONAL: return "optional";
+    case KILN_KIND_MAP: return "map";
+    default: return "invalid";
+  }
+}
 
 /* Takes buf (malloc'ed, bytes long) or copies it when steal is false. */
 static kiln_status fill(kiln_tensor *t, void *buf, bool steal) {
@@ -227,4 +247,40 @@ kiln_status api_tensor_from_literal(hlo_literal *l, kiln_tensor **out) {
   if (!s) l->data = NULL;
   literal_free(l);
   return s;
+}
+
+kiln_status api_tensor_from_value(executor_value *v, const char *name, kiln_tensor **out) {
+  *out = NULL;
+  if (v->kind == EXECUTOR_VALUE_TENSOR) {
+    graph_tensor *t = v->tensor;
+    v->tensor = NULL;
+    executor_value_free(v);
+    return api_tensor_from_graph(t, name, out);
+  }
+  kiln_tensor *t = calloc(1, sizeof *t);
+  if (!t) abort();
+  t->kind = v->kind == EXECUTOR_VALUE_SEQUENCE   ? KILN_KIND_SEQUENCE
+            : v->kind == EXECUTOR_VALUE_OPTIONAL ? KILN_KIND_OPTIONAL
+                                                 : KILN_KIND_MAP;
+  t->dtype = v->kind == EXECUTOR_VALUE_SEQUENCE ? api_dtype_from_graph(v->elem_dtype) : KILN_DTYPE_INVALID;
+  /* Never NULL (kiln.h), and zeroed past any one element, so a caller that predates
+   * kinds and reads a rank-0 tensor's element stays in bounds. */
+  t->data = calloc(1, 16);
+  t->items = calloc((size_t)v->n + 1, sizeof *t->items);
+  if (!t->data || !t->items) abort();
+  kiln_status s = NULL;
+  for (int i = 0; i < v->n; i++) {
+    executor_value *item = v->items[i];
+    v->items[i] = NULL;
+    if (!s) s = api_tensor_from_value(item, name, &t->items[t->n_items]);
+    else executor_value_free(item);
+    if (!s) t->n_items++;
+  }
+  executor_value_free(v);
+  if (s) {
+    kiln_tensor_free(t);
+    return s;
+  }
+  *out = t;
+  return NULL;
 }

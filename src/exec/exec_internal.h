@@ -98,10 +98,12 @@ kiln_status exec_seq_concat(exec_node_ctx *c);
 kiln_status exec_opt_make(exec_node_ctx *c);
 kiln_status exec_opt_has_element(exec_node_ctx *c);
 kiln_status exec_opt_get_element(exec_node_ctx *c);
+kiln_status exec_zipmap(exec_node_ctx *c); /* maps.c */
 
 kiln_status exec_onnx_if(exec_node_ctx *c);
 kiln_status exec_onnx_loop(exec_node_ctx *c);
 kiln_status exec_onnx_scan(exec_node_ctx *c);
+kiln_status exec_seq_map(exec_node_ctx *c);
 kiln_status exec_tf_if(exec_node_ctx *c);
 kiln_status exec_tf_while(exec_node_ctx *c);
 kiln_status exec_tf_call(exec_node_ctx *c);
@@ -144,6 +146,7 @@ typedef enum exec_list_kind {
   EXEC_LIST_TENSOR_LIST = 0, /* TF TensorList */
   EXEC_LIST_SEQUENCE,        /* ONNX sequence */
   EXEC_LIST_OPTIONAL,        /* ONNX optional: 0 (none) or 1 element, a tensor or a sequence handle */
+  EXEC_LIST_MAP,             /* ONNX map: 2 elements, the 1-D keys and the 1-D values */
 } exec_list_kind;
 
 typedef struct exec_list {
@@ -158,6 +161,9 @@ typedef struct exec_list {
  * handle. */
 kiln_status exec_list_new(exec_node_ctx *c, graph_dtype dtype, const graph_shape *shape, int64_t n, exec_list **list,
                           graph_tensor **handle);
+/* The same outside a node (graph inputs, values.c). */
+kiln_status exec_list_new_in(executor *e, graph_dtype dtype, const graph_shape *shape, int64_t n, exec_list **list,
+                             graph_tensor **handle);
 /* The list data input `input` refers to; an error when it is not a list handle. */
 kiln_status exec_list_input(exec_node_ctx *c, int input, exec_list **out);
 /* The list an updating op may change (see above); *handle is its handle, a new reference. */
@@ -234,6 +240,10 @@ struct executor {
   bool dump_large_constants;
   backend_compile_options compile; /* its pointers borrowed from executor_options */
 };
+
+/* executor_run up to (not including) the end of the run: lists are still alive. */
+kiln_status exec_run_fed(executor *e, int n_inputs, const char *const *names, graph_tensor *const *inputs,
+                         graph_tensor **outputs);
 
 /* Runs function graph `body` (of e's graph library) on positional inputs, giving its
  * results in order. Errors name the function. */

@@ -1199,7 +1199,9 @@ static void list_feeds(strbuf *b, const exec_plan *p) {
   if (!listed) strbuf_append(b, "nothing");
 }
 
-kiln_status executor_run(executor *e, int n_inputs, const char *const *names, graph_tensor *const *inputs,
+/* executor_run without the end of the run: values.c reads list results before the
+ * lists go. */
+kiln_status exec_run_fed(executor *e, int n_inputs, const char *const *names, graph_tensor *const *inputs,
                          graph_tensor **outputs) {
   exec_plan *p = e->plans[0];
   for (int r = 0; r < p->g->n_results; r++) outputs[r] = NULL;
@@ -1247,8 +1249,14 @@ kiln_status executor_run(executor *e, int n_inputs, const char *const *names, gr
     strbuf_free(&missing);
   }
   if (!s) s = run_plan(e, p, feeds, outputs);
-  exec_resources_end_run(e->res);
   free(feeds);
+  return s;
+}
+
+kiln_status executor_run(executor *e, int n_inputs, const char *const *names, graph_tensor *const *inputs,
+                         graph_tensor **outputs) {
+  kiln_status s = exec_run_fed(e, n_inputs, names, inputs, outputs);
+  exec_resources_end_run(e->res);
   return s;
 }
 

@@ -93,6 +93,47 @@ void executor_feed_signature(const graph_node *feed, graph_dtype *dtype, graph_s
 kiln_status executor_run(executor *e, int n_inputs, const char *const *names, graph_tensor *const *inputs,
                          graph_tensor **outputs);
 
+/* Values that are not tensors: ONNX sequences, optionals and maps, as graph inputs
+ * and results (values.c). A value owns its tensor references and items. A SEQUENCE
+ * holds n element values (tensors, or sequences/maps for nested types) and its
+ * element dtype (needed for an empty one; INVALID: unknown); an OPTIONAL holds 0
+ * items (none) or 1; a MAP holds 2 tensor items, the 1-D keys and the 1-D values, of
+ * equal length (keys int64 or string). */
+typedef enum executor_value_kind {
+  EXECUTOR_VALUE_TENSOR = 0,
+  EXECUTOR_VALUE_SEQUENCE,
+  EXECUTOR_VALUE_OPTIONAL,
+  EXECUTOR_VALUE_MAP,
+} executor_value_kind;
+
+typedef struct executor_value {
+  executor_value_kind kind;
+  graph_tensor *tensor; /* TENSOR only: a reference */
+  graph_dtype elem_dtype;
+  int n;
+  struct executor_value **items;
+} executor_value;
+
+/* A new value: a TENSOR taking over the caller's reference to t, or an empty
+ * container of `kind` (append items with executor_value_append). */
+executor_value *executor_value_tensor(graph_tensor *t);
+executor_value *executor_value_container(executor_value_kind kind, graph_dtype elem_dtype);
+void executor_value_append(executor_value *v, executor_value *item); /* takes item over */
+void executor_value_free(executor_value *v);                        /* NULL is ignored */
+/* "sequence", "optional", "map", "tensor". */
+const char *executor_value_kind_name(executor_value_kind kind);
+/* What a feed declares when it is not a plain tensor: the ONNX importer's "_onnx_type"
+ * text ("sequence(tensor(float))"; onnx_import.h), else NULL. */
+const char *executor_feed_type(const graph_node *feed);
+
+/* executor_run over values: a feed declared as a sequence, optional or map takes one
+ * (checked against the declared type, element dtypes included: errors name the
+ * input), a tensor feed a TENSOR value; outputs[r] receives graph result r as a value
+ * the caller frees (sequences and optionals the graph returns come back as such, their
+ * elements shared with nothing the executor keeps). On error every outputs[r] is NULL. */
+kiln_status executor_run_values(executor *e, int n_inputs, const char *const *names, executor_value *const *inputs,
+                                executor_value **outputs);
+
 const executor_stats *executor_get_stats(const executor *e);
 /* The device lowered ops run on. */
 const char *executor_device_name(const executor *e);

@@ -1,4 +1,4 @@
-/* Ops that run function bodies: ONNX If/Loop/Scan and TensorFlow's functional control
+/* Ops that run function bodies: ONNX If/Loop/Scan/SequenceMap and TensorFlow's functional control
  * flow (If/StatelessIf, While/StatelessWhile, PartitionedCall).
  *
  * Bodies are graphs of the root's library, run through the executor recursively
@@ -517,4 +517,64 @@ kiln_status exec_tf_call(exec_node_ctx *c) {
   graph *body = NULL;
   TRY(func_attr(c->node, "f", &body));
   return exec_call_function(c->e, body, c->n_inputs, c->inputs, c->n_outputs, c->outputs);
+}
+
+/* ONNX SequenceMap: runs the body once per element of the first input (a sequence);
+ * iteration i passes element i of every sequence input (all of one length) and every
+ * tensor input whole, then the captures. Body output k, per iteration, becomes element
+ * i of output sequence k. */
+kiln_status exec_seq_map(exec_node_ctx *c) {
+  graph *body = NULL;
+  TRY(func_attr(c->node, "body", &body));
+  int caps = n_captures(c->node), n_formal = c->n_inputs - caps;
+  if (n_formal < 1) return ERR_INVALID("SequenceMap needs an input sequence");
+  exec_list **lists = calloc((size_t)n_formal, sizeof *lists);
+  if (!lists) abort();
+  int64_t n = 0;
+  kiln_status s = NULL;
+  for (int j = 0; j < n_formal && !s; j++) {
+    exec_list *l = exec_list_lookup(c->e, c->inputs[j]);
+    if (l && l->kind != EXEC_LIST_SEQUENCE) s = ERR_INVALID("input %d must be a tensor or a sequence", j);
+    else if (!l && j == 0) s = ERR_INVALID("input 0 must be a sequence");
+    else if (l && j == 0) n = l->n;
+    else if (l && l->n != n)
+      s = ERR_INVALID("input %d is a sequence of %lld elements but input 0 has %lld", j, (long long)l->n,
+                      (long long)n);
+    lists[j] = l;
+  }
+  int n_out = c->n_outputs;
+  exec_list **outs = calloc((size_t)n_out + 1, sizeof *outs);
+  graph_tensor **ins = calloc((size_t)c->n_inputs + 1, sizeof *ins);
+  graph_tensor **res = calloc((size_t)n_out + 1, sizeof *res);
+  if (!outs || !ins || !res) abort();
+  graph_shape unknown = graph_shape_unknown();
+  for (int k = 0; k < n_out && !s; k++) {
+    /* The element type: what the body's result declares (an empty sequence keeps it). */
+    graph_dtype dt = GRAPH_DT_INVALID;
+    if (k < body->n_results) {
+      const graph_result *r = &body->results[k];
+      if (r->port < r->node->n_outputs) dt = r->node->outputs[r->port].dtype;
+    }
+    s = exec_list_new(c, dt, &unknown, n, &outs[k], &c->outputs[k]);
+    if (!s) outs[k]->kind = EXEC_LIST_SEQUENCE;
+  }
+  for (int64_t i = 0; i < n && !s; i++) {
+    for (int j = 0; j < c->n_inputs; j++) ins[j] = j < n_formal && lists[j] ? lists[j]->elems[i] : c->inputs[j];
+    s = exec_call_function(c->e, body, c->n_inputs, ins, n_out, res);
+    for (int k = 0; k < n_out && !s; k++) {
+      if (i == 0 || outs[k]->dtype == GRAPH_DT_INVALID) outs[k]->dtype = res[k]->dtype;
+      else if (res[k]->dtype != outs[k]->dtype)
+        s = ERR_INVALID("iteration %lld gives output %d as %s, earlier ones as %s", (long long)i, k,
+                        graph_dtype_name(res[k]->dtype), graph_dtype_name(outs[k]->dtype));
+      outs[k]->elems[i] = res[k];
+      res[k] = NULL;
+    }
+    release(res, n_out);
+  }
+  if (s) release(c->outputs, n_out); /* the lists go when the run ends */
+  free(res);
+  free(ins);
+  free(outs);
+  free(lists);
+  return s;
 }

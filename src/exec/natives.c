@@ -3,8 +3,9 @@
  * Constants and identities are here because running them through a compiled HLO
  * module would copy every weight once per run and could not carry strings, resource
  * handles or TensorList variants; the stateful families (variables, TensorArray,
- * TensorList) live in resources.c, ONNX sequences and optionals in sequences.c and
- * the ops that call function bodies in functional.c. The table below is the single list of what the executor claims; it
+ * TensorList) live in resources.c, ONNX sequences and optionals in sequences.c, maps
+ * and ai.onnx.ml ZipMap in maps.c,
+ * and the ops that call function bodies in functional.c. The table below is the single list of what the executor claims; it
  * wins over the op library for these names. */
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "exec/exec_internal.h"
 
 static const exec_native natives[] = {
+    {"ai.onnx.ml.ZipMap", exec_zipmap},
     {"kiln.Cluster", exec_cluster},
     {"onnx.ConcatFromSequence", exec_seq_concat},
     {"onnx.Constant", exec_native_const},
@@ -28,6 +30,7 @@ static const exec_native natives[] = {
     {"onnx.SequenceErase", exec_seq_erase},
     {"onnx.SequenceInsert", exec_seq_insert},
     {"onnx.SequenceLength", exec_seq_length},
+    {"onnx.SequenceMap", exec_seq_map},
     {"onnx.SplitToSequence", exec_seq_split},
     {"tf.AssignAddVariableOp", exec_var_assign_add},
     {"tf.AssignSubVariableOp", exec_var_assign_sub},

@@ -599,8 +599,8 @@ kiln_status exec_ta_close(exec_node_ctx *c) {
 
 /* --------------------------------------------------------------- TensorList ---- */
 
-static kiln_status new_list(exec_node_ctx *c, graph_dtype dtype, const graph_shape *shape, int64_t n, exec_list **list,
-                            graph_tensor **handle) {
+static kiln_status new_list_in(executor *e, graph_dtype dtype, const graph_shape *shape, int64_t n,
+                               exec_list **list, graph_tensor **handle) {
   if (n < 0 || n > (int64_t)1 << 31) return ERR_INVALID("TensorList size %lld is out of range", (long long)n);
   exec_list *l = calloc(1, sizeof *l);
   if (!l) abort();
@@ -609,11 +609,16 @@ static kiln_status new_list(exec_node_ctx *c, graph_dtype dtype, const graph_sha
   l->n = l->cap = n;
   l->elems = calloc((size_t)(n ? n : 1), sizeof *l->elems);
   if (!l->elems) abort();
-  exec_resources *r = c->e->res;
+  exec_resources *r = e->res;
   GROW(r->lists, r->n_lists, r->cap_lists);
   r->lists[r->n_lists++] = l;
   *list = l;
   return make_handle(GRAPH_DT_VARIANT, HANDLE_TL, r->n_lists - 1, handle);
+}
+
+static kiln_status new_list(exec_node_ctx *c, graph_dtype dtype, const graph_shape *shape, int64_t n, exec_list **list,
+                            graph_tensor **handle) {
+  return new_list_in(c->e, dtype, shape, n, list, handle);
 }
 
 static kiln_status get_list(exec_node_ctx *c, int input, exec_list **out) {
@@ -667,6 +672,11 @@ static kiln_status list_resize(exec_list *l, int64_t n) {
 kiln_status exec_list_new(exec_node_ctx *c, graph_dtype dtype, const graph_shape *shape, int64_t n, exec_list **list,
                           graph_tensor **handle) {
   return new_list(c, dtype, shape, n, list, handle);
+}
+
+kiln_status exec_list_new_in(executor *e, graph_dtype dtype, const graph_shape *shape, int64_t n, exec_list **list,
+                             graph_tensor **handle) {
+  return new_list_in(e, dtype, shape, n, list, handle);
 }
 
 kiln_status exec_list_input(exec_node_ctx *c, int input, exec_list **out) { return get_list(c, input, out); }

@@ -23,7 +23,7 @@
 #include "import/onnx/onnx_import.h"
 
 static const char *list_kind_name(exec_list_kind k) {
-  return k == EXEC_LIST_SEQUENCE ? "sequence" : k == EXEC_LIST_OPTIONAL ? "optional" : "TensorList";
+  return k == EXEC_LIST_SEQUENCE ? "sequence" : k == EXEC_LIST_OPTIONAL ? "optional" : k == EXEC_LIST_MAP ? "map" : "TensorList";
 }
 
 /* Data-input index of ONNX input `pos`, or -1 when absent. */

@@ -9,11 +9,10 @@
  * tensors); tree thresholds are compared exactly as stored (float32 attributes, or
  * double ones from the *_as_tensor forms). Models are validated before use: attribute
  * lengths must agree, node/child/target ids must exist, and a tree walk that takes more
- * steps than the ensemble has nodes (a cycle) is refused instead of looping. Maps and
- * sequences are not kiln values, so ZipMap (which turns probabilities into a list of
- * dicts) and DictVectorizer are refused: convert scikit-learn classifiers with
- * `to_onnx(model, X, options={id(model): {'zipmap': False}})` so the probabilities stay
- * a float tensor. */
+ * steps than the ensemble has nodes (a cycle) is refused instead of looping. ZipMap,
+ * which turns probabilities into a sequence of maps, makes list values and so is an
+ * executor native (exec/maps.c); DictVectorizer and CastMap, which take maps, are
+ * refused. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -965,14 +964,9 @@ static kiln_status label_encoder(op_host_ctx *ctx, ml_mem *m) {
 }
 ML_KERNEL(host_label_encoder, label_encoder)
 
-/* ZipMap and DictVectorizer take or make maps, which kiln's values cannot be. */
-static kiln_status host_zipmap(op_host_ctx *ctx) {
-  return op_error(ctx->node, KILN_UNIMPLEMENTED,
-                  "ZipMap makes a sequence of maps, which kiln cannot represent; convert the model without it "
-                  "(skl2onnx: to_onnx(model, X, options={id(model): {'zipmap': False}})) so that probabilities "
-                  "stay a float tensor");
-}
-
+/* DictVectorizer and CastMap take maps, which no op of kiln's makes and no input of
+ * a graph can be given as, short of a map graph input (exec/values.c); refused. ZipMap,
+ * which makes maps, is an executor native (exec/maps.c). */
 static kiln_status host_map_input(op_host_ctx *ctx) {
   return op_error(ctx->node, KILN_UNIMPLEMENTED, "this op takes maps, which kiln cannot represent");
 }
@@ -993,7 +987,6 @@ static const op_def onnx_ml_defs[] = {
     {"ai.onnx.ml.SVMClassifier", OP_STRING, 0, NULL, host_svm_classifier},
     {"ai.onnx.ml.SVMRegressor", 0, 0, NULL, host_svm_regressor},
     {"ai.onnx.ml.Scaler", 0, 0, NULL, host_scaler},
-    {"ai.onnx.ml.ZipMap", 0, 0, NULL, host_zipmap},
 };
 
 /* The tree ensembles' table is onnx_ml_tree_ops (ops_onnx_ml_trees.c). */

@@ -202,6 +202,7 @@ static const kiln_range kiln_ranges[] = {
     {"SequenceErase", 11, 11},
     {"SequenceInsert", 11, 11},
     {"SequenceLength", 11, 11},
+    {"SequenceMap", 17, 17},
     {"Shape", 1, 25},
     {"Shrink", 9, 9},
     {"Sigmoid", 1, 13},

@@ -1,4 +1,5 @@
-/* `kiln run FILE`: run an HLO module or a framework model on .npy inputs, through the
+/* `kiln run FILE`: run an HLO module or a framework model on .npy inputs (and ONNX
+ * sequences, optionals and maps in directory forms, below), through the
  * public C API (include/kiln/kiln.h), the same path every embedder takes.
  *
  * The flags become a kiln_options object; kiln_model_load reads the file (HLO text, an
@@ -24,11 +25,28 @@
  * results as OUTDIR/NAME.npy, NAME being the result's name with a TensorFlow ":0"
  * dropped and every character outside [A-Za-z0-9_.-] replaced by '_' (clashes get _1,
  * _2, ...). --json prints one line with the device, timings and, for models, the
- * bridge's counters. */
+ * bridge's counters.
+ *
+ * ONNX sequences, optionals and maps (kiln.h's kiln_kind) have one form for -i and -o
+ * alike, so an output can be fed back: a sequence is a directory of its elements
+ * 0.npy, 1.npy, ... numbered from 0 without gaps (nested sequences and maps as
+ * subdirectories 0/, 1/, ...; an empty directory is an empty sequence), a map a
+ * directory holding keys.npy and values.npy, an optional what it holds or, when empty,
+ * a path ending in ".none" (written as an empty file NAME.none). Plain files and
+ * directories need no marker beyond that: a directory with keys.npy is a map, any
+ * other a sequence. Before writing an output, what an earlier run may have left under
+ * the same name in these forms is removed, so a directory read back holds this run's
+ * elements only. Input checks name the input and the file: the kind against the
+ * declaration (a .npy where a sequence is declared), each element against the declared
+ * element dtype, and the numbering (a gap, or a stray file). */
+#include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/file.h"
 #include "base/flags.h"
@@ -39,15 +57,35 @@
 #include "kiln/kiln.h"
 #include "tools/tool.h"
 
-/* One -i: the file's literal (owned) bound to model input `index`; a file of strings
- * is a STRING tensor instead, with the element pointers its kiln_value passes. */
-typedef struct run_input {
-  int index;
-  const char *spec;
+/* What one -i path (or one element under it) was read into: a tensor's storage (the
+ * file's literal, or for a file of strings a STRING tensor and the element pointers
+ * its kiln_value passes), or a container's items: kids[i] holds the storage items[i]
+ * (what the run reads) points into. */
+typedef struct in_node {
   hlo_literal *lit;
   graph_tensor *strs;
   const char **ptrs;
+  int n;
+  struct in_node *kids;
+  kiln_value *items;
+} in_node;
+
+/* One -i, bound to model input `index`. */
+typedef struct run_input {
+  int index;
+  const char *spec;
+  in_node node;
 } run_input;
+
+static void in_node_clear(in_node *n) {
+  literal_free(n->lit);
+  tensor_free(n->strs);
+  free(n->ptrs);
+  for (int i = 0; i < n->n; i++) in_node_clear(&n->kids[i]);
+  free(n->kids);
+  free(n->items);
+  memset(n, 0, sizeof *n);
+}
 
 typedef struct run_state {
   kiln_model *model;
@@ -60,11 +98,7 @@ typedef struct run_state {
 } run_state;
 
 static void run_state_free(run_state *r) {
-  for (int i = 0; i < r->n_in; i++) {
-    literal_free(r->in[i].lit);
-    tensor_free(r->in[i].strs);
-    free(r->in[i].ptrs);
-  }
+  for (int i = 0; i < r->n_in; i++) in_node_clear(&r->in[i].node);
   free(r->in);
   free(r->values);
   if (r->out)
@@ -117,7 +151,8 @@ static void describe_input(strbuf *b, const kiln_model *m, int i) {
   kiln_value v = KILN_VALUE_INIT;
   kiln_status_free(kiln_model_input(m, i, &v));
   strbuf_printf(b, "%s (", v.name);
-  print_value_type(b, v.dtype, v.rank, v.dims);
+  if (v.kind == KILN_KIND_TENSOR) print_value_type(b, v.dtype, v.rank, v.dims);
+  else strbuf_printf(b, "%s of %s", kiln_kind_name(v.kind), kiln_dtype_name(v.dtype));
   strbuf_putc(b, ')');
 }
 
@@ -138,11 +173,10 @@ static kiln_status with_signature(const kiln_model *m, strbuf *msg) {
   return s;
 }
 
-/* Reads one input file and checks it against input `index`; may narrow f32 to bf16, and
+/* Reads one numeric .npy and checks it against want (an input's declaration, or for
+ * an element of a sequence its element dtype); may narrow f32 to bf16, and
  * uint8/int8 to a narrow type (npy.h's mappings). */
-static kiln_status load_input(const kiln_model *m, int index, const char *path, hlo_literal **out) {
-  kiln_value want = KILN_VALUE_INIT;
-  TRY(kiln_model_input(m, index, &want));
+static kiln_status load_input(kiln_value want, const char *path, hlo_literal **out) {
   hlo_literal *l;
   TRY(npy_read_file(path, &l));
   hlo_type want_t;
@@ -184,10 +218,7 @@ static kiln_status load_input(const kiln_model *m, int index, const char *path, 
 
 /* Checks a string file against input `index` and makes the element pointers the
  * run passes (kiln.h's KILN_STRING form; they point into t). */
-static kiln_status check_string_input(const kiln_model *m, int index, const char *path, const graph_tensor *t,
-                                      const char ***ptrs) {
-  kiln_value want = KILN_VALUE_INIT;
-  TRY(kiln_model_input(m, index, &want));
+static kiln_status check_string_input(kiln_value want, const char *path, const graph_tensor *t, const char ***ptrs) {
   bool type_ok = want.dtype == KILN_DTYPE_INVALID || want.dtype == KILN_STRING;
   bool dims_ok = want.rank < 0 || want.rank == t->rank;
   for (int i = 0; dims_ok && want.rank >= 0 && i < want.rank; i++)
@@ -215,6 +246,171 @@ static kiln_status check_string_input(const kiln_model *m, int index, const char
     (*ptrs)[i] = e->data;
   }
   return NULL;
+}
+
+/* A tensor file: a .npy of strings (numpy 'U'/'S' arrays) is a string tensor; any
+ * other goes to the numeric reader. */
+static kiln_status read_tensor(kiln_value want, const char *path, in_node *n, kiln_value *v) {
+  TRY(npy_strings_read_file(path, &n->strs));
+  if (n->strs) {
+    TRY(check_string_input(want, path, n->strs, &n->ptrs));
+    const graph_tensor *t = n->strs;
+    v->dtype = KILN_STRING;
+    v->rank = t->rank;
+    v->dims = t->dims;
+    v->data = (void *)n->ptrs;
+    v->byte_size = (size_t)t->n * sizeof(const char *);
+    return NULL;
+  }
+  TRY(load_input(want, path, &n->lit));
+  const hlo_literal *l = n->lit;
+  v->dtype = kiln_dtype_of(l->shape.type);
+  v->rank = l->shape.rank;
+  v->dims = l->shape.dims;
+  v->data = l->data;
+  v->byte_size = (size_t)shape_byte_size(&l->shape);
+  return NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static bool is_dir(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static bool is_file(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+}
+
+static char *path_join(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 2;
+  char *p = malloc(n);
+  if (!p) abort();
+  snprintf(p, n, "%s/%s", dir, name);
+  return p;
+}
+
+/* Whether name is how a sequence directory names element k or more: "K", "K.npy". */
+static bool element_name(const char *name, long *k) {
+  char *end = NULL;
+  if (name[0] < '0' || name[0] > '9') return false;
+  *k = strtol(name, &end, 10);
+  return !*end || strcmp(end, ".npy") == 0;
+}
+
+static kiln_status read_value(kiln_value want, const char *path, int depth, in_node *n, kiln_value *v);
+
+/* A sequence directory: elements 0.npy, 1.npy, ... (or 0/, 1/, ... for nested
+ * sequences and maps) numbered without gaps; nothing else may be there. */
+static kiln_status read_sequence(kiln_value want, const char *path, int depth, in_node *n, kiln_value *v) {
+  v->kind = KILN_KIND_SEQUENCE;
+  int cap = 0;
+  for (int k = 0;; k++) {
+    char name[32];
+    snprintf(name, sizeof name, "%d.npy", k);
+    char *file = path_join(path, name);
+    snprintf(name, sizeof name, "%d", k);
+    char *dir = path_join(path, name);
+    const char *at = is_file(file) ? file : is_dir(dir) ? dir : NULL;
+    if (!at) {
+      free(file);
+      free(dir);
+      break;
+    }
+    if (n->n == cap) {
+      cap = cap ? 2 * cap : 8;
+      n->kids = realloc(n->kids, (size_t)cap * sizeof *n->kids);
+      n->items = realloc(n->items, (size_t)cap * sizeof *n->items);
+      if (!n->kids || !n->items) abort();
+    }
+    memset(&n->kids[n->n], 0, sizeof *n->kids);
+    n->n++;
+    kiln_value elem = want;
+    elem.rank = -1; /* a sequence's elements may differ in shape */
+    kiln_status s = read_value(elem, at, depth + 1, &n->kids[n->n - 1], &n->items[n->n - 1]);
+    free(file);
+    free(dir);
+    TRY(s);
+  }
+  v->n_items = n->n;
+  v->items = n->items;
+  DIR *d = opendir(path);
+  if (!d) return status_error(KILN_IO_ERROR, "input %s: cannot list %s: %s", want.name, path, strerror(errno));
+  kiln_status s = NULL;
+  for (struct dirent *e; !s && (e = readdir(d));) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+    long k = 0;
+    if (element_name(e->d_name, &k) && k < n->n) continue;
+    if (element_name(e->d_name, &k))
+      s = ERR_INVALID("input %s: element %d of the sequence %s is missing (%s/%d.npy), but %s/%s is there; elements "
+                      "are numbered from 0 without gaps",
+                      want.name, n->n, path, path, n->n, path, e->d_name);
+    else
+      s = ERR_INVALID("input %s: %s/%s is not an element of the sequence %s (a sequence directory holds 0.npy, "
+                      "1.npy, ..., or 0/, 1/, ... for nested values; a map directory keys.npy and values.npy)",
+                      want.name, path, e->d_name, path);
+  }
+  closedir(d);
+  return s;
+}
+
+/* A map directory: keys.npy and values.npy, 1-D and of one length. */
+static kiln_status read_map(kiln_value want, const char *path, int depth, in_node *n, kiln_value *v) {
+  v->kind = KILN_KIND_MAP;
+  n->kids = calloc(2, sizeof *n->kids);
+  n->items = calloc(2, sizeof *n->items);
+  if (!n->kids || !n->items) abort();
+  n->n = 2;
+  v->n_items = 2;
+  v->items = n->items;
+  const char *names[2] = {"keys.npy", "values.npy"};
+  for (int i = 0; i < 2; i++) {
+    char *file = path_join(path, names[i]);
+    kiln_value part = want;
+    part.rank = -1;
+    if (i == 0) part.dtype = KILN_DTYPE_INVALID; /* the keys' type is the executor's to check */
+    n->items[i] = (kiln_value)KILN_VALUE_INIT;
+    kiln_status s = is_file(file) ? read_tensor(part, file, &n->kids[i], &n->items[i])
+                                  : ERR_INVALID("input %s: the map %s has no %s", want.name, path, names[i]);
+    free(file);
+    TRY(s);
+  }
+  return NULL;
+}
+
+/* One -i path (or an element under it) as what the run reads (see the header). */
+static kiln_status read_value(kiln_value want, const char *path, int depth, in_node *n, kiln_value *v) {
+  const char *name = want.name;
+  kiln_kind declared = want.kind;
+  *v = (kiln_value)KILN_VALUE_INIT;
+  v->name = name;
+  if (depth > 32) return ERR_INVALID("input %s: %s nests deeper than 32 levels", name, path);
+  if (ends_with(path, ".none")) { /* an empty optional */
+    if (depth == 0 && declared != KILN_KIND_OPTIONAL)
+      return ERR_INVALID("input %s: %s marks an empty optional, but %s is a %s", name, path, name,
+                         kiln_kind_name(declared));
+    v->kind = KILN_KIND_OPTIONAL;
+    return NULL;
+  }
+  if (is_dir(path)) {
+    char *keys = path_join(path, "keys.npy");
+    bool map = is_file(keys);
+    free(keys);
+    if (depth == 0 && (declared == KILN_KIND_TENSOR || (declared == KILN_KIND_MAP) != map))
+      return ERR_INVALID("input %s is a %s, but %s is a %s directory (see kiln help)", name,
+                         kiln_kind_name(declared), path, map ? "map" : "sequence");
+    return map ? read_map(want, path, depth, n, v) : read_sequence(want, path, depth, n, v);
+  }
+  if (!is_file(path)) return status_error(KILN_IO_ERROR, "input %s: cannot read %s: %s", name, path, strerror(ENOENT));
+  if (depth == 0 && (declared == KILN_KIND_SEQUENCE || declared == KILN_KIND_MAP))
+    return ERR_INVALID("input %s is a %s: give a directory (%s), not the file %s", name, kiln_kind_name(declared),
+                       declared == KILN_KIND_MAP ? "keys.npy and values.npy" : "0.npy, 1.npy, ...", path);
+  return read_tensor(want, path, n, v);
 }
 
 static kiln_status bind_inputs(run_state *r) {
@@ -246,22 +442,12 @@ static kiln_status bind_inputs(run_state *r) {
         strbuf_free(&b);
         return s;
       }
-    run_input *in = &r->in[r->n_in];
+    run_input *in = &r->in[r->n_in++];
     in->index = index;
     in->spec = spec;
-    /* A .npy of strings (numpy 'U'/'S' arrays) is a string input; any other goes to
-     * the numeric reader. */
-    TRY(npy_strings_read_file(eq + 1, &in->strs));
-    if (!in->strs) {
-      TRY(load_input(r->model, index, eq + 1, &in->lit));
-    } else if ((s = check_string_input(r->model, index, eq + 1, in->strs, &in->ptrs))) {
-      tensor_free(in->strs);
-      free(in->ptrs);
-      in->strs = NULL;
-      in->ptrs = NULL;
-      return s;
-    }
-    r->n_in++;
+    kiln_value want = KILN_VALUE_INIT;
+    TRY(kiln_model_input(r->model, index, &want));
+    TRY(read_value(want, eq + 1, 0, &in->node, &r->values[r->n_in - 1]));
   }
   strbuf missing;
   strbuf_init(&missing);
@@ -281,28 +467,6 @@ static kiln_status bind_inputs(run_state *r) {
     strbuf_printf(&b, "missing input%s: %s", n_missing > 1 ? "s" : "", strbuf_cstr(&missing));
     strbuf_free(&missing);
     return with_signature(r->model, &b);
-  }
-  for (int j = 0; j < r->n_in; j++) {
-    kiln_value want = KILN_VALUE_INIT;
-    TRY(kiln_model_input(r->model, r->in[j].index, &want));
-    const hlo_literal *l = r->in[j].lit;
-    kiln_value *v = &r->values[j];
-    *v = (kiln_value)KILN_VALUE_INIT;
-    v->name = want.name;
-    if (r->in[j].strs) {
-      const graph_tensor *t = r->in[j].strs;
-      v->dtype = KILN_STRING;
-      v->rank = t->rank;
-      v->dims = t->dims;
-      v->data = (void *)r->in[j].ptrs;
-      v->byte_size = (size_t)t->n * sizeof(const char *);
-      continue;
-    }
-    v->dtype = kiln_dtype_of(l->shape.type);
-    v->rank = l->shape.rank;
-    v->dims = l->shape.dims;
-    v->data = l->data;
-    v->byte_size = (size_t)shape_byte_size(&l->shape);
   }
   return NULL;
 }
@@ -351,6 +515,104 @@ static kiln_status write_string_output(kiln_tensor *t, const char *output, const
   return s;
 }
 
+/* Removes what an earlier run may have left at DIR/NAME in these forms (NAME.npy,
+ * NAME.none, and the element files of a NAME/ directory), so that what is read back
+ * is this run's value only. Anything else is left alone. */
+static void clear_value_at(const char *dir, const char *name) {
+  size_t n = strlen(dir) + strlen(name) + 8;
+  char *p = malloc(n);
+  if (!p) abort();
+  snprintf(p, n, "%s/%s.npy", dir, name);
+  remove(p);
+  snprintf(p, n, "%s/%s.none", dir, name);
+  remove(p);
+  snprintf(p, n, "%s/%s", dir, name);
+  DIR *d = is_dir(p) ? opendir(p) : NULL;
+  for (struct dirent *e; d && (e = readdir(d));) {
+    long k;
+    char entry[300];
+    snprintf(entry, sizeof entry, "%s", e->d_name);
+    size_t len = strlen(entry);
+    if (len > 5 && strcmp(entry + len - 5, ".none") == 0) entry[len - 5] = 0;
+    else if (len > 4 && strcmp(entry + len - 4, ".npy") == 0) entry[len - 4] = 0;
+    if (element_name(entry, &k) || strcmp(entry, "keys") == 0 || strcmp(entry, "values") == 0)
+      clear_value_at(p, entry);
+  }
+  if (d) {
+    closedir(d);
+    rmdir(p); /* fails, harmlessly, when something else is still there */
+  }
+  free(p);
+}
+
+/* DIR/NAME.npy of a tensor output. */
+static kiln_status write_tensor(kiln_tensor *t, const char *output, const char *dir, const char *name,
+                                strbuf *report) {
+  if (kiln_tensor_dtype(t) == KILN_STRING) return write_string_output(t, output, dir, name, report);
+  hlo_type ht;
+  if (!hlo_type_of(kiln_tensor_dtype(t), &ht))
+    return status_error(KILN_UNIMPLEMENTED, "output %s has dtype %s; .npy outputs hold numbers and bools only", output,
+                        kiln_dtype_name(kiln_tensor_dtype(t)));
+  hlo_literal view;
+  memset(&view, 0, sizeof view);
+  view.shape = shape_make(ht, kiln_tensor_rank(t), kiln_tensor_dims(t));
+  view.data = kiln_tensor_data(t);
+  view.n = kiln_tensor_element_count(t);
+  size_t n = strlen(dir) + strlen(name) + 8;
+  char *path = malloc(n);
+  if (!path) abort();
+  snprintf(path, n, "%s/%s.npy", dir, name);
+  kiln_status s = npy_write_file(path, &view);
+  if (!s) {
+    char *shape = shape_to_string(&view.shape);
+    strbuf_printf(report, "%s: %s%s\n", path, shape,
+                  ht == HLO_BF16                              ? " (written as f32)"
+                  : ht == HLO_S4                              ? " (written as s8)"
+                  : hlo_type_is_narrow(ht) && ht != HLO_U4    ? " (written as u8 bit patterns)"
+                  : ht == HLO_U4                              ? " (written as u8)"
+                                                              : "");
+    free(shape);
+  }
+  free(path);
+  return s;
+}
+
+/* An output in the -i forms (see the header): a tensor as DIR/NAME.npy, a sequence as
+ * the directory DIR/NAME/ of its elements 0, 1, ..., a map as DIR/NAME/ holding
+ * keys.npy and values.npy, an optional as what it holds or, when empty, the empty
+ * file DIR/NAME.none. */
+static kiln_status write_value(kiln_tensor *t, const char *output, const char *dir, const char *name,
+                               strbuf *report) {
+  clear_value_at(dir, name);
+  kiln_kind kind = kiln_tensor_kind(t);
+  if (kind == KILN_KIND_TENSOR) return write_tensor(t, output, dir, name, report);
+  if (kind == KILN_KIND_OPTIONAL) {
+    if (kiln_tensor_item_count(t)) return write_value(kiln_tensor_item(t, 0), output, dir, name, report);
+    size_t n = strlen(dir) + strlen(name) + 8;
+    char *path = malloc(n);
+    if (!path) abort();
+    snprintf(path, n, "%s/%s.none", dir, name);
+    FILE *f = fopen(path, "wb");
+    kiln_status s = f ? NULL : status_error(KILN_IO_ERROR, "output %s: cannot write %s: %s", output, path, strerror(errno));
+    if (f && fclose(f) != 0) s = status_error(KILN_IO_ERROR, "output %s: cannot write %s", output, path);
+    if (!s) strbuf_printf(report, "%s: empty optional\n", path);
+    free(path);
+    return s;
+  }
+  char *sub = path_join(dir, name);
+  kiln_status s = file_make_dirs(sub);
+  int n = kiln_tensor_item_count(t);
+  if (!s && kind == KILN_KIND_SEQUENCE && !n) strbuf_printf(report, "%s/: empty sequence\n", sub);
+  for (int i = 0; i < n && !s; i++) {
+    char item[32];
+    if (kind == KILN_KIND_MAP) snprintf(item, sizeof item, "%s", i ? "values" : "keys");
+    else snprintf(item, sizeof item, "%d", i);
+    s = write_value(kiln_tensor_item(t, i), output, sub, item, report);
+  }
+  free(sub);
+  return s;
+}
+
 static kiln_status write_outputs(const run_state *r, const char *dir, strbuf *report) {
   kiln_format format = kiln_model_format(r->model);
   char **used = calloc((size_t)r->n_out + 1, sizeof *used);
@@ -376,38 +638,7 @@ static kiln_status write_outputs(const run_state *r, const char *dir, strbuf *re
     }
     if (name != base) free(base);
     used[i] = name;
-    kiln_tensor *t = r->out[i];
-    if (kiln_tensor_dtype(t) == KILN_STRING) {
-      s = write_string_output(t, o.name, dir, name, report);
-      continue;
-    }
-    hlo_type ht;
-    if (!hlo_type_of(kiln_tensor_dtype(t), &ht)) {
-      s = status_error(KILN_UNIMPLEMENTED, "output %s has dtype %s; .npy outputs hold numbers and bools only", o.name,
-                       kiln_dtype_name(kiln_tensor_dtype(t)));
-      break;
-    }
-    hlo_literal view;
-    memset(&view, 0, sizeof view);
-    view.shape = shape_make(ht, kiln_tensor_rank(t), kiln_tensor_dims(t));
-    view.data = kiln_tensor_data(t);
-    view.n = kiln_tensor_element_count(t);
-    size_t n = strlen(dir) + strlen(name) + 8;
-    char *path = malloc(n);
-    if (!path) abort();
-    snprintf(path, n, "%s/%s.npy", dir, name);
-    s = npy_write_file(path, &view);
-    if (!s) {
-      char *shape = shape_to_string(&view.shape);
-      strbuf_printf(report, "%s: %s%s\n", path, shape,
-                    ht == HLO_BF16                              ? " (written as f32)"
-                    : ht == HLO_S4                              ? " (written as s8)"
-                    : hlo_type_is_narrow(ht) && ht != HLO_U4    ? " (written as u8 bit patterns)"
-                    : ht == HLO_U4                              ? " (written as u8)"
-                                                                : "");
-      free(shape);
-    }
-    free(path);
+    s = write_value(r->out[i], o.name, dir, name, report);
   }
   for (int i = 0; i < r->n_out; i++) free(used[i]);
   free(used);
@@ -498,7 +729,9 @@ static int check_usage(int argc, char **argv) {
   for (int k = 0; k < kiln_flags.input.n; k++) {
     const char *spec = kiln_flags.input.v[k];
     const char *eq = strchr(spec, '=');
-    if (!eq || eq == spec || !eq[1]) return tool_usage_error("-i expects NAME=PATH.npy, got '%s'", spec);
+    if (!eq || eq == spec || !eq[1])
+      return tool_usage_error("-i expects NAME=PATH (a .npy, a sequence or map directory, or NAME.none), got '%s'",
+                              spec);
   }
   if (kiln_flags.device[0]) {
     strbuf b;

@@ -2,7 +2,8 @@
 
 Covers `kiln run` (inputs of every dtype written by numpy, named and numbered
 parameters, tuple roots flattened to output_N.npy, --iters, --json, KILN_FLAGS, string
-.npy files in and out, optional inputs of graph models), every
+.npy files in and out, optional inputs of graph models, ONNX sequences, optionals and
+maps as directories and NAME.none files in and out), every
 user-facing error with its exit code and message (missing/unknown/mismatched inputs,
 unknown device or flag, malformed HLO with line:col, unknown opcode, verifier errors,
 truncated / fortran-order / absurdly large .npy files, missing files), modules with
@@ -655,6 +656,86 @@ def string_npy_files_and_optional_inputs():
     bad = write(os.path.join(d, 'bad.graph'), 'framework onnx\ninput x: string[?]\n'
                 'c = Constant[value=tensor<string[1]>{"\\xff"}]()\noutput c = c:0\n')
     expect_fail(kiln('run', bad, '-i', 'x=' + x, '-o', out), 1, 'output c: element 0 is not valid UTF-8')
+
+
+SEQUENCE_GRAPH = """framework onnx
+input s[_onnx_type="sequence(tensor(float))"]: ?
+input o[_onnx_type="optional(tensor(int64))"]: ?
+input p: float[?,2]
+n = SequenceLength(s)
+s2 = Identity(s)
+h = OptionalHasElement(o)
+o2 = Identity(o)
+z = ai.onnx.ml.ZipMap[classlabels_strings=["a","b"]](p)
+output s2 = s2:0
+output n = n:0
+output h = h:0
+output o2 = o2:0
+output z = z:0
+"""
+
+
+@test
+def sequences_optionals_and_maps_as_files():
+    """A sequence is a directory of 0.npy, 1.npy, ... (empty directory: empty sequence),
+    an empty optional a path ending in .none (written as NAME.none), a map a directory
+    of keys.npy and values.npy (ZipMap's sequence of maps: NAME/0/keys.npy, ...); what
+    kiln writes reads back as the same input; a stale element of an earlier run is
+    removed; bad inputs are errors naming the input and the file."""
+    d = tmpdir('sequences')
+    g = write(os.path.join(d, 'm.graph'), SEQUENCE_GRAPH)
+    seq = os.path.join(d, 's')
+    os.makedirs(seq)
+    e0 = np.arange(3, dtype=np.float32)
+    e1 = np.ones((2, 2), np.float32)
+    np.save(os.path.join(seq, '0.npy'), e0)
+    np.save(os.path.join(seq, '1.npy'), e1)
+    p = save(d, 'p.npy', np.array([[0.25, 0.75], [1, 0]], np.float32))
+    seven = save(d, 'seven.npy', np.array([7], np.int64))
+    out = os.path.join(d, 'out')
+    res = expect_ok(kiln('run', g, '-i', 's=' + seq, '-i', 'o=' + seven, '-i', 'p=' + p, '-o', out))
+    check('s2/1.npy: f32[2,2]' in res.out and 'z/1/keys.npy: string[2]' in res.out, 'report', res)
+    check(sorted(os.listdir(os.path.join(out, 's2'))) == ['0.npy', '1.npy'], 'sequence directory')
+    check(np.array_equal(np.load(os.path.join(out, 's2', '1.npy')), e1), 'element 1')
+    check(np.load(os.path.join(out, 'n.npy')) == 2 and np.load(os.path.join(out, 'h.npy')), 'n, h')
+    check(np.load(os.path.join(out, 'o2.npy')).tolist() == [7], 'a present optional is what it holds')
+    check(np.load(os.path.join(out, 'z', '1', 'keys.npy')).tolist() == ['a', 'b'], 'ZipMap keys')
+    check(np.load(os.path.join(out, 'z', '0', 'values.npy')).tolist() == [0.25, 0.75], 'ZipMap values')
+    # Round trip: the output directory back in, an empty sequence and an empty optional.
+    empty = os.path.join(d, 'empty')
+    os.makedirs(empty)
+    res = expect_ok(kiln('run', g, '-i', 's=' + empty, '-i', 'o=' + os.path.join(d, 'nothing.none'), '-i', 'p=' + p,
+                         '-o', out))
+    check('s2/: empty sequence' in res.out and 'o2.none: empty optional' in res.out, 'report', res)
+    check(os.listdir(os.path.join(out, 's2')) == [], 'the earlier run\'s elements are gone')
+    check(os.path.isfile(os.path.join(out, 'o2.none')) and not os.path.exists(os.path.join(out, 'o2.npy')), 'o2')
+    check(not np.load(os.path.join(out, 'h.npy')), 'h')
+    out2 = os.path.join(d, 'out2')
+    expect_ok(kiln('run', g, '-i', 's=' + os.path.join(out, 's2'), '-i', 'o=' + os.path.join(out, 'o2.none'),
+                   '-i', 'p=' + p, '-o', out2))
+    # Errors name the input and the file.
+    bad = os.path.join(d, 'bad')
+    os.makedirs(bad)
+    np.save(os.path.join(bad, '0.npy'), e0)
+    np.save(os.path.join(bad, '1.npy'), np.arange(3))
+    expect_fail(kiln('run', g, '-i', 's=' + bad, '-i', 'o=' + seven, '-i', 'p=' + p, '-o', out), 1,
+                'input s: the model takes float32 but', 'bad/1.npy holds int64[3] (element types differ)')
+    os.remove(os.path.join(bad, '1.npy'))
+    np.save(os.path.join(bad, '2.npy'), e0)
+    expect_fail(kiln('run', g, '-i', 's=' + bad, '-i', 'o=' + seven, '-i', 'p=' + p, '-o', out), 1,
+                'input s: element 1 of the sequence', 'is missing', '2.npy is there')
+    os.remove(os.path.join(bad, '2.npy'))
+    write(os.path.join(bad, 'notes.txt'), 'x')
+    expect_fail(kiln('run', g, '-i', 's=' + bad, '-i', 'o=' + seven, '-i', 'p=' + p, '-o', out), 1,
+                'notes.txt is not an element of the sequence')
+    expect_fail(kiln('run', g, '-i', 's=' + seven, '-i', 'o=' + seven, '-i', 'p=' + p, '-o', out), 1,
+                'input s is a sequence: give a directory', 'seven.npy')
+    expect_fail(kiln('run', g, '-i', 's=' + seq, '-i', 'o=' + seven, '-i', 'p=' + seq, '-o', out), 1,
+                'input p is a tensor, but', 'is a sequence directory')
+    expect_fail(kiln('run', g, '-i', 's=x.none', '-i', 'o=' + seven, '-i', 'p=' + p, '-o', out), 1,
+                'input s: x.none marks an empty optional, but s is a sequence')
+    expect_fail(kiln('run', g, '-i', 's=' + os.path.join(d, 'absent'), '-i', 'o=' + seven, '-i', 'p=' + p,
+                     '-o', out), 1, 'input s: cannot read', 'absent')
 
 
 def main():

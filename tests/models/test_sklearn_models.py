@@ -3,9 +3,12 @@
 
 Each model is trained here, at test time, with fixed seeds on small synthetic data
 (sklearn.datasets.make_classification / make_regression, and load_iris, which ships
-inside scikit-learn), converted with skl2onnx (classifiers with zipmap disabled:
-options={id(model): {'zipmap': False}}, since kiln has no map values and refuses ZipMap),
-then run with `kiln run model.onnx -i NAME=x.npy -o OUTDIR` on held-out rows. kiln's
+inside scikit-learn), converted with skl2onnx (most classifiers with zipmap disabled:
+options={id(model): {'zipmap': False}}, so probabilities are one float tensor; the
+"+ZipMap" ones with skl2onnx's default, which ends in ai.onnx.ml ZipMap: probabilities
+as a sequence of maps from class label, int64 or string, to probability, which kiln
+writes as OUTDIR/NAME/0/keys.npy, 0/values.npy, ...), then run with
+`kiln run model.onnx -i NAME=x.npy -o OUTDIR` on held-out rows. kiln's
 outputs are compared with scikit-learn's own predict / predict_proba /
 decision_function; ONNX Runtime runs the same file too and its distance from
 scikit-learn is printed beside kiln's, for reference (it is not a pass criterion).
@@ -13,7 +16,8 @@ scikit-learn is printed beside kiln's, for reference (it is not a pass criterion
 Tolerances. Inputs are float32 values (what the ONNX models take), given to
 scikit-learn as the same values in float64, so both see identical inputs.
   * labels: exactly;
-  * probabilities: 1e-5 absolute;
+  * probabilities: 1e-5 absolute (ZipMap's maps: keys exactly scikit-learn's classes_,
+    in order, values 1e-5 absolute);
   * regression values and decision functions: 1e-5 relative to the largest |value| of
     the reference (at least 1e-5 absolute). skl2onnx stores weights, coefficients and
     support vectors as float32 and the outputs are float32, so an output of magnitude
@@ -86,6 +90,7 @@ def datasets():
     d["reg"] = (f32(X).astype(np.float64), y)
     iris = load_iris()
     d["iris"] = (f32(iris.data).astype(np.float64), iris.target)
+    d["iris-names"] = (d["iris"][0], iris.target_names[iris.target])  # string class labels
     # Mixed: 3 numeric columns (integers, scaled) and 2 int64 categorical columns.
     rng = np.random.RandomState(3)
     num = rng.randint(-50, 50, size=(400, 3))
@@ -104,7 +109,8 @@ def split(X, y):
 
 
 def models():
-    """[(name, data set, estimator, kind)] kind: classifier / regressor / svc."""
+    """[(name, data set, estimator, kind)] kind: classifier / regressor / svc / zipmap
+    (a classifier converted with ZipMap)."""
     from sklearn.compose import ColumnTransformer
     from sklearn.ensemble import (GradientBoostingClassifier, GradientBoostingRegressor, RandomForestClassifier,
                                   RandomForestRegressor)
@@ -134,6 +140,9 @@ def models():
         ("SVC-multiclass", "iris", SVC(probability=False, random_state=0), "svc"),
         ("SVR", "reg", SVR(C=50.0), "regressor"),
         ("Pipeline(StandardScaler+OneHotEncoder+LogisticRegression)", "mixed", pipe, "classifier"),
+        ("LogisticRegression-multiclass+ZipMap", "iris", LogisticRegression(max_iter=1000), "zipmap"),
+        ("RandomForestClassifier-string-labels+ZipMap", "iris-names",
+         RandomForestClassifier(n_estimators=8, max_depth=5, random_state=0), "zipmap"),
     ]
 
 
@@ -142,7 +151,7 @@ def convert(est, Xtr, kind):
     from skl2onnx import to_onnx
     from skl2onnx.common.data_types import FloatTensorType, Int64TensorType
     t = Int64TensorType if Xtr.dtype == np.int64 else FloatTensorType
-    opts = {id(est): {"zipmap": False}} if kind in ("classifier", "svc") else None
+    opts = {id(est): {"zipmap": False}} if kind in ("classifier", "svc") else None  # "zipmap": skl2onnx's default
     return to_onnx(est, initial_types=[("X", t([None, Xtr.shape[1]]))], options=opts,
                    target_opset={"": 17, "ai.onnx.ml": 3})
 
@@ -205,8 +214,16 @@ def run_kiln(kiln, model_path, x, d):
         return "kiln exit %d: %s" % (r.returncode, (err[-1] if err else "?")[:400])
     res = {}
     for f in sorted(os.listdir(out)):
+        p = os.path.join(out, f)
         if f.endswith(".npy"):
-            res[f[:-4]] = np.load(os.path.join(out, f), allow_pickle=False)
+            res[f[:-4]] = np.load(p, allow_pickle=False)
+        elif os.path.isdir(p):  # a sequence of maps (ZipMap): p/0/keys.npy, p/0/values.npy, ...
+            maps, i = [], 0
+            while os.path.isdir(os.path.join(p, str(i))):
+                maps.append((np.load(os.path.join(p, str(i), "keys.npy"), allow_pickle=False),
+                             np.load(os.path.join(p, str(i), "values.npy"), allow_pickle=False)))
+                i += 1
+            res[f] = maps
     return res
 
 
@@ -219,7 +236,28 @@ def expected_outputs(est, X, kind):
         if dec.ndim == 1:
             dec = dec.reshape(-1, 1)
         return [("predict", est.predict(X), "exact"), ("decision_function", dec, "value")]
+    if kind == "zipmap":
+        return [("predict", est.predict(X), "exact"), ("predict_proba", (est.classes_, est.predict_proba(X)), "zipmap")]
     return [("predict", est.predict(X), "exact"), ("predict_proba", est.predict_proba(X), "proba")]
+
+
+def compare_maps(ref, got):
+    """ZipMap's output, [(keys, values)] per row (kiln) or [dict] (ONNX Runtime), against
+    (classes_, predict_proba): (ok, max abs diff or None, note)."""
+    import numpy as np
+    classes, proba = ref
+    if not isinstance(got, list):
+        return False, None, "not a sequence of maps"
+    if len(got) != len(proba):
+        return False, None, "%d maps, expected %d" % (len(got), len(proba))
+    rows = []
+    for i, m in enumerate(got):
+        keys, vals = (list(m.keys()), list(m.values())) if isinstance(m, dict) else (list(m[0]), list(m[1]))
+        if keys != list(classes):
+            return False, None, "map %d has keys %s, expected %s" % (i, keys, list(classes))
+        rows.append(vals)
+    diff = float(np.max(np.abs(np.asarray(rows, dtype=np.float64) - proba))) if proba.size else 0.0
+    return diff <= PROBA_ATOL, diff, "" if diff <= PROBA_ATOL else "max diff %.3g > %.3g" % (diff, PROBA_ATOL)
 
 
 def compare(ref, got, how):
@@ -227,6 +265,8 @@ def compare(ref, got, how):
     import numpy as np
     if got is None:
         return False, None, "missing"
+    if how == "zipmap":
+        return compare_maps(ref, got)
     got = np.asarray(got)
     if how == "value" and ref.ndim == 2 and ref.shape[1] == 1 and got.ndim == 2 and got.shape[1] == 2:
         # Binary SVC: skl2onnx negates the model so that the SVMClassifier's scores

@@ -14,7 +14,9 @@ Each case runs twice: `kiln run model.onnx -i NAME=PATH.npy ... -o DIR` (one pro
 data set, so a crash is one failed case; bfloat16 values travel as float32 .npy files,
 float8/float4 as uint8 bit patterns, int4 as int8 and uint4 as uint8 values, the CLI's
 documented mappings for the types numpy lacks; string tensors, which onnx gives as object
-arrays, as numpy text ('<U') arrays), and ONNX Runtime's CPU provider in this
+arrays, as numpy text ('<U') arrays; sequences, optionals and maps in the CLI's forms
+for them: a directory of 0.npy, 1.npy, ..., an empty optional as NAME.none, a map as a
+directory of keys.npy and values.npy), and ONNX Runtime's CPU provider in this
 process. Both are compared with the recorded outputs by onnx's own rule
 (onnx.backend.test.runner: same count, shape and dtype; strings and ints exactly;
 floats by assert_allclose with the case's rtol/atol, 1e-3/1e-7 unless the case says
@@ -249,32 +251,86 @@ def safe_name(name):
     return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
 
 
+def tensor_to_npy(v):
+    """A tensor as the kiln CLI's .npy files carry it, or a str saying why it cannot be."""
+    import numpy as np
+    if v.dtype == object:  # strings: the CLI reads numpy text ('<U') and bytes ('S') arrays
+        flat = v.ravel().tolist()
+        if all(isinstance(x, str) for x in flat):
+            return v.astype(np.str_)
+        if all(isinstance(x, bytes) for x in flat):
+            return v.astype(np.bytes_)
+        return "an object array of other than str or bytes"
+    if v.dtype.name == "bfloat16":  # the CLI's documented mapping: bf16 travels as f32
+        return v.astype(np.float32)
+    if v.dtype.name in NARROW:
+        return narrow_to_npy(v)
+    return v
+
+
+def save_value(v, base):
+    """Writes v in the kiln CLI's forms (`kiln help`: a tensor BASE.npy, a sequence the
+    directory BASE/ of 0, 1, ..., a map BASE/ with keys.npy and values.npy, an empty
+    optional BASE.none); returns the path -i takes, or raises ValueError."""
+    import numpy as np
+    v = as_array(v)
+    if v is None:
+        open(base + ".none", "w").close()
+        return base + ".none"
+    if isinstance(v, (list, dict)):
+        os.makedirs(base)
+        if isinstance(v, dict):
+            keys = list(v.keys())
+            save_value(np.array(keys), os.path.join(base, "keys"))
+            save_value(np.array([v[k] for k in keys]), os.path.join(base, "values"))
+        for i, e in enumerate(v if isinstance(v, list) else []):
+            save_value(e, os.path.join(base, str(i)))
+        return base
+    t = tensor_to_npy(v)
+    if isinstance(t, str):
+        raise ValueError(t)
+    np.save(base + ".npy", t)
+    return base + ".npy"
+
+
+def load_value(base, ref):
+    """Reads what kiln wrote at BASE in those forms (None when nothing is there: raises
+    FileNotFoundError); ref, the expected value, says how narrow types come back."""
+    import numpy as np
+    if os.path.isfile(base + ".none"):
+        return None
+    if os.path.isdir(base):
+        if os.path.isfile(os.path.join(base, "keys.npy")):
+            keys = np.load(os.path.join(base, "keys.npy"), allow_pickle=False)
+            vals = np.load(os.path.join(base, "values.npy"), allow_pickle=False)
+            return dict(zip(keys.tolist(), vals))
+        ref = ref if isinstance(ref, list) else []
+        out, i = [], 0
+        while any(os.path.exists(os.path.join(base, str(i)) + x) for x in ("", ".npy", ".none")):
+            out.append(load_value(os.path.join(base, str(i)), ref[i] if i < len(ref) else None))
+            i += 1
+        return out
+    g = np.load(base + ".npy", allow_pickle=False)
+    ref = as_array(ref)
+    if isinstance(ref, np.ndarray) and ref.dtype.name == "bfloat16" and g.dtype == np.float32:
+        g = g.astype(ref.dtype)  # bf16 outputs are written as f32 (exact: they are bf16 values)
+    elif isinstance(ref, np.ndarray) and ref.dtype.name in NARROW and g.dtype in (np.uint8, np.int8):
+        g = narrow_from_npy(g, ref.dtype)
+    return g
+
+
 def run_kiln(kiln, case, ins, outs, work):
     """(reason or None, crashed)."""
-    import numpy as np
     d = os.path.join(work, "run", case.suite, case.name)
     for k, (inputs, expected) in enumerate(case.data_sets):
         shutil.rmtree(d, ignore_errors=True)
         os.makedirs(d)
         cmd = [kiln, "run", case.model_path, "-o", os.path.join(d, "out")]
         for i, v in enumerate(inputs):
-            v = as_array(v)
-            if not isinstance(v, np.ndarray):
-                return "input %s: a %s (the kiln CLI takes tensors)" % (ins[i].name, type(v).__name__), False
-            if v.dtype == object:  # strings: the CLI reads numpy text ('<U') and bytes ('S') arrays
-                flat = v.ravel().tolist()
-                if all(isinstance(x, str) for x in flat):
-                    v = v.astype(np.str_)
-                elif all(isinstance(x, bytes) for x in flat):
-                    v = v.astype(np.bytes_)
-                else:
-                    return "input %s: an object array of other than str or bytes" % ins[i].name, False
-            if v.dtype.name == "bfloat16":  # the CLI's documented mapping: bf16 travels as f32
-                v = v.astype(np.float32)
-            elif v.dtype.name in NARROW:
-                v = narrow_to_npy(v)
-            p = os.path.join(d, "in_%d.npy" % i)
-            np.save(p, v)
+            try:
+                p = save_value(v, os.path.join(d, "in_%d" % i))
+            except ValueError as e:
+                return "input %s: %s" % (ins[i].name, e), False
             cmd += ["-i", "%s=%s" % (ins[i].name, p)]
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=KILN_TIMEOUT_S)
@@ -287,19 +343,12 @@ def run_kiln(kiln, case, ins, outs, work):
             return (err[0] if err else "exit 1")[:400], False
         got = []
         for j, o in enumerate(outs[:len(expected)]):
-            p = os.path.join(d, "out", safe_name(o.name) + ".npy")
-            if not os.path.isfile(p):
-                return "output %s not written" % o.name, False
             try:
-                g = np.load(p, allow_pickle=False)
-                ref = as_array(expected[j])
-                if isinstance(ref, np.ndarray) and ref.dtype.name == "bfloat16" and g.dtype == np.float32:
-                    g = g.astype(ref.dtype)  # bf16 outputs are written as f32 (exact: they are bf16 values)
-                elif isinstance(ref, np.ndarray) and ref.dtype.name in NARROW and g.dtype in (np.uint8, np.int8):
-                    g = narrow_from_npy(g, ref.dtype)
-                got.append(g)
+                got.append(load_value(os.path.join(d, "out", safe_name(o.name)), expected[j]))
+            except FileNotFoundError:
+                return "output %s not written" % o.name, False
             except Exception as e:  # noqa: BLE001
-                return "output %s: unreadable .npy (%s)" % (o.name, e), False
+                return "output %s: unreadable (%s)" % (o.name, e), False
         why = compare(expected, got, case.rtol, case.atol)
         if why:
             return ("data set %d: " % k if len(case.data_sets) > 1 else "") + why, False

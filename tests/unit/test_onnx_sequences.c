@@ -4,8 +4,9 @@
  * SplitToSequence with and without split and keepdims, ConcatFromSequence with and
  * without new_axis, sequences carried through an ONNX Loop and returned by If bodies,
  * Optional/OptionalHasElement/OptionalGetElement (empty, of a tensor, of a sequence),
- * and the errors out-of-range positions and empty optionals give. Graphs are written in
- * the graph text format. */
+ * SequenceMap over two sequences with a tensor passed whole and two outputs, and the
+ * errors out-of-range positions, empty optionals and
+ * sequences of unequal length give. Graphs are written in the graph text format. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,6 +199,53 @@ static void test_sequence_carried_through_loop_and_if(void) {
   free_outs(o, 2);
 }
 
+static const char seq_map[] =
+    "framework onnx\n"
+    "graph body {\n"
+    "  input a: float[?]\n"
+    "  input b: float[?]\n"
+    "  input k: float[]\n"
+    "  ab = Add(a, b)\n"
+    "  y = Mul(ab, k)\n"
+    "  n = Shape(a)\n"
+    "  output y = y:0\n"
+    "  output n = n:0\n"
+    "}\n"
+    "input x: float[?]\n"
+    "input k: float[]\n"
+    "s = SplitToSequence[axis=0](x)\n"
+    "t = SplitToSequence[axis=0](x)\n"
+    "m = SequenceMap[body=@body](s, t, k) -> (variant, variant)\n"
+    "y = ConcatFromSequence[axis=0](m:0)\n"
+    "len = SequenceLength(m:1)\n"
+    "output y = y:0\n"
+    "output len = len:0\n";
+
+static void test_sequence_map_runs_the_body_per_element(void) {
+  graph_tensor *o[2];
+  CHECK_OK(run_graph(seq_map, 2, o, 2, "x", vec(GRAPH_DT_FLOAT, 3, (double[]){1, 2, 3}), "k",
+                     scalar(GRAPH_DT_FLOAT, 10)));
+  CHECK(values_are(o[0], 1, (int64_t[]){3}, 3, (double[]){20, 40, 60}));
+  CHECK(o[1] && tensor_get_s64(o[1], 0) == 3);
+  free_outs(o, 2);
+  /* Sequences of unequal length are refused, naming the input. */
+  CHECK_ERR(run_graph("framework onnx\n"
+                      "graph body {\n"
+                      "  input a: float[?]\n"
+                      "  input b: float[?]\n"
+                      "  output a = a:0\n"
+                      "}\n"
+                      "input x: float[2]\n"
+                      "s = SplitToSequence[axis=0](x)\n"
+                      "t = SequenceConstruct(x)\n"
+                      "m = SequenceMap[body=@body](s, t)\n"
+                      "n = SequenceLength(m)\n"
+                      "output n = n:0\n",
+                      1, o, 1, "x", vec(GRAPH_DT_FLOAT, 2, (double[]){1, 2})),
+            "input 1 is a sequence of 1 elements but input 0 has 2");
+  free_outs(o, 1);
+}
+
 static const char optionals[] =
     "framework onnx\n"
     "input x: float[2]\n"
@@ -278,4 +326,5 @@ static void test_errors_name_position_and_empty_optional(void) {
 
 TEST_MAIN(TEST(test_insert_erase_at_follow_positions_and_keep_inputs),
           TEST(test_split_to_sequence_and_concat_round_trip), TEST(test_sequence_carried_through_loop_and_if),
-          TEST(test_optional_has_and_get_element), TEST(test_errors_name_position_and_empty_optional))
+          TEST(test_optional_has_and_get_element), TEST(test_errors_name_position_and_empty_optional),
+          TEST(test_sequence_map_runs_the_body_per_element))

@@ -994,7 +994,13 @@ static kiln_status convert_graph(onnx_ctx *ctx, scope *s, const Onnx__GraphProto
       for (int d = 0; d < info.shape.rank; d++) params[d] = info.dim_params[d] ? info.dim_params[d] : "";
       set_strings_attr(in, "_dim_params", info.shape.rank, params, NULL);
     }
-    if (info.non_tensor) graph_node_set_attr_string(in, "_onnx_type", info.non_tensor, strlen(info.non_tensor));
+    if (info.non_tensor) {
+      strbuf text;
+      strbuf_init(&text);
+      onnx_type_text(vi->type, &text);
+      graph_node_set_attr_string(in, "_onnx_type", strbuf_cstr(&text), text.len);
+      strbuf_free(&text);
+    }
     onnx_map_put(&s->values, name, in, 0);
     s->n_formal++;
   }

@@ -68,7 +68,9 @@
  * Graph inputs with symbolic dims (dim_param) get unknown (-1) dims; STRINGS attr
  * "_dim_params" on the input node keeps one name per dim ("" for concrete or unnamed
  * dims; the attr is omitted when no dim is symbolic). Non-tensor inputs (sequence, map,
- * optional, sparse) have dtype unknown and STRING attr "_onnx_type" naming the kind.
+ * optional, sparse) have dtype unknown and STRING attr "_onnx_type" spelling the whole
+ * type ("sequence(tensor(float))", "optional(tensor(int64))", "map(string,tensor(float))";
+ * "?" for what the model leaves unsaid), which the executor checks fed values against.
  *
  * Attributes map INT->INT, FLOAT->FLOAT, STRING->STRING (bytes), TENSOR->TENSOR,
  * GRAPH->FUNC, INTS/FLOATS/STRINGS/TENSORS/GRAPHS->LIST of the element kind (empty

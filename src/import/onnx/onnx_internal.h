@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/status.h"
+#include "base/strbuf.h"
 #include "graph/graph.h"
 #include "onnx/onnx.pb-c.h"
 
@@ -85,6 +86,10 @@ typedef struct onnx_type_info {
   bool rank_too_large;
 } onnx_type_info;
 void onnx_type_info_from_proto(const Onnx__TypeProto *tp, onnx_type_info *out);
+/* The type as text for the "_onnx_type" attribute (onnx_import.h): "tensor(float)",
+ * "sequence(tensor(int64))", "optional(sequence(tensor(?)))", "map(string,tensor(float))";
+ * element types by graph_dtype_name, "?" where the model does not say. */
+void onnx_type_text(const Onnx__TypeProto *tp, strbuf *b);
 
 /* ---- onnx_graph.c ---- */
 /* Converts the model's main graph into ctx->root. */

@@ -339,6 +339,40 @@ kiln_status onnx_tensor_from_proto(const onnx_ctx *ctx, const Onnx__TensorProto 
 
 /* ---- TypeProto ---- */
 
+void onnx_type_text(const Onnx__TypeProto *tp, strbuf *b) {
+  if (!tp) {
+    strbuf_append(b, "?");
+    return;
+  }
+  switch (tp->value_case) {
+    case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE: {
+      int code = tp->tensor_type && tp->tensor_type->has_elem_type ? tp->tensor_type->elem_type : 0;
+      strbuf_printf(b, "tensor(%s)", graph_dtype_name(graph_dtype_from_onnx(code)));
+      return;
+    }
+    case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+      strbuf_append(b, "sequence(");
+      onnx_type_text(tp->sequence_type ? tp->sequence_type->elem_type : NULL, b);
+      strbuf_putc(b, ')');
+      return;
+    case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+      strbuf_append(b, "optional(");
+      onnx_type_text(tp->optional_type ? tp->optional_type->elem_type : NULL, b);
+      strbuf_putc(b, ')');
+      return;
+    case ONNX__TYPE_PROTO__VALUE_MAP_TYPE: {
+      const Onnx__TypeProto__Map *m = tp->map_type;
+      int key = m && m->has_key_type ? m->key_type : 0;
+      strbuf_printf(b, "map(%s,", graph_dtype_name(graph_dtype_from_onnx(key)));
+      onnx_type_text(m ? m->value_type : NULL, b);
+      strbuf_putc(b, ')');
+      return;
+    }
+    case ONNX__TYPE_PROTO__VALUE_SPARSE_TENSOR_TYPE: strbuf_append(b, "sparse_tensor"); return;
+    default: strbuf_append(b, "?"); return;
+  }
+}
+
 void onnx_type_info_from_proto(const Onnx__TypeProto *tp, onnx_type_info *out) {
   memset(out, 0, sizeof *out);
   out->dtype = GRAPH_DT_INVALID;
