@@ -44,7 +44,8 @@ kiln_status import_model_buffer(const void *data, size_t len, import_format form
  * puts the named inputs first, in order, and a name of an internal tensor becomes a new
  * graph input "node:N" that takes over all its consumers (fed, as TF's feed does).
  * Then g is pruned to what the results need. A name that matches nothing is NOT_FOUND
- * naming it; 0 and 0 leave g as it is. */
+ * naming it; a tensor inside a while loop cannot be fed (INVALID_ARGUMENT naming its
+ * frame); 0 and 0 leave g as it is. */
 kiln_status import_select_io(graph *g, int n_inputs, const char *const *inputs, int n_outputs,
                              const char *const *outputs);
 

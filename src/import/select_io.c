@@ -99,6 +99,48 @@ static kiln_status select_outputs(arena *a, graph *g, int n, const char *const *
   return NULL;
 }
 
+/* The while-loop frame n runs in (its frame_name), or NULL for the root: TF's
+ * ControlFlowInfo over a topological order, an Enter opening the frame it names and an
+ * Exit returning to the parent. A feed is a root-frame value, so a tensor inside a loop
+ * cannot be fed (its consumers run once per iteration). */
+static kiln_status loop_frame_of(arena *a, graph *g, const graph_node *target, const char **frame) {
+  graph_node **order = NULL;
+  int n = 0;
+  TRY(graph_topo_order(g, &order, &n));
+  /* By node index: the frame name and the index of the Enter's input frame's node. */
+  const char **name = arena_calloc(a, (size_t)g->n_nodes + 1, sizeof *name);
+  const graph_node **parent = arena_calloc(a, (size_t)g->n_nodes + 1, sizeof *parent);
+  *frame = NULL;
+  for (int t = 0; t < n; t++) {
+    graph_node *v = order[t];
+    const graph_node *from = NULL;
+    for (int k = 0; k < v->n_inputs && !from; k++)
+      if (!graph_node_is_next_iteration(v->inputs[k].node)) from = v->inputs[k].node;
+    if (!from && v->n_control) from = v->control_inputs[0];
+    /* name/parent of v: the frame it runs in, and a node of the enclosing frame. */
+    const char *f = from ? name[from->index] : NULL;
+    const graph_node *up = from ? parent[from->index] : NULL;
+    if (graph_node_is(v, "Enter") || graph_node_is(v, "RefEnter")) {
+      const graph_attr_value *fv = graph_node_attr(v, "frame_name");
+      up = from;
+      f = fv && fv->kind == GRAPH_ATTR_STRING ? fv->s.data : "?";
+    } else if ((graph_node_is(v, "Exit") || graph_node_is(v, "RefExit")) && up) {
+      f = name[up->index];
+      up = parent[up->index];
+    } else if (graph_node_is(v, "Exit") || graph_node_is(v, "RefExit")) {
+      f = NULL;
+    }
+    name[v->index] = f;
+    parent[v->index] = up;
+    if (v == target) {
+      *frame = f;
+      break;
+    }
+  }
+  free(order);
+  return NULL;
+}
+
 static kiln_status select_inputs(arena *a, graph *g, int n, const char *const *names) {
   graph_node **order = arena_calloc(a, (size_t)g->n_inputs + (size_t)n + 1, sizeof *order);
   int w = 0;
@@ -110,6 +152,12 @@ static kiln_status select_inputs(arena *a, graph *g, int n, const char *const *n
       graph_node *node;
       int port;
       TRY(find_tensor(a, g, "input", names[i], &node, &port));
+      const char *frame = NULL;
+      if (!node->is_input) TRY(loop_frame_of(a, g, node, &frame));
+      if (frame)
+        return ERR_INVALID("input '%s' is a tensor inside while loop frame '%s'; only tensors outside loops can "
+                           "be fed",
+                           names[i], frame);
       if (node->is_input) {
         in = node;
       } else {

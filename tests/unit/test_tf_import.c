@@ -474,6 +474,36 @@ static void test_select_io_feeds_an_internal_tensor(void) {
   graph_free(g);
 }
 
+/* A feed is a root-frame value: a tensor inside a while loop cannot be fed (its
+ * consumers run once per iteration), while the loop's Exit, back in the root, can. */
+static void test_select_io_refuses_feeding_inside_a_loop(void) {
+  static const char text[] =
+      "framework tf\n"
+      "input x: int32[]\n"
+      "limit = Const[dtype=int32, value=tensor<int32[]>{3}]()\n"
+      "w/Enter = Enter[T=int32, frame_name=\"w\", is_constant=false](x)\n"
+      "w/Limit = Enter[T=int32, frame_name=\"w\", is_constant=true](limit)\n"
+      "w/Merge = Merge[N=2, T=int32](w/Enter, w/Next) -> (int32[], int32[])\n"
+      "w/Less = Less[T=int32](w/Merge, w/Limit)\n"
+      "w/LoopCond = LoopCond(w/Less) -> (bool[])\n"
+      "w/Switch = Switch[T=int32](w/Merge, w/LoopCond) -> (int32[], int32[])\n"
+      "w/Body = Identity[T=int32](w/Switch:1)\n"
+      "w/Add = AddV2[T=int32](w/Body, w/Limit)\n"
+      "w/Next = NextIteration[T=int32](w/Add)\n"
+      "w/Exit = Exit[T=int32](w/Switch)\n"
+      "out = Neg[T=int32](w/Exit)\n"
+      "output out = out:0\n";
+  graph *g = NULL;
+  CHECK_OK(graph_parse(text, strlen(text), "loop.graph", &g));
+  if (!g) return;
+  const char *inside[] = {"w/Add"};
+  CHECK_ERR(import_select_io(g, 1, inside, 0, NULL), "inside while loop frame 'w'");
+  const char *exit_[] = {"w/Exit"};
+  CHECK_OK(import_select_io(g, 1, exit_, 0, NULL));
+  CHECK(g->inputs[0] == graph_find_node(g, "w/Exit:0") && !graph_find_node(g, "w/Merge"));
+  graph_free(g);
+}
+
 static void test_attr_kinds(void) {
   strbuf gd = sb();
   /* A library function for func attributes. */
@@ -1851,7 +1881,7 @@ int main(int argc, char **argv) {
       TEST(test_graphdef_robustness), TEST(test_tfjs_model),  TEST(test_tfjs_errors),
       TEST(test_tfjs_robustness), TEST(test_control_only_helpers_are_not_outputs),
       TEST(test_select_io_names_outputs_and_prunes), TEST(test_select_io_refuses_unknown_and_repeated_names),
-      TEST(test_select_io_feeds_an_internal_tensor),
+      TEST(test_select_io_feeds_an_internal_tensor), TEST(test_select_io_refuses_feeding_inside_a_loop),
   };
   int rc = check_run(__FILE__, cases, (int)(sizeof cases / sizeof cases[0]));
   cleanup_tmpdir();
