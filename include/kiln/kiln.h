@@ -186,6 +186,16 @@ KILN_API void kiln_options_free(kiln_options *opts);
  *   format            "auto" (default), "onnx", "graphdef", "tfjs", "hlo", "graph":
  *                     how kiln_model_load* reads the bytes
  *   report            "true": keep what the bridge decided for kiln_model_report
+ *   inputs, outputs   comma-separated tensor names, TensorFlow style: "node" (its
+ *                     output 0) or "node:N", or a name the model already gives an
+ *                     input or output. outputs: the tensors the model returns, in
+ *                     that order, instead of its own outputs (a frozen GraphDef has
+ *                     none: kiln takes every node whose data nothing reads, minus
+ *                     control-only helpers). inputs: the inputs in that order; an
+ *                     internal tensor becomes an input of that name, fed in place of
+ *                     what computed it. A name matching nothing fails the load
+ *                     (NOT_FOUND naming it). "" (default): the model's own. Not for
+ *                     HLO modules.
  * An unknown key is NOT_FOUND listing the keys; a bad value is INVALID_ARGUMENT naming
  * the key and what it takes.
  * Plugins named by plugin_path / plugin join the process-wide device registry when a

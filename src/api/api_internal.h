@@ -53,6 +53,8 @@ struct kiln_options {
   log_level log_level;
   kiln_format format;
   bool report;
+  char *inputs;  /* comma-separated tensor names, "" for the model's own */
+  char *outputs;
   kiln_log_fn log_fn;
   void *log_user;
   char *get_text; /* kiln_options_get's last answer */

@@ -481,12 +481,42 @@ static import_format import_of_format(kiln_format f) {
   }
 }
 
+/* Splits a comma-separated option into its names (in a malloc'ed copy, *buf). */
+static int split_names(const char *list, char **buf, const char ***names) {
+  *buf = xstrdup(list);
+  *names = calloc(strlen(list) / 2 + 2, sizeof **names);
+  if (!*names) abort();
+  int n = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(*buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    if (*t) (*names)[n++] = t;
+  return n;
+}
+
+/* The inputs / outputs options: the tensors the caller names instead of the file's. */
+static kiln_status select_io(const kiln_options *o, graph *g) {
+  if (!o->inputs[0] && !o->outputs[0]) return NULL;
+  char *ibuf, *obuf;
+  const char **in, **out;
+  int n_in = split_names(o->inputs, &ibuf, &in), n_out = split_names(o->outputs, &obuf, &out);
+  kiln_status s = import_select_io(g, n_in, in, n_out, out);
+  free(ibuf);
+  free(obuf);
+  free(in);
+  free(out);
+  return s;
+}
+
 static kiln_status load(kiln_model *m, const char *path, const void *data, size_t size, kiln_format format) {
   add_plugins(m->opts);
   if (format == KILN_FORMAT_AUTO) format = m->opts->format;
   if (format == KILN_FORMAT_AUTO)
     format = format_of_import(path ? import_detect_format(path) : import_detect_buffer_format(data, size));
   m->format = format;
+  if (format == KILN_FORMAT_HLO && (m->opts->inputs[0] || m->opts->outputs[0]))
+    return ERR_INVALID("%s: the inputs and outputs options name a model's tensors; an HLO module's are its "
+                       "parameters and root",
+                       m->source);
   if (format == KILN_FORMAT_HLO) {
     if (!path) return load_hlo(m, data, size);
     char *text = NULL;
@@ -510,6 +540,7 @@ static kiln_status load(kiln_model *m, const char *path, const void *data, size_
   } else {
     s = import_model_buffer(data, size, import_of_format(format), m->source, &g);
   }
+  if (!s) s = status_wrap(select_io(m->opts, g), "%s", m->source);
   if (s) {
     graph_free(g);
     return s;

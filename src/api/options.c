@@ -51,6 +51,10 @@ static const opt_key keys[] = {
     {"log_level", OPT_LOG_LEVEL, F(log_level), 0, 0, "least severe message delivered: info, warning or error"},
     {"format", OPT_FORMAT, F(format), 0, 0, "auto, onnx, graphdef, tfjs, hlo or graph"},
     {"report", OPT_BOOL, F(report), 0, 0, "keep what the bridge decided, for kiln_model_report"},
+    {"inputs", OPT_STRING, F(inputs), 0, 0,
+     "comma-separated tensors to feed (name or name:index); \"\": the model's own inputs"},
+    {"outputs", OPT_STRING, F(outputs), 0, 0,
+     "comma-separated tensors to return (name or name:index); \"\": the model's own outputs"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof keys / sizeof keys[0]))

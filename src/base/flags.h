@@ -28,6 +28,8 @@
   X(json, '\0', BOOL, "false", "kiln run: print one JSON line with device and timings")            \
   X(output_dir, 'o', STRING, ".", "kiln run: directory for output_N.npy (created if missing)")     \
   X(input, 'i', LIST, "", "kiln run: NAME=PATH.npy for an entry parameter (pN or its name); repeatable") \
+  X(inputs, '\0', STRING, "", "kiln run/cluster MODEL: comma-separated tensors to feed (name or name:index; an internal tensor becomes a fed input)") \
+  X(outputs, '\0', STRING, "", "kiln run/cluster MODEL: comma-separated tensors to return (name or name:index) instead of the model's outputs") \
   X(jit, '\0', STRING, "auto", "kiln run MODEL: auto (cluster and compile just in time) or off (op by op)") \
   X(jit_ops, '\0', STRING, "", "comma-separated ops the bridge may cluster (others stay op by op); empty: all")  \
   X(jit_exclude_ops, '\0', STRING, "", "comma-separated ops the bridge never clusters")            \

@@ -37,4 +37,16 @@ import_format import_detect_buffer_format(const void *data, size_t len);
  * the file in error messages. TF.js needs its files (INVALID_ARGUMENT). */
 kiln_status import_model_buffer(const void *data, size_t len, import_format format, const char *name, graph **out);
 
+/* Names g's inputs and outputs explicitly (select_io.c), for models whose file does not
+ * (a frozen GraphDef has no signature) or to pick other tensors. Each name is a graph
+ * result or graph input name, or a tensor as TensorFlow names it: "node" (output 0) or
+ * "node:N". n_outputs > 0 makes the named tensors g's results, in order; n_inputs > 0
+ * puts the named inputs first, in order, and a name of an internal tensor becomes a new
+ * graph input "node:N" that takes over all its consumers (fed, as TF's feed does).
+ * Then g is pruned to what the results need. A name that matches nothing is NOT_FOUND
+ * naming it; a tensor inside a while loop cannot be fed (INVALID_ARGUMENT naming its
+ * frame); 0 and 0 leave g as it is. */
+kiln_status import_select_io(graph *g, int n_inputs, const char *const *inputs, int n_outputs,
+                             const char *const *outputs);
+
 #endif

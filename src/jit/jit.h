@@ -69,6 +69,7 @@ typedef struct jit_cluster_report {
   int n_nodes;        /* every member */
   int n_counted;      /* members that count toward the minimum size */
   bool must_compile;  /* an explicit compile scope */
+  const char *frame;  /* the while loop frame it runs in (once per iteration); NULL: root */
   int n_constants, n_args, n_resources, n_outputs;
 } jit_cluster_report;
 

@@ -66,6 +66,7 @@ typedef struct jit_cluster {
   int n_members;
   int *members; /* node ids, topological order */
   const char *name; /* set by encapsulation */
+  const char *frame; /* the while loop's frame_name it runs in; NULL: the root frame */
   int n_constants, n_args, n_resources, n_outputs;
 } jit_cluster;
 
@@ -85,6 +86,7 @@ typedef struct jit_state {
   int n_clusters;
   jit_cluster *clusters;
   jit_report *report;
+  const char **frame_names; /* by jit_node_state.frame (mark-for-compilation); [0] NULL */
 } jit_state;
 
 typedef kiln_status (*jit_pass_fn)(jit_state *st);

@@ -4,17 +4,18 @@
  *   1. candidates: a node its device can run through a lowering (or a Const,
  *      Identity-like or resource-variable op, which the cluster runtime handles), minus
  *      stateful RNG, asserts, TensorArray/TensorList/variant ops, string tensors, ops
- *      whose output shape depends on values, nodes inside while-loop frames, ops the
- *      user excluded (--jit_ops, --jit_exclude_ops, _XlaCompile=false). Every node
- *      that is not a candidate gets the reason;
+ *      whose output shape depends on values, ops the user excluded (--jit_ops,
+ *      --jit_exclude_ops, _XlaCompile=false). Every node that is not a candidate gets
+ *      the reason. Nodes inside while-loop frames are candidates like any other;
  *   2. every node starts as its own cluster; the detector graph (jit/cycles.h) holds
  *      one node per graph node with every data and control edge but loop back-edges;
  *   3. contraction, in post-order over the graph, along each edge from a cluster to a
  *      consumer's cluster, in two phases: first only edges into shape consumers
  *      (Shape/Size/Rank join their producer's cluster before anything else can take
  *      the producer's place), then every edge, each phase repeated until nothing
- *      merges. Two clusters merge only if they share the device, the deadness
- *      predicate (pointer-equal, jit/deadness.h), the compile scope and explicit-scope
+ *      merges. Two clusters merge only if they share the loop frame (a cluster runs
+ *      once per iteration of its frame, so it never spans two), the device, the
+ *      deadness predicate (pointer-equal, jit/deadness.h), the compile scope and explicit-scope
  *      status, the merged size stays within --max_cluster_size, no unsafe
  *      resource-variable pair would share the cluster (jit_resource_unsafe), and
  *      contracting the edge closes no cycle (jit_cycles_contract_edge);
@@ -84,14 +85,29 @@ static bool hlo_dtype(graph_dtype dt) {
   return dt == GRAPH_DT_INVALID || graph_dtype_to_hlo(dt, &t);
 }
 
-/* Frames: 0 is the root; an Enter opens a new frame inside its input's frame and an
- * Exit returns to the parent of its input's frame (TF's ControlFlowInfo; only "root or
- * not" matters to the candidate rule, but nesting must be tracked to get back out). */
+/* Frames: 0 is the root; an Enter opens (or joins) the frame its frame_name names
+ * inside its input's frame and an Exit returns to the parent of its input's frame
+ * (TF's ControlFlowInfo). Every Enter of one loop names the same frame, so the loop's
+ * body is one frame however many values enter it; clusters never span two frames. */
+static int frame_of_enter(const graph_node *enter, int parent, int *n_frames, int *parents,
+                          const char **names) {
+  const graph_attr_value *v = graph_node_attr(enter, "frame_name");
+  /* a nameless Enter opens a frame of its own, so nothing is shared wrongly */
+  const char *name = v && v->kind == GRAPH_ATTR_STRING ? v->s.data : NULL;
+  for (int f = 1; name && f < *n_frames; f++)
+    if (parents[f] == parent && names[f] && strcmp(names[f], name) == 0) return f;
+  parents[*n_frames] = parent;
+  names[*n_frames] = name;
+  return (*n_frames)++;
+}
+
 static void assign_frames(jit_state *st) {
   int n_frames = 1;
   int *parent = malloc(((size_t)st->n_topo + 1) * sizeof *parent);
-  if (!parent) abort();
+  const char **names = malloc(((size_t)st->n_topo + 1) * sizeof *names);
+  if (!parent || !names) abort();
   parent[0] = 0;
+  names[0] = NULL;
   for (int t = 0; t < st->n_topo; t++) {
     graph_node *n = st->topo[t];
     int f = 0;
@@ -107,14 +123,16 @@ static void assign_frames(jit_state *st) {
     }
     const char *b = graph_node_op_base(n);
     if (strcmp(b, "Enter") == 0 || strcmp(b, "RefEnter") == 0) {
-      parent[n_frames] = f;
-      f = n_frames++;
+      f = frame_of_enter(n, f, &n_frames, parent, names);
     } else if (strcmp(b, "Exit") == 0 || strcmp(b, "RefExit") == 0) {
       f = parent[f];
     }
     jit_node(st, n)->frame = f;
   }
+  st->frame_names = arena_calloc(st->arena, (size_t)n_frames, sizeof *st->frame_names);
+  memcpy(st->frame_names, names, (size_t)n_frames * sizeof *names);
   free(parent);
+  free(names);
 }
 
 static void find_candidates(marker *mk) {
@@ -152,7 +170,6 @@ static void find_candidates(marker *mk) {
       if (port >= 0 && port < src->n_out && !hlo_dtype(src->out[port].dtype))
         jit_exclude(st, n, "input %d is %s", k, graph_dtype_name(src->out[port].dtype));
     }
-    if (ns->frame != 0) jit_exclude(st, n, "inside a while loop (kiln clusters the root frame only)");
     if (o->jit_ops && o->jit_ops[0] && !listed(o->jit_ops, n) && ns->kind != JIT_KIND_CONST &&
         ns->kind != JIT_KIND_IDENTITY)
       jit_exclude(st, n, "not in --jit_ops");
@@ -211,6 +228,7 @@ static bool try_merge(marker *mk, int a_node, int b_node) {
   jit_node_state *na = &st->nodes[a], *nb = &st->nodes[b];
   if (na->reason || nb->reason) return false;
   cl_state *ca = &mk->cl[a], *cb = &mk->cl[b];
+  if (na->frame != nb->frame) return refuse(mk, a, b, "different loop frames"), false;
   if (na->device != nb->device) return refuse(mk, a, b, "different devices"), false;
   if (!deadness_has_same_liveness(mk->dead, na->node, nb->node))
     return refuse(mk, a, b, "different deadness predicates"), false;
@@ -320,6 +338,7 @@ static void finish_clusters(marker *mk) {
     jc->device = root->device;
     jc->scope = c->scope;
     jc->must_compile = c->must_compile;
+    jc->frame = root->frame ? st->frame_names[root->frame] : NULL;
     jc->n_members = c->n_members;
     jc->members = c->members;
     c->members = NULL;

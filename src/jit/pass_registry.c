@@ -202,6 +202,7 @@ static void report_finish(jit_state *st, graph_node **before) {
     cr->device = arena_strdup(r->arena, cl->device ? cl->device->name : "host");
     cr->n_nodes = cl->n_members;
     cr->must_compile = cl->must_compile;
+    cr->frame = cl->frame ? arena_strdup(r->arena, cl->frame) : NULL;
     cr->n_constants = cl->n_constants;
     cr->n_args = cl->n_args;
     cr->n_resources = cl->n_resources;

@@ -42,8 +42,9 @@ void jit_report_print(strbuf *b, const jit_report *r) {
   if (!h) abort();
   for (int c = 0; c < r->n_clusters; c++) {
     const jit_cluster_report *cr = &r->clusters[c];
-    strbuf_printf(b, "\n%s on %s: %d nodes (%.1f%%), %d counted%s; %d constant, %d arg, %d resource input%s, %d output%s\n",
-                  cr->name, cr->device, cr->n_nodes, r->n_nodes ? 100.0 * cr->n_nodes / r->n_nodes : 0.0,
+    strbuf_printf(b, "\n%s on %s%s%s%s: %d nodes (%.1f%%), %d counted%s; %d constant, %d arg, %d resource input%s, %d output%s\n",
+                  cr->name, cr->device, cr->frame ? " in loop frame '" : "", cr->frame ? cr->frame : "",
+                  cr->frame ? "'" : "", cr->n_nodes, r->n_nodes ? 100.0 * cr->n_nodes / r->n_nodes : 0.0,
                   cr->n_counted, cr->must_compile ? ", explicit compile scope" : "", cr->n_constants, cr->n_args,
                   cr->n_resources, cr->n_constants + cr->n_args + cr->n_resources == 1 ? "" : "s", cr->n_outputs,
                   cr->n_outputs == 1 ? "" : "s");

@@ -39,6 +39,8 @@ kiln_status tool_kiln_options(kiln_options **out) {
   char num[32];
   kiln_status s = set_flag(o, "device", kiln_flags.device);
   if (!s) s = set_flag(o, "jit", kiln_flags.jit);
+  if (!s) s = set_flag(o, "inputs", kiln_flags.inputs);
+  if (!s) s = set_flag(o, "outputs", kiln_flags.outputs);
   if (!s) s = set_flag(o, "dump_to", kiln_flags.dump_to);
   if (!s) s = set_flag(o, "dump_pass_re", kiln_flags.dump_pass_re);
   if (!s) s = set_flag(o, "dump_large_constants", kiln_flags.dump_large_constants ? "true" : "false");

@@ -267,6 +267,48 @@ static void test_model_introspection_names_dtypes_and_dynamic_dims(void) {
   kiln_model_free(NULL);
 }
 
+/* The inputs / outputs options name tensors TensorFlow style: outputs replace the
+ * model's (in order, an existing output by its name, any node as "node" or
+ * "node:N"); an internal tensor named as an input is fed in place of what computed
+ * it; a name that matches nothing fails the load naming it. */
+static void test_inputs_outputs_options_name_tensors(void) {
+  kiln_model *m = load_with(CONVNET, "outputs", "dense/bias:0,features");
+  if (m) {
+    CHECK(kiln_model_num_outputs(m) == 2);
+    kiln_value v = KILN_VALUE_INIT;
+    CHECK_OK(kiln_model_output(m, 0, &v));
+    CHECK(strcmp(v.name, "dense/bias:0") == 0);
+    CHECK_OK(kiln_model_output(m, 1, &v));
+    CHECK(strcmp(v.name, "features") == 0);
+    kiln_model_free(m);
+  }
+  kiln_options *o = NULL;
+  CHECK_OK(kiln_options_create(&o));
+  CHECK_OK(kiln_options_set(o, "inputs", "gap"));
+  CHECK_OK(kiln_options_set(o, "outputs", "probs"));
+  m = NULL;
+  CHECK_OK(kiln_model_load(CONVNET, o, &m));
+  if (m) {
+    /* Only the fed tensor is needed now: the image is optional. */
+    CHECK(kiln_model_num_inputs(m) == 1 && kiln_model_num_outputs(m) == 1);
+    kiln_value v = KILN_VALUE_INIT;
+    CHECK_OK(kiln_model_input(m, 0, &v));
+    CHECK(strcmp(v.name, "gap:0") == 0 && v.dtype == KILN_FLOAT32);
+    kiln_model_free(m);
+  }
+  CHECK_OK(kiln_options_set(o, "inputs", ""));
+  CHECK_OK(kiln_options_set(o, "outputs", "probs,no_such_node:0"));
+  m = NULL;
+  kiln_status s = kiln_model_load(CONVNET, o, &m);
+  CHECK(kiln_status_code(s) == KILN_NOT_FOUND && m == NULL);
+  CHECK(s && strstr(kiln_status_message(s), "output 'no_such_node:0' names no tensor"));
+  kiln_status_free(s);
+  CHECK_OK(kiln_options_set(o, "outputs", "r"));
+  CHECK_ERR(kiln_model_load_from_memory(add_hlo, strlen(add_hlo), KILN_FORMAT_HLO, o, &m),
+            "the inputs and outputs options name a model's tensors");
+  kiln_options_free(o);
+}
+
 static void test_run_matches_interpreter_and_repeats_bitwise(void) {
   kiln_model *cpu = load_with(CONVNET, NULL, NULL);
   kiln_model *ref = load_with(CONVNET, "device", "interpreter");
@@ -729,4 +771,4 @@ TEST_MAIN(TEST(test_version_matches_header_macros), TEST(test_status_functions_a
           TEST(test_load_from_memory_equals_load_from_file), TEST(test_jit_off_runs_op_by_op_with_same_results),
           TEST(test_log_callback_receives_warnings_and_level_filters), TEST(test_find_resolves_names_by_the_run_rules),
           TEST(test_report_tells_what_the_bridge_decided),
-          TEST(test_devices_list_builtins_with_info))
+          TEST(test_devices_list_builtins_with_info), TEST(test_inputs_outputs_options_name_tensors))

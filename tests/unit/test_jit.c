@@ -1,8 +1,8 @@
 /* Unit tests for the bridge's clustering passes (src/jit), each rule on a small graph
  * in the text format: a chain that clusters (and runs bitwise as op by op), a cycle a
- * naive merge would create, a Switch/Merge diamond, a while loop, every unsafe
- * resource pair and the safe read-then-write, a must-be-constant chain that must be
- * declustered, the minimum size with Const/Identity not counting, explicit compile
+ * naive merge would create, a Switch/Merge diamond, a while loop's body clustered
+ * inside its frame, every unsafe resource pair and the safe read-then-write, a
+ * must-be-constant chain that must be declustered, the minimum size with Const/Identity not counting, explicit compile
  * scopes, --jit_ops / --jit_exclude_ops, the host-cost rule, soft placement and
  * --no_host_fallback. */
 #include <stdlib.h>
@@ -156,41 +156,67 @@ static void test_switch_merge_diamond(void) {
   graph_free(g);
 }
 
-static void test_while_loop_stays_out(void) {
-  graph *g = check_parse_graph("framework tf\n"
-                      "input x: float[3]\n"
-                      "limit = Const[dtype=int32, value=tensor<int32[]>{3}]()\n"
-                      "i0 = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"
-                      "pre = Exp[T=float](x)\n"
-                      "pre2 = Neg[T=float](pre)\n"
-                      "w/Enter = Enter[T=int32, frame_name=\"w\", is_constant=false](i0)\n"
-                      "w/Enter_1 = Enter[T=int32, frame_name=\"w\", is_constant=true](limit)\n"
-                      "w/Merge = Merge[N=2, T=int32](w/Enter, w/NextIteration) -> (int32[], int32[])\n"
-                      "w/Less = Less[T=int32](w/Merge, w/Enter_1)\n"
-                      "w/LoopCond = LoopCond(w/Less) -> (bool[])\n"
-                      "w/Switch = Switch[T=int32](w/Merge, w/LoopCond) -> (int32[], int32[])\n"
-                      "w/Identity = Identity[T=int32](w/Switch:1)\n"
-                      "w/one = Const[dtype=int32, value=tensor<int32[]>{1}]() @ w/Identity\n"
-                      "w/add = AddV2[T=int32](w/Identity, w/one)\n"
-                      "w/NextIteration = NextIteration[T=int32](w/add)\n"
-                      "w/Exit = Exit[T=int32](w/Switch)\n"
-                      "f = Cast[SrcT=int32, DstT=float](w/Exit)\n"
-                      "post = AddV2[T=float](pre2, f)\n"
-                      "post2 = Abs[T=float](post)\n"
-                      "output r = post2:0\n");
+/* A while loop whose body carries a float vector: v = tanh(v * 0.5 + x), three
+ * times. The body's float work clusters inside the loop frame 'w' (one cluster run per
+ * iteration); no cluster spans the frame and the root, so pre/post stay apart from it;
+ * the scalar counter stays op by op (host-cost rule). The clustered graph computes
+ * bitwise what the plain graph computes op by op. */
+static const char while_text[] =
+    "framework tf\n"
+    "input x: float[3]\n"
+    "limit = Const[dtype=int32, value=tensor<int32[]>{3}]()\n"
+    "i0 = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"
+    "pre = Exp[T=float](x)\n"
+    "pre2 = Neg[T=float](pre)\n"
+    "w/Enter = Enter[T=int32, frame_name=\"w\", is_constant=false](i0)\n"
+    "w/Enter_1 = Enter[T=int32, frame_name=\"w\", is_constant=true](limit)\n"
+    "w/EnterV = Enter[T=float, frame_name=\"w\", is_constant=false](pre2)\n"
+    "w/EnterX = Enter[T=float, frame_name=\"w\", is_constant=true](x)\n"
+    "w/Merge = Merge[N=2, T=int32](w/Enter, w/NextIteration) -> (int32[], int32[])\n"
+    "w/MergeV = Merge[N=2, T=float](w/EnterV, w/NextIterationV) -> (float[3], int32[])\n"
+    "w/Less = Less[T=int32](w/Merge, w/Enter_1)\n"
+    "w/LoopCond = LoopCond(w/Less) -> (bool[])\n"
+    "w/Switch = Switch[T=int32](w/Merge, w/LoopCond) -> (int32[], int32[])\n"
+    "w/SwitchV = Switch[T=float](w/MergeV, w/LoopCond) -> (float[3], float[3])\n"
+    "w/Identity = Identity[T=int32](w/Switch:1)\n"
+    "w/IdentityV = Identity[T=float](w/SwitchV:1)\n"
+    "w/one = Const[dtype=int32, value=tensor<int32[]>{1}]() @ w/Identity\n"
+    "w/add = AddV2[T=int32](w/Identity, w/one)\n"
+    "w/half = Const[dtype=float, value=tensor<float[]>{0.5}]() @ w/IdentityV\n"
+    "w/mul = Mul[T=float](w/IdentityV, w/half)\n"
+    "w/addv = AddV2[T=float](w/mul, w/EnterX)\n"
+    "w/tanh = Tanh[T=float](w/addv)\n"
+    "w/NextIteration = NextIteration[T=int32](w/add)\n"
+    "w/NextIterationV = NextIteration[T=float](w/tanh)\n"
+    "w/Exit = Exit[T=int32](w/Switch)\n"
+    "w/ExitV = Exit[T=float](w/SwitchV)\n"
+    "f = Cast[SrcT=int32, DstT=float](w/Exit)\n"
+    "post = AddV2[T=float](w/ExitV, f)\n"
+    "post2 = Abs[T=float](post)\n"
+    "output r = post2:0\n";
+
+static void test_while_body_clusters_inside_its_frame(void) {
+  int64_t dims[] = {3};
+  graph *plain = check_parse_graph(while_text);
+  graph_tensor *want = run_graph(plain, 1, dims);
+  graph *g = check_parse_graph(while_text);
   jit_options o = opts_min(1);
   jit_report *r = cluster_ok(g, &o);
-  CHECK(reason_has(r, "w/add", "while loop") && reason_has(r, "w/Less", "while loop"));
-  CHECK(cluster_of(r, "pre") >= 0 && cluster_of(r, "post") >= 0);
-  /* pre2 feeds post, the loop does not touch them: one cluster is fine; f comes out
-   * of the loop and joins post's cluster. */
-  CHECK(cluster_of(r, "f") == cluster_of(r, "post"));
-  int64_t dims[] = {3};
+  int body = cluster_of(r, "w/mul");
+  CHECK(body >= 0 && cluster_of(r, "w/addv") == body && cluster_of(r, "w/tanh") == body);
+  CHECK(cluster_of(r, "pre") >= 0 && cluster_of(r, "pre") != body);
+  CHECK(cluster_of(r, "post") >= 0 && cluster_of(r, "post") != body);
+  CHECK(r && body >= 0 && r->clusters[body].frame && !strcmp(r->clusters[body].frame, "w"));
+  CHECK(r && cluster_of(r, "pre") >= 0 && !r->clusters[cluster_of(r, "pre")].frame);
+  CHECK(reason_has(r, "w/add", "scalar work"));
+  CHECK(reason_has(r, "w/Merge", "runs in the executor") && reason_has(r, "w/EnterX", "runs in the executor"));
   graph_tensor *got = run_graph(g, 1, dims);
-  CHECK(got && got->n == 3 && tensor_get_f64(got, 0) > 1.8);
+  CHECK(want && got && tensor_equal(want, got));
+  tensor_free(want);
   tensor_free(got);
   jit_report_free(r);
   graph_free(g);
+  graph_free(plain);
 }
 
 /* first -> second through a data path; expect them apart when unsafe. */
@@ -432,7 +458,7 @@ static void test_counter_variable_auto_clustered(void) {
 }
 
 TEST_MAIN(TEST(test_chain_clusters_and_runs_bitwise), TEST(test_cycle_is_refused), TEST(test_switch_merge_diamond),
-          TEST(test_while_loop_stays_out), TEST(test_resource_pairs), TEST(test_must_be_constant_chain_declustered),
+          TEST(test_while_body_clusters_inside_its_frame), TEST(test_resource_pairs), TEST(test_must_be_constant_chain_declustered),
           TEST(test_min_size_ignores_const_and_identity), TEST(test_compile_scopes), TEST(test_jit_ops_filters),
           TEST(test_host_cost_rule), TEST(test_soft_placement_and_no_host_fallback),
           TEST(test_counter_variable_auto_clustered))

@@ -25,6 +25,7 @@
 #include "check.h"
 #include "graph/graph.h"
 #include "hlo/literal.h"
+#include "import/import.h"
 #include "import/tf/pb_wire.h"
 #include "import/tf/tf_import.h"
 
@@ -371,6 +372,137 @@ static void test_result_inference(void) {
 }
 
 /* ---- GraphDef: attributes ---- */
+
+/* TF's lowered control flow: an Identity that a NoOp waits on through a control edge,
+ * and that NoOp puts constants into a loop frame or branch (while/loop_body_control,
+ * cond/pivot_t). Such helpers exist for control only and are never outputs. */
+static void test_control_only_helpers_are_not_outputs(void) {
+  strbuf gd = sb();
+  strbuf n = nodedef("in", "Placeholder");
+  nd_attr(&n, "dtype", av_type(DT_BOOL));
+  gd_add(&gd, &n);
+  n = nodedef("switch", "Switch");
+  nd_in(&n, "in");
+  nd_in(&n, "in");
+  gd_add(&gd, &n);
+  n = nodedef("pivot_t", "Identity");
+  nd_in(&n, "switch:1");
+  gd_add(&gd, &n);
+  n = nodedef("input_control_node", "NoOp");
+  nd_in(&n, "^pivot_t");
+  gd_add(&gd, &n);
+  strbuf t = pb_tensor(DT_INT32, 0, NULL);
+  n = const_node("branch_const", &t, DT_INT32);
+  nd_in(&n, "^input_control_node");
+  gd_add(&gd, &n);
+  n = nodedef("out", "Identity");
+  nd_in(&n, "branch_const");
+  gd_add(&gd, &n);
+  n = nodedef("final", "Neg"); /* grouped by a NoOp nothing waits on: an output */
+  nd_in(&n, "branch_const");
+  gd_add(&gd, &n);
+  n = nodedef("group", "NoOp");
+  nd_in(&n, "^final");
+  gd_add(&gd, &n);
+  graph *g = NULL;
+  CHECK_OK(import_gd(&gd, &g));
+  strbuf_free(&gd);
+  if (!g) return;
+  CHECK(g->n_results == 2 && !strcmp(g->results[0].name, "out") && !strcmp(g->results[1].name, "final"));
+  graph_free(g);
+}
+
+/* in -> a (Neg) -> b (Abs) -> c (Square); d (Sign) reads a. */
+static graph *select_io_graph(void) {
+  strbuf gd = sb();
+  strbuf n = nodedef("in", "Placeholder");
+  nd_attr(&n, "dtype", av_type(DT_FLOAT));
+  gd_add(&gd, &n);
+  const char *chain[][3] = {{"a", "Neg", "in"}, {"b", "Abs", "a"}, {"c", "Square", "b"}, {"d", "Sign", "a"}};
+  for (int i = 0; i < 4; i++) {
+    n = nodedef(chain[i][0], chain[i][1]);
+    nd_in(&n, chain[i][2]);
+    nd_attr(&n, "T", av_type(DT_FLOAT));
+    gd_add(&gd, &n);
+  }
+  graph *g = NULL;
+  CHECK_OK(import_gd(&gd, &g));
+  strbuf_free(&gd);
+  return g;
+}
+
+static void test_select_io_names_outputs_and_prunes(void) {
+  graph *g = select_io_graph();
+  if (!g) return;
+  CHECK(g->n_results == 2); /* c and d, inferred */
+  const char *outs[] = {"b:0", "d"};
+  CHECK_OK(import_select_io(g, 0, NULL, 2, outs));
+  CHECK(g->n_results == 2 && g->results[0].node == graph_find_node(g, "b") && !strcmp(g->results[0].name, "b:0"));
+  CHECK(g->results[1].node == graph_find_node(g, "d"));
+  CHECK(!graph_find_node(g, "c")); /* nothing needs it now */
+  graph_free(g);
+}
+
+static void test_select_io_refuses_unknown_and_repeated_names(void) {
+  graph *g = select_io_graph();
+  if (!g) return;
+  const char *bad[] = {"nope:0"};
+  CHECK_ERR(import_select_io(g, 0, NULL, 1, bad), "output 'nope:0' names no tensor");
+  CHECK_ERR(import_select_io(g, 1, bad, 0, NULL), "input 'nope:0' names no tensor");
+  const char *port[] = {"a:3"};
+  CHECK_ERR(import_select_io(g, 0, NULL, 1, port), "node 'a' has 1 output");
+  const char *twice[] = {"c", "c:0"};
+  CHECK_ERR(import_select_io(g, 0, NULL, 2, twice), "named twice");
+  CHECK(g->n_results == 2 && graph_find_node(g, "c")); /* unchanged */
+  graph_free(g);
+}
+
+/* Naming an internal tensor as an input feeds it, as TF's feed does: a new graph input
+ * "a:0" takes over a's consumers, and what only computed a goes. */
+static void test_select_io_feeds_an_internal_tensor(void) {
+  graph *g = select_io_graph();
+  if (!g) return;
+  const char *ins[] = {"a"}, *outs[] = {"c"};
+  CHECK_OK(import_select_io(g, 1, ins, 1, outs));
+  graph_node *feed = graph_find_node(g, "a:0");
+  CHECK(feed && feed->is_input && g->inputs[0] == feed);
+  CHECK(feed && feed->outputs[0].dtype == GRAPH_DT_FLOAT);
+  CHECK(graph_find_node(g, "b")->inputs[0].node == feed);
+  CHECK(!graph_find_node(g, "a") && !graph_find_node(g, "d"));
+  CHECK(g->n_inputs == 2 && g->inputs[1] == graph_find_node(g, "in")); /* kept: the signature */
+  CHECK_OK(graph_validate(g));
+  graph_free(g);
+}
+
+/* A feed is a root-frame value: a tensor inside a while loop cannot be fed (its
+ * consumers run once per iteration), while the loop's Exit, back in the root, can. */
+static void test_select_io_refuses_feeding_inside_a_loop(void) {
+  static const char text[] =
+      "framework tf\n"
+      "input x: int32[]\n"
+      "limit = Const[dtype=int32, value=tensor<int32[]>{3}]()\n"
+      "w/Enter = Enter[T=int32, frame_name=\"w\", is_constant=false](x)\n"
+      "w/Limit = Enter[T=int32, frame_name=\"w\", is_constant=true](limit)\n"
+      "w/Merge = Merge[N=2, T=int32](w/Enter, w/Next) -> (int32[], int32[])\n"
+      "w/Less = Less[T=int32](w/Merge, w/Limit)\n"
+      "w/LoopCond = LoopCond(w/Less) -> (bool[])\n"
+      "w/Switch = Switch[T=int32](w/Merge, w/LoopCond) -> (int32[], int32[])\n"
+      "w/Body = Identity[T=int32](w/Switch:1)\n"
+      "w/Add = AddV2[T=int32](w/Body, w/Limit)\n"
+      "w/Next = NextIteration[T=int32](w/Add)\n"
+      "w/Exit = Exit[T=int32](w/Switch)\n"
+      "out = Neg[T=int32](w/Exit)\n"
+      "output out = out:0\n";
+  graph *g = NULL;
+  CHECK_OK(graph_parse(text, strlen(text), "loop.graph", &g));
+  if (!g) return;
+  const char *inside[] = {"w/Add"};
+  CHECK_ERR(import_select_io(g, 1, inside, 0, NULL), "inside while loop frame 'w'");
+  const char *exit_[] = {"w/Exit"};
+  CHECK_OK(import_select_io(g, 1, exit_, 0, NULL));
+  CHECK(g->inputs[0] == graph_find_node(g, "w/Exit:0") && !graph_find_node(g, "w/Merge"));
+  graph_free(g);
+}
 
 static void test_attr_kinds(void) {
   strbuf gd = sb();
@@ -1747,7 +1879,9 @@ int main(int argc, char **argv) {
       TEST(test_attr_kinds),      TEST(test_tensor_values),   TEST(test_while_loop),
       TEST(test_functions),       TEST(test_function_errors), TEST(test_graphdef_errors),
       TEST(test_graphdef_robustness), TEST(test_tfjs_model),  TEST(test_tfjs_errors),
-      TEST(test_tfjs_robustness),
+      TEST(test_tfjs_robustness), TEST(test_control_only_helpers_are_not_outputs),
+      TEST(test_select_io_names_outputs_and_prunes), TEST(test_select_io_refuses_unknown_and_repeated_names),
+      TEST(test_select_io_feeds_an_internal_tensor), TEST(test_select_io_refuses_feeding_inside_a_loop),
   };
   int rc = check_run(__FILE__, cases, (int)(sizeof cases / sizeof cases[0]));
   cleanup_tmpdir();

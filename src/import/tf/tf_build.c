@@ -379,15 +379,26 @@ static bool never_an_output(const graph_node *n) {
   return false;
 }
 
-/* A sink: no data consumer, and no control consumer other than ops that are never
- * outputs themselves (a NoOp that groups the real outputs must not hide them). */
+/* A NoOp (or ControlTrigger) that nothing waits on: TF1's tf.group of a graph's final
+ * ops (a train op, "init"). Its control inputs are still outputs. */
+static bool is_final_group(const graph_node *v) {
+  if (!graph_node_is(v, "NoOp") && !graph_node_is(v, "ControlTrigger")) return false;
+  return graph_num_consumers(v) == 0;
+}
+
+/* A sink: no data consumer, and no control consumer other than a final group. A node
+ * that something waits on only through control edges exists for control: TF's lowered
+ * control flow makes Identity helpers of that kind (a while loop's loop_body_control
+ * and a cond's pivot_t / pivot_f, read by the input_control_node NoOp that puts a
+ * function body's constants into the loop frame or the branch), and they are never
+ * outputs (they live inside loop frames, where a result cannot be read). */
 static bool is_sink(const graph_node *v) {
   const graph_use *uses;
   for (int p = 0; p < v->n_outputs; p++)
     if (graph_consumers(v, p, &uses)) return false;
   int k = graph_consumers(v, GRAPH_CONTROL, &uses);
   for (int i = 0; i < k; i++)
-    if (!never_an_output(uses[i].node)) return false;
+    if (!is_final_group(uses[i].node)) return false;
   return true;
 }
 

@@ -31,10 +31,14 @@
  *     order) when present. A frozen GraphDef declares no outputs, so the importer
  *     picks every node that nothing consumes, except ops that only have effects or
  *     are never outputs (NoOp, Assert, Const, Placeholder, Save/Restore, Assign*,
- *     Print...); control edges into such ops do not count as consumers (a NoOp that
- *     groups the outputs must not hide them). One result per node, output 0, named
- *     after the node. Callers
- *     who know better replace them with tf_import_set_results.
+ *     Print...) and nodes that exist only for control: a node whose only consumers are
+ *     control edges is not an output (TF's lowered control flow makes such Identity
+ *     helpers: a while loop's loop_body_control, a cond's pivot_t / pivot_f), unless
+ *     every one of those edges goes into a NoOp that nothing waits on (TF1's
+ *     tf.group of the final ops must not hide them). One result per node, output 0,
+ *     named after the node. Callers who know better replace them with
+ *     tf_import_set_results (or import_select_io, which the `--outputs` flag and the
+ *     API's "outputs" option use).
  * Known multi-output ops and calls of library functions also get their full output
  * count (Switch: 2, Unpack: num, a call: the function's outputs), so an unconsumed
  * output still exists. An op name is always put in the "tf" namespace as written, so
