@@ -89,31 +89,37 @@ class LogLevel(enum.IntEnum):
 class TensorInfo:
     """A model input or output: name, dtype (a numpy dtype -- object for text --, the
     name of a type numpy lacks: "bfloat16", "float8_e4m3fn", "int4", ..., or None when
-    kiln does not know it) and shape (a tuple with None for dynamic
-    dimensions, or None when even the rank is unknown)."""
+    kiln does not know it), shape (a tuple with None for dynamic dimensions, or None
+    when even the rank is unknown) and kind: "tensor", or for ONNX inputs "sequence"
+    (fed as a list of arrays, returned as a list), "optional" (None when empty) or
+    "map" (a dict); dtype is then the innermost element type. Outputs say "tensor"
+    until a run shows what they are."""
 
-    __slots__ = ("name", "dtype", "shape")
+    __slots__ = ("name", "dtype", "shape", "kind")
 
-    def __init__(self, name, dtype, shape):
-        self.name, self.dtype, self.shape = name, dtype, shape
+    def __init__(self, name, dtype, shape, kind="tensor"):
+        self.name, self.dtype, self.shape, self.kind = name, dtype, shape, kind
 
     @property
     def type(self):
-        """ONNX Runtime's spelling of the element type: "tensor(float)", ..."""
+        """ONNX Runtime's spelling of the type: "tensor(float)", "seq(tensor(int64))", ..."""
         if self.dtype is None:
-            return "tensor(unknown)"
-        name = str(self.dtype)
-        return "tensor(%s)" % _ORT_TYPE_NAMES.get(name, name)
+            inner = "tensor(unknown)"
+        else:
+            name = str(self.dtype)
+            inner = "tensor(%s)" % _ORT_TYPE_NAMES.get(name, name)
+        return {"sequence": "seq(%s)", "optional": "optional(%s)"}.get(self.kind, "%s") % inner
 
     def __eq__(self, other):
-        return isinstance(other, TensorInfo) and (self.name, self.dtype, self.shape) == (other.name, other.dtype,
-                                                                                        other.shape)
+        return isinstance(other, TensorInfo) and ((self.name, self.dtype, self.shape, self.kind) ==
+                                                  (other.name, other.dtype, other.shape, other.kind))
 
     def __hash__(self):
-        return hash((self.name, str(self.dtype), self.shape))
+        return hash((self.name, str(self.dtype), self.shape, self.kind))
 
     def __repr__(self):
-        return "TensorInfo(name=%r, dtype=%s, shape=%r)" % (self.name, self.dtype, self.shape)
+        kind = "" if self.kind == "tensor" else ", kind=%r" % self.kind
+        return "TensorInfo(name=%r, dtype=%s, shape=%r%s)" % (self.name, self.dtype, self.shape, kind)
 
 
 _ORT_TYPE_NAMES = {"float32": "float", "float64": "double", "complex64": "complex64", "complex128": "complex128",
@@ -139,7 +145,7 @@ class Device:
 
 
 def _info(raw):
-    return [TensorInfo(name, _NP_OF_CODE.get(code), shape) for name, code, shape in raw]
+    return [TensorInfo(name, _NP_OF_CODE.get(code), shape, kind) for name, code, shape, kind in raw]
 
 
 def _option_text(key, value):
@@ -238,6 +244,9 @@ class Model:
 
         feeds: {input name: array}; an array is anything with the buffer protocol
         (C-contiguous) or __dlpack__, or a list/scalar (converted to the input's dtype).
+        ONNX sequence inputs take a list of arrays, optional inputs None (empty) or
+        what they hold, map inputs a dict; such outputs come back as a list, None or
+        the value held, and a dict ({label: score} per row for ZipMap).
         Every input must be fed with the declared dtype and a shape that fits; kiln's
         errors name the input. outputs: the output names to compute, in order (None: all).
         threads: cpu worker threads for this run (None: the model's setting). The GIL is

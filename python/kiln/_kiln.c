@@ -205,10 +205,13 @@ static const char *format_of_dtype(kiln_dtype dtype) {
 /* ----------------------------------------------------------- TensorBuffer ---- */
 
 /* Owns one kiln output tensor and exports its memory (writable) through the buffer
- * protocol; the numpy array made from it holds it alive, so outputs are never copied. */
+ * protocol; the numpy array made from it holds it alive, so outputs are never copied.
+ * An item of a sequence, optional or map output belongs to its root output: owner then
+ * holds the root (a capsule that frees it) instead of the buffer freeing the item. */
 typedef struct {
   PyObject_HEAD
   kiln_tensor *tensor;
+  PyObject *owner;
   const char *format;
   Py_ssize_t itemsize;
   int ndim;
@@ -216,7 +219,8 @@ typedef struct {
 } TensorBufferObject;
 
 static void TensorBuffer_dealloc(TensorBufferObject *self) {
-  kiln_tensor_free(self->tensor);
+  if (self->owner) Py_DECREF(self->owner);
+  else kiln_tensor_free(self->tensor);
   PyMem_Free(self->shape);
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -264,8 +268,9 @@ static PyObject *wrap_output(PyObject *raw, kiln_dtype dtype, int rank, const in
 }
 
 /* A string output as a flat list of str (the elements in row-major order); copies the
- * text, then frees t. Invalid UTF-8 is replaced, not an error: the graph made it. */
-static PyObject *texts_of_tensor(kiln_tensor *t) {
+ * text, then frees t unless an owner holds it. Invalid UTF-8 is replaced, not an
+ * error: the graph made it. */
+static PyObject *texts_of_tensor(kiln_tensor *t, PyObject *owner) {
   const char *const *p = kiln_tensor_data(t);
   int64_t n = 1;
   for (int d = 0; d < kiln_tensor_rank(t); d++) n *= kiln_tensor_dims(t)[d];
@@ -276,37 +281,82 @@ static PyObject *texts_of_tensor(kiln_tensor *t) {
     else PyList_SET_ITEM(list, (Py_ssize_t)i, u);
   }
   PyObject *r = wrap_output(list, KILN_STRING, kiln_tensor_rank(t), kiln_tensor_dims(t));
-  kiln_tensor_free(t);
+  if (!owner) kiln_tensor_free(t);
   return r;
 }
 
-/* A numpy array over tensor t, which it takes over (freed here on failure too). */
-static PyObject *array_of_tensor(kiln_tensor *t, const char *what) {
+static void free_root_tensor(PyObject *capsule) {
+  kiln_tensor_free(PyCapsule_GetPointer(capsule, "kiln_tensor"));
+}
+
+static PyObject *value_of_tensor(kiln_tensor *t, const char *what, PyObject *owner);
+
+/* A sequence (list), optional (None or what it holds) or map (dict) output; its items
+ * become values of their own, numpy arrays among them over the root's memory. */
+static PyObject *value_of_items(kiln_tensor *t, const char *what, PyObject *owner) {
+  kiln_kind kind = kiln_tensor_kind(t);
+  int n = kiln_tensor_item_count(t);
+  if (kind == KILN_KIND_OPTIONAL)
+    return n == 0 ? Py_NewRef(Py_None) : value_of_tensor(kiln_tensor_item(t, 0), what, owner);
+  if (kind == KILN_KIND_MAP) { /* {key: value}, as ONNX Runtime gives ZipMap's maps */
+    PyObject *k = n == 2 ? value_of_tensor(kiln_tensor_item(t, 0), what, owner) : NULL;
+    PyObject *v = k ? value_of_tensor(kiln_tensor_item(t, 1), what, owner) : NULL;
+    PyObject *kl = v ? PyObject_CallMethod(k, "tolist", NULL) : NULL;
+    PyObject *vl = kl ? PyObject_CallMethod(v, "tolist", NULL) : NULL;
+    PyObject *d = vl ? PyDict_New() : NULL;
+    for (Py_ssize_t i = 0; d && i < PyList_GET_SIZE(kl) && i < PyList_GET_SIZE(vl); i++)
+      if (PyDict_SetItem(d, PyList_GET_ITEM(kl, i), PyList_GET_ITEM(vl, i)) < 0) Py_CLEAR(d);
+    if (!d && !PyErr_Occurred()) raise_error(KILN_INTERNAL, "output '%s': a map without keys and values", what);
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    Py_XDECREF(kl);
+    Py_XDECREF(vl);
+    return d;
+  }
+  PyObject *list = PyList_New(n);
+  for (int i = 0; list && i < n; i++) {
+    PyObject *item = value_of_tensor(kiln_tensor_item(t, i), what, owner);
+    if (!item) Py_CLEAR(list);
+    else PyList_SET_ITEM(list, i, item);
+  }
+  return list;
+}
+
+/* The Python value of output t: a numpy array over its memory, or a list / None /
+ * dict for a sequence, optional or map. With owner NULL, t is a root output this call
+ * takes over (freed here on failure too); otherwise t is an item owner keeps alive. */
+static PyObject *value_of_tensor(kiln_tensor *t, const char *what, PyObject *owner) {
   if (kiln_tensor_kind(t) != KILN_KIND_TENSOR) {
-    kiln_kind kind = kiln_tensor_kind(t);
-    kiln_tensor_free(t);
-    return raise_error(KILN_UNIMPLEMENTED, "output '%s' is an ONNX %s, which this binding cannot return yet (numpy "
-                       "arrays only)", what, kiln_kind_name(kind));
+    if (owner) return value_of_items(t, what, owner);
+    PyObject *root = PyCapsule_New(t, "kiln_tensor", free_root_tensor);
+    if (!root) {
+      kiln_tensor_free(t);
+      return NULL;
+    }
+    PyObject *r = value_of_items(t, what, root);
+    Py_DECREF(root);
+    return r;
   }
   kiln_dtype dtype = kiln_tensor_dtype(t);
-  if (dtype == KILN_STRING) return texts_of_tensor(t);
+  if (dtype == KILN_STRING) return texts_of_tensor(t, owner);
   const char *fmt = format_of_dtype(dtype);
   if (!fmt) {
-    kiln_tensor_free(t);
+    if (!owner) kiln_tensor_free(t);
     return raise_error(KILN_UNIMPLEMENTED, "output '%s' has element type %s, which numpy cannot hold", what,
                        kiln_dtype_name(dtype));
   }
   PyObject *asarray = numpy_asarray();
   if (!asarray) {
-    kiln_tensor_free(t);
+    if (!owner) kiln_tensor_free(t);
     return NULL;
   }
   TensorBufferObject *tb = PyObject_New(TensorBufferObject, &TensorBufferType);
   if (!tb) {
-    kiln_tensor_free(t);
+    if (!owner) kiln_tensor_free(t);
     return NULL;
   }
   tb->tensor = t;
+  tb->owner = owner ? Py_NewRef(owner) : NULL;
   tb->format = fmt;
   tb->itemsize = (Py_ssize_t)kiln_dtype_size(dtype);
   tb->ndim = kiln_tensor_rank(t);
@@ -515,7 +565,9 @@ static PyObject *info_list(const kiln_value *info, int n) {
         else PyTuple_SET_ITEM(shape, d, dim);
       }
     }
-    PyObject *item = shape ? Py_BuildValue("(siN)", info[i].name, (int)info[i].dtype, shape) : NULL;
+    PyObject *item = shape ? Py_BuildValue("(siNs)", info[i].name, (int)info[i].dtype, shape,
+                                           kiln_kind_name(info[i].kind))
+                           : NULL;
     if (!item) {
       Py_DECREF(list);
       return NULL;
@@ -675,6 +727,181 @@ static const kiln_value *declared_input(ModelObject *self, PyObject *key) {
   return idx ? &self->in_info[PyLong_AsLong(idx)] : NULL;
 }
 
+/* What one run's feeds borrow until kiln_model_run returns: buffer views to release,
+ * PyMem blocks (dims, item arrays, text pointers and hand-made text shapes) to free,
+ * objects made by the feed hook to drop. */
+typedef struct {
+  Py_buffer **views;
+  void **blocks;
+  PyObject **refs;
+  Py_ssize_t n_views, n_blocks, n_refs, cap_views, cap_blocks, cap_refs;
+} feed_holder;
+
+static int grow(void *arr, Py_ssize_t *cap, Py_ssize_t n, size_t size) {
+  if (n < *cap) return 0;
+  Py_ssize_t c = *cap ? 2 * *cap : 8;
+  void *p = PyMem_Realloc(*(void **)arr, (size_t)c * size);
+  if (!p) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  *(void **)arr = p;
+  *cap = c;
+  return 0;
+}
+
+static void *hold_block(feed_holder *h, size_t bytes) {
+  void *p = PyMem_Calloc(1, bytes ? bytes : 1);
+  if (!p) {
+    PyErr_NoMemory();
+    return NULL;
+  }
+  if (grow(&h->blocks, &h->cap_blocks, h->n_blocks, sizeof(void *)) < 0) {
+    PyMem_Free(p);
+    return NULL;
+  }
+  h->blocks[h->n_blocks++] = p;
+  return p;
+}
+
+static int hold_ref(feed_holder *h, PyObject *o) { /* steals o */
+  if (!o) return 0;
+  if (grow(&h->refs, &h->cap_refs, h->n_refs, sizeof(PyObject *)) < 0) {
+    Py_DECREF(o);
+    return -1;
+  }
+  h->refs[h->n_refs++] = o;
+  return 0;
+}
+
+static void holder_release(feed_holder *h) {
+  for (Py_ssize_t i = 0; i < h->n_views; i++) {
+    PyBuffer_Release(h->views[i]);
+    PyMem_Free(h->views[i]);
+  }
+  for (Py_ssize_t i = 0; i < h->n_blocks; i++) PyMem_Free(h->blocks[i]);
+  for (Py_ssize_t i = 0; i < h->n_refs; i++) Py_DECREF(h->refs[i]);
+  PyMem_Free(h->views);
+  PyMem_Free(h->blocks);
+  PyMem_Free(h->refs);
+  memset(h, 0, sizeof *h);
+}
+
+/* One tensor feed into *out (name and dtype from decl; the buffer, dims and anything
+ * the hook made held by h). */
+static int take_tensor(feed_holder *h, const kiln_value *decl, PyObject *value, kiln_value *out) {
+  Py_buffer *view = PyMem_Calloc(1, sizeof *view);
+  if (!view) {
+    PyErr_NoMemory();
+    return -1;
+  }
+  PyObject *keep = NULL;
+  const char **texts = NULL;
+  kiln_dtype dt;
+  if (take_feed(decl, value, view, &dt, &keep, &texts) < 0) {
+    PyMem_Free(view);
+    Py_XDECREF(keep);
+    return -1;
+  }
+  if (texts) { /* a hand-made view: its pointers and shape are blocks, nothing to release */
+    if (grow(&h->blocks, &h->cap_blocks, h->n_blocks + 1, sizeof(void *)) < 0) {
+      PyMem_Free(texts);
+      PyMem_Free(view->shape);
+      PyMem_Free(view);
+      Py_XDECREF(keep);
+      return -1;
+    }
+    h->blocks[h->n_blocks++] = texts;
+    h->blocks[h->n_blocks++] = view->shape;
+  }
+  if (grow(&h->views, &h->cap_views, h->n_views, sizeof(Py_buffer *)) < 0) {
+    if (!texts) PyBuffer_Release(view);
+    PyMem_Free(view);
+    Py_XDECREF(keep);
+    return -1;
+  }
+  h->views[h->n_views++] = view;
+  if (hold_ref(h, keep) < 0) return -1;
+  int64_t *dims = hold_block(h, (size_t)view->ndim * sizeof(int64_t));
+  if (!dims) return -1;
+  for (int d = 0; d < view->ndim; d++) dims[d] = (int64_t)view->shape[d];
+  out->struct_size = sizeof(kiln_value);
+  out->name = decl->name;
+  out->dtype = dt;
+  out->rank = view->ndim;
+  out->dims = dims;
+  out->data = view->buf;
+  out->byte_size = (size_t)view->len;
+  out->kind = KILN_KIND_TENSOR;
+  return 0;
+}
+
+/* A map feed from a dict: keys (int -> int64, str -> string) and values (the declared
+ * dtype) as two 1-D tensor items. */
+static int take_map(feed_holder *h, const kiln_value *decl, PyObject *value, kiln_value *out) {
+  PyObject *keys = PyDict_Keys(value), *vals = keys ? PyDict_Values(value) : NULL;
+  if (hold_ref(h, keys) < 0 || hold_ref(h, vals) < 0 || !keys || !vals) return -1;
+  kiln_value *items = hold_block(h, 2 * sizeof(kiln_value));
+  if (!items) return -1;
+  int text_keys = PyList_GET_SIZE(keys) > 0 && PyUnicode_Check(PyList_GET_ITEM(keys, 0));
+  kiln_value kd = {sizeof(kiln_value), decl->name, text_keys ? KILN_STRING : KILN_INT64, -1, NULL, NULL, 0,
+                   KILN_KIND_TENSOR, 0, NULL};
+  kiln_value vd = {sizeof(kiln_value), decl->name, decl->dtype, -1, NULL, NULL, 0, KILN_KIND_TENSOR, 0, NULL};
+  if (take_tensor(h, &kd, keys, &items[0]) < 0 || take_tensor(h, &vd, vals, &items[1]) < 0) return -1;
+  out->struct_size = sizeof(kiln_value);
+  out->name = decl->name;
+  out->kind = KILN_KIND_MAP;
+  out->n_items = 2;
+  out->items = items;
+  return 0;
+}
+
+/* One feed of any kind into *out. The declared kind decides: a sequence takes a list
+ * or tuple (its elements tensors, or dicts for maps), an optional None (empty) or what
+ * it holds, a map a dict; anything else is a tensor. */
+static int take_value(feed_holder *h, const kiln_value *decl, PyObject *value, kiln_value *out) {
+  kiln_kind kind = decl->struct_size > offsetof(kiln_value, kind) ? decl->kind : KILN_KIND_TENSOR;
+  if (kind == KILN_KIND_OPTIONAL) {
+    if (value != Py_None) return take_tensor(h, decl, value, out); /* kiln.h: a held tensor passes as itself */
+    out->struct_size = sizeof(kiln_value);
+    out->name = decl->name;
+    out->dtype = decl->dtype;
+    out->kind = KILN_KIND_OPTIONAL;
+    return 0;
+  }
+  if (kind == KILN_KIND_MAP || (kind == KILN_KIND_SEQUENCE && PyDict_Check(value))) {
+    if (!PyDict_Check(value)) {
+      raise_error(KILN_INVALID_ARGUMENT, "input %s: takes a map (a dict), not %s", decl->name, Py_TYPE(value)->tp_name);
+      return -1;
+    }
+    return take_map(h, decl, value, out);
+  }
+  if (kind != KILN_KIND_SEQUENCE) return take_tensor(h, decl, value, out);
+  if (!PyList_Check(value) && !PyTuple_Check(value)) {
+    raise_error(KILN_INVALID_ARGUMENT, "input %s: takes a sequence (a list of arrays), not %s", decl->name,
+                Py_TYPE(value)->tp_name);
+    return -1;
+  }
+  PyObject *seq = PySequence_Fast(value, "a sequence");
+  if (hold_ref(h, seq) < 0 || !seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  kiln_value *items = hold_block(h, (size_t)n * sizeof(kiln_value));
+  if (!items) return -1;
+  kiln_value element = {sizeof(kiln_value), decl->name, decl->dtype, -1, NULL, NULL, 0, KILN_KIND_TENSOR, 0, NULL};
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *v = PySequence_Fast_GET_ITEM(seq, i);
+    if ((PyDict_Check(v) ? take_map(h, &element, v, &items[i]) : take_tensor(h, &element, v, &items[i])) < 0)
+      return -1;
+  }
+  out->struct_size = sizeof(kiln_value);
+  out->name = decl->name;
+  out->dtype = decl->dtype;
+  out->kind = KILN_KIND_SEQUENCE;
+  out->n_items = (int)n;
+  out->items = items;
+  return 0;
+}
+
 /* Model.run(feeds, outputs=None, threads=0, as_list=False): feeds maps input names to
  * arrays; outputs selects and orders the outputs (None or empty: all, in model order).
  * Returns {name: array} (or the arrays in order with as_list). Names, dtypes, shapes
@@ -693,23 +920,17 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds) {
   if (threads < 0) return raise_error(KILN_INVALID_ARGUMENT, "threads must be >= 0, got %d", threads);
 
   PyObject *result = NULL, *items = NULL, *out_keys = NULL;
-  Py_buffer *views = NULL;
+  feed_holder held = {0};
   kiln_value *vals = NULL;
-  int64_t *dims = NULL;
-  PyObject **keep = NULL;
-  const char ***texts = NULL; /* per feed: a text feed's element pointers, else NULL */
   const char **names = NULL;
   kiln_tensor **outs = NULL;
-  Py_ssize_t n = 0, n_out = 0, n_views = 0, total_rank = 0;
+  Py_ssize_t n = 0, n_out = 0;
 
   items = PyMapping_Items(feeds);
   if (!items) goto done;
   n = PyList_GET_SIZE(items);
-  views = PyMem_Calloc((size_t)n + 1, sizeof(Py_buffer));
   vals = PyMem_Calloc((size_t)n + 1, sizeof(kiln_value));
-  keep = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
-  texts = PyMem_Calloc((size_t)n + 1, sizeof(const char **));
-  if (!views || !vals || !keep || !texts) {
+  if (!vals) {
     PyErr_NoMemory();
     goto done;
   }
@@ -727,30 +948,11 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds) {
     const char *name = PyUnicode_AsUTF8(key);
     if (!name) goto done;
     const kiln_value *decl = declared_input(self, key);
-    kiln_value unknown = KILN_VALUE_INIT;
-    unknown.name = name;
-    unknown.rank = -1;
-    kiln_dtype dt;
-    if (take_feed(decl ? decl : &unknown, PyTuple_GET_ITEM(item, 1), &views[i], &dt, &keep[i], &texts[i]) < 0)
-      goto done;
-    n_views = i + 1;
-    vals[i].struct_size = sizeof(kiln_value);
-    vals[i].name = name;
-    vals[i].dtype = dt;
-    vals[i].rank = views[i].ndim;
-    vals[i].data = views[i].buf;
-    vals[i].byte_size = (size_t)views[i].len;
-    total_rank += views[i].ndim;
-  }
-  dims = PyMem_Calloc((size_t)total_rank + 1, sizeof(int64_t));
-  if (!dims) {
-    PyErr_NoMemory();
-    goto done;
-  }
-  for (Py_ssize_t i = 0, at = 0; i < n; i++) {
-    for (int d = 0; d < views[i].ndim; d++) dims[at + d] = (int64_t)views[i].shape[d];
-    vals[i].dims = dims + at;
-    at += views[i].ndim;
+    kiln_value named = KILN_VALUE_INIT;
+    if (decl) named = *decl;
+    else named.rank = -1;
+    named.name = name; /* the feed's own spelling (a declared name may differ by ":0") */
+    if (take_value(&held, &named, PyTuple_GET_ITEM(item, 1), &vals[i]) < 0) goto done;
   }
 
   /* Outputs: None (or empty) means all of them in model order; a str is one name. */
@@ -788,15 +990,14 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds) {
   s = kiln_model_run(model, threads ? &ro : NULL, (int)n, vals, (int)n_out, run_names, outs);
   Py_END_ALLOW_THREADS
   Py_DECREF(self);
-  for (Py_ssize_t i = 0; i < n_views; i++) PyBuffer_Release(&views[i]);
-  n_views = 0;
+  holder_release(&held);
   if (s) {
     raise_status(s);
     goto done;
   }
   result = as_list ? PyList_New(n_out) : PyDict_New();
   for (Py_ssize_t j = 0; j < n_out; j++) {
-    PyObject *arr = result ? array_of_tensor(outs[j], names[j]) : NULL;
+    PyObject *arr = result ? value_of_tensor(outs[j], names[j], NULL) : NULL;
     if (!result) kiln_tensor_free(outs[j]);
     outs[j] = NULL;
     if (!arr) {
@@ -810,20 +1011,10 @@ static PyObject *Model_run(ModelObject *self, PyObject *args, PyObject *kwds) {
   }
 
 done:
-  for (Py_ssize_t i = 0; i < n_views; i++) PyBuffer_Release(&views[i]);
-  for (Py_ssize_t i = 0; texts && i < n; i++)
-    if (texts[i]) {
-      PyMem_Free(views[i].shape);
-      PyMem_Free(texts[i]);
-    }
-  for (Py_ssize_t i = 0; keep && i < n; i++) Py_XDECREF(keep[i]);
+  holder_release(&held);
   Py_XDECREF(items);
   Py_XDECREF(out_keys);
-  PyMem_Free(views);
   PyMem_Free(vals);
-  PyMem_Free(dims);
-  PyMem_Free(keep);
-  PyMem_Free(texts);
   PyMem_Free(names);
   PyMem_Free(outs);
   return result;
@@ -832,8 +1023,8 @@ done:
 static PyMethodDef Model_methods[] = {
     {"run", (PyCFunction)(void (*)(void))Model_run, METH_VARARGS | METH_KEYWORDS,
      "run(feeds, outputs=None, threads=0, as_list=False): run the model once."},
-    {"inputs", (PyCFunction)Model_inputs, METH_NOARGS, "[(name, dtype code, shape or None)] of the inputs."},
-    {"outputs", (PyCFunction)Model_outputs, METH_NOARGS, "[(name, dtype code, shape or None)] of the outputs."},
+    {"inputs", (PyCFunction)Model_inputs, METH_NOARGS, "[(name, dtype code, shape or None, kind name)] of the inputs."},
+    {"outputs", (PyCFunction)Model_outputs, METH_NOARGS, "[(name, dtype code, shape or None, kind name)] of the outputs."},
     {"format", (PyCFunction)Model_format, METH_NOARGS, "(format code, format name) of what was loaded."},
     {"stats", (PyCFunction)Model_stats, METH_NOARGS, "kiln_model_get_stats as a dict."},
     {NULL, NULL, 0, NULL},

@@ -357,6 +357,66 @@ def test_narrow_types_round_trip_as_ml_dtypes():
                                       x.view(np.uint8))  # a list takes the declared type
 
 
+def test_sequences_optionals_and_maps_in_and_out():
+    F, I = TensorProto.FLOAT, TensorProto.INT64
+    seq_f = helper.make_sequence_type_proto(helper.make_tensor_type_proto(F, None))
+    opt_f = helper.make_optional_type_proto(helper.make_tensor_type_proto(F, [2]))
+    nodes = [helper.make_node("SequenceInsert", ["s", "x"], ["s2"]),  # appended at the back
+             helper.make_node("SequenceLength", ["s2"], ["n"]),
+             helper.make_node("OptionalHasElement", ["o"], ["has"]),
+             helper.make_node("Identity", ["o"], ["o2"])]
+    g = helper.make_graph(nodes, "g", [helper.make_value_info("s", seq_f), helper.make_tensor_value_info("x", F, [2]),
+                                      helper.make_value_info("o", opt_f)],
+                          [helper.make_value_info("s2", seq_f), helper.make_tensor_value_info("n", I, []),
+                           helper.make_tensor_value_info("has", TensorProto.BOOL, []),
+                           helper.make_value_info("o2", opt_f)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)])
+    m.ir_version = 8
+    model = kiln.Model(m.SerializeToString())
+    assert [i.kind for i in model.inputs] == ["sequence", "tensor", "optional"]
+    assert model.inputs[0].dtype == np.float32 and model.inputs[0].type == "seq(tensor(float))"
+    a, b, x = np.ones(3, np.float32), np.arange(4, dtype=np.float32).reshape(2, 2), np.array([5, 6], np.float32)
+    out = model.run({"s": [a, b], "x": x, "o": np.array([7, 8], np.float32)})
+    assert isinstance(out["s2"], list) and len(out["s2"]) == 3 and out["n"] == 3 and out["has"]
+    for got, want in zip(out["s2"], [a, b, x]):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(out["o2"], [7, 8])
+    out = model.run({"s": [], "x": x, "o": None})  # an empty sequence and an empty optional
+    assert len(out["s2"]) == 1 and out["n"] == 1 and not out["has"] and out["o2"] is None
+    del model
+    gc.collect()
+    np.testing.assert_array_equal(out["s2"][0], x)  # items outlive the model, over kiln's memory
+    with pytest.raises(kiln.InvalidArgumentError, match="input s.*sequence"):
+        kiln.Model(m.SerializeToString()).run({"s": a, "x": x, "o": None})
+    with pytest.raises(kiln.InvalidArgumentError, match="s"):
+        kiln.Model(m.SerializeToString()).run({"s": [a, np.ones(2, np.int64)], "x": x, "o": None})
+
+
+def test_map_in_and_out_as_dict():
+    text = ('framework onnx\ninput m[_onnx_type="map(int64,tensor(float))"]: ?\n'
+            'r = Identity(m)\noutput r = r:0\n')
+    model = kiln.Model(text.encode(), format="graph")
+    assert model.inputs[0].kind == "map" and model.inputs[0].dtype == np.float32
+    assert model.run({"m": {5: 1.5, 6: -2.0, 7: 0.25}})["r"] == {5: 1.5, 6: -2.0, 7: 0.25}
+    with pytest.raises(kiln.InvalidArgumentError, match="input m.*map"):
+        model.run({"m": [1.0, 2.0]})
+
+
+def test_zipmap_gives_dicts():
+    ml = helper.make_opsetid("ai.onnx.ml", 1)
+    seq_map = helper.make_sequence_type_proto(helper.make_map_type_proto(TensorProto.STRING,
+                                                                        helper.make_tensor_type_proto(1, [])))
+    g = helper.make_graph([helper.make_node("ZipMap", ["p"], ["z"], domain="ai.onnx.ml",
+                                            classlabels_strings=["cat", "dog"])], "g",
+                          [helper.make_tensor_value_info("p", TensorProto.FLOAT, [None, 2])],
+                          [helper.make_value_info("z", seq_map)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), ml])
+    m.ir_version = 8
+    p = np.array([[0.25, 0.75], [0.5, 0.5]], np.float32)
+    z = kiln.Model(m.SerializeToString()).run({"p": p})["z"]
+    assert z == [{"cat": 0.25, "dog": 0.75}, {"cat": 0.5, "dog": 0.5}]  # ONNX Runtime's form
+
+
 def test_lists_scalars_and_zero_d():
     f = kiln.compile_hlo(ADD_HLO)
     s, m = f([[1, 2, 3], [4, 5, 6]], np.ones((2, 3), np.float32))  # a list takes the declared dtype
