@@ -45,7 +45,7 @@ _BF16 = next(code for code, name in _DTYPE_NAMES.items() if name == "bfloat16")
 _NP_OF_CODE = {code: (name if code == _BF16 else np.dtype(name)) for code, name in _DTYPE_NAMES.items()}
 _CODE_OF_NP = {dt: code for code, dt in _NP_OF_CODE.items() if code != _BF16}
 
-_FORMATS = {"auto": 0, "onnx": 1, "graphdef": 2, "tfjs": 3, "hlo": 4, "graph": 5}
+_FORMATS = {"auto": 0, "onnx": 1, "graphdef": 2, "tfjs": 3, "hlo": 4, "graph": 5, "savedmodel": 6}
 
 
 class LogLevel(enum.IntEnum):
