@@ -518,24 +518,30 @@ static kiln_status read_entry(tf_bundle *b, const bundle_entry *e, const char *n
   }
   const uint8_t *p = sh->map ? sh->map + e->offset : (const uint8_t *)"";
   size_t size = (size_t)e->size;
-  if (tf_crc32c_mask(tf_crc32c_extend(0, p, size)) != e->crc) {
-    char *path = shard_path(b, e->shard);
-    kiln_status s = ERR_INVALID("%s: bad CRC for the tensor's %zu bytes at offset %lld (the data is corrupt)", path,
-                                size, (long long)e->offset);
-    free(path);
-    return s;
-  }
   graph_tensor *t;
   TRY(tensor_create(dt, e->shape.rank, e->shape.dims, &t));
+  kiln_status s = NULL;
+  uint32_t crc;
   if (dt == GRAPH_DT_STRING) {
-    /* n varint64 lengths, a 4-byte checksum of them, then the bytes. */
+    /* n varint64 lengths, a masked CRC32C of them, then the bytes. The entry's CRC
+     * covers each length as a little-endian uint32 (uint64 when it does not fit),
+     * then the 4 checksum bytes, then the string bytes. */
     const uint8_t *q = p, *end = p + size;
     uint64_t *lens = malloc(((size_t)t->n + 1) * sizeof *lens);
     if (!lens) abort();
-    kiln_status s = NULL;
-    for (int64_t i = 0; i < t->n && !s; i++) s = pb_read_varint(&q, end, &lens[i]);
+    crc = 0;
+    for (int64_t i = 0; i < t->n && !s; i++) {
+      s = pb_read_varint(&q, end, &lens[i]);
+      uint8_t le[8];
+      for (int k = 0; k < 8; k++) le[k] = (uint8_t)(lens[i] >> (8 * k));
+      if (!s) crc = tf_crc32c_extend(crc, le, lens[i] <= UINT32_MAX ? 4 : 8);
+    }
     if (!s && end - q < 4) s = ERR_INVALID("string tensor is cut short");
-    if (!s) q += 4;
+    if (!s) {
+      crc = tf_crc32c_extend(crc, q, 4);
+      q += 4;
+      crc = tf_crc32c_extend(crc, q, (size_t)(end - q));
+    }
     for (int64_t i = 0; i < t->n && !s; i++) {
       if (lens[i] > (uint64_t)(end - q)) {
         s = ERR_INVALID("string %lld runs past the tensor's bytes", (long long)i);
@@ -545,19 +551,23 @@ static kiln_status read_entry(tf_bundle *b, const bundle_entry *e, const char *n
       q += lens[i];
     }
     free(lens);
-    if (s) {
-      tensor_free(t);
-      return s;
-    }
   } else {
-    if (tensor_byte_size(t) != size) {
-      kiln_status s = ERR_INVALID("%s[%lld elements] needs %zu bytes, the entry has %zu", graph_dtype_name(dt),
-                                  (long long)t->n, tensor_byte_size(t), size);
-      tensor_free(t);
-      return s;
-    }
-    if (size) memcpy(t->data, p, size);
+    crc = tf_crc32c_extend(0, p, size);
+    if (tensor_byte_size(t) != size)
+      s = ERR_INVALID("%s[%lld elements] needs %zu bytes, the entry has %zu", graph_dtype_name(dt), (long long)t->n,
+                      tensor_byte_size(t), size);
   }
+  if (!s && tf_crc32c_mask(crc) != e->crc) {
+    char *path = shard_path(b, e->shard);
+    s = ERR_INVALID("%s: bad CRC for the tensor's %zu bytes at offset %lld (the data is corrupt)", path, size,
+                    (long long)e->offset);
+    free(path);
+  }
+  if (s) {
+    tensor_free(t);
+    return s;
+  }
+  if (dt != GRAPH_DT_STRING && size) memcpy(t->data, p, size);
   (void)name;
   *out = t;
   return NULL;
