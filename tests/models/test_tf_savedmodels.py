@@ -14,6 +14,8 @@ OUT/KEY.npy. The models:
   * mobilenet_v2: keras.applications.MobileNetV2(weights=None, 96x96, alpha 0.35, 10
     logits) with batch-norm statistics from one random batch, saved with
     tf.saved_model.save and an explicit serving signature;
+  * stateful: a module whose signature adds to a variable before reading it (the
+    importer keeps such variables as variables instead of freezing them);
   * sharded: a module whose variables are split over several data shards, one
     variable cut into slices across shards (SaveOptions' experimental_sharding_callback
     with tf.train.experimental.MaxShardSizePolicy).
@@ -25,6 +27,10 @@ Bad inputs, each must exit 1 with a message naming the culprit: a missing data s
 (the file name), a truncated shard ("truncated" and the file), a flipped byte in a
 shard ("bad CRC" and the tensor key) and an unknown --signature (the name asked for
 and the ones there are).
+
+The C API (ctypes on libkiln.so beside the kiln binary) loads the module's directory
+with kiln_model_load and the "signature" option: inputs and outputs are found by
+their signature keys, and an unknown signature is an error naming it.
 
 The packages (PINS) live in a virtual environment of their own (tests/python/
 run_tests.py's rerun_in_venv; default KILN's dir/tf-venv); this script re-runs itself
@@ -118,6 +124,24 @@ def build_models(work):
         @tf.function(input_signature=[tf.TensorSpec([None, 200], tf.float32, name="x")])
         def f(self, x):
             return {"y": tf.matmul(tf.matmul(x, self.w) + self.v, self.u)}
+
+    class Counter(tf.Module):
+        """Writes a variable each call: the import keeps it a variable (not frozen)."""
+
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable(rng.standard_normal((3,)).astype(np.float32))
+            self.n = tf.Variable(0.0)
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 3], tf.float32, name="x")])
+        def f(self, x):
+            self.n.assign_add(1.5)
+            return {"y": x * self.w + self.n.read_value()}
+
+    counter = Counter()
+    d = os.path.join(work, "stateful")
+    tf.saved_model.save(counter, d, signatures=counter.f)
+    made.append(("stateful", d, None, "small"))
 
     big = Big()
     d = os.path.join(work, "sharded")
@@ -234,6 +258,65 @@ def bad_cases(kiln, work, module_dir):
     return results
 
 
+def api_cases(kiln, module_dir):
+    """kiln_model_load(DIR) through the C API (ctypes): the signature option picks the
+    SignatureDef and the model's inputs and outputs are its keys."""
+    import ctypes
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(kiln), "libkiln.so"))
+    vp = ctypes.c_void_p
+    for f in ("kiln_options_create", "kiln_options_set", "kiln_model_load", "kiln_model_find_input",
+              "kiln_model_find_output"):
+        getattr(lib, f).restype = vp
+    lib.kiln_status_message.restype = ctypes.c_char_p
+    lib.kiln_status_message.argtypes = [vp]
+    lib.kiln_status_free.argtypes = [vp]
+    lib.kiln_model_free.argtypes = [vp]
+    lib.kiln_options_free.argtypes = [vp]
+    lib.kiln_model_num_outputs.argtypes = [vp]
+    lib.kiln_model_format.argtypes = [vp]
+    lib.kiln_options_set.argtypes = [vp, ctypes.c_char_p, ctypes.c_char_p]
+    lib.kiln_model_load.argtypes = [ctypes.c_char_p, vp, ctypes.POINTER(vp)]
+    lib.kiln_model_find_input.argtypes = [vp, ctypes.c_char_p, ctypes.POINTER(ctypes.c_int)]
+    lib.kiln_model_find_output.argtypes = lib.kiln_model_find_input.argtypes
+
+    def load(signature):
+        opts = vp()
+        lib.kiln_options_create(ctypes.byref(opts))
+        if signature is not None:
+            lib.kiln_options_set(opts, b"signature", signature.encode())
+        m = vp()
+        st = lib.kiln_model_load(module_dir.encode(), opts, ctypes.byref(m))
+        lib.kiln_options_free(opts)
+        msg = None
+        if st:
+            msg = lib.kiln_status_message(st).decode()
+            lib.kiln_status_free(st)
+        return m, msg
+
+    results = []
+    m, msg = load("other")
+    ok = msg is None and lib.kiln_model_format(m) == 6 and lib.kiln_model_num_outputs(m) == 2
+    idx = ctypes.c_int()
+    for name, fn in ((b"x", lib.kiln_model_find_input), (b"z", lib.kiln_model_find_input),
+                     (b"s", lib.kiln_model_find_output), (b"t", lib.kiln_model_find_output)):
+        if ok:
+            st = fn(m, name, ctypes.byref(idx))
+            ok = not st
+            if st:
+                lib.kiln_status_free(st)
+    if m:
+        lib.kiln_model_free(m)
+    results.append(("api: signature other", ok, msg or "inputs x, z; outputs s, t"))
+    m, msg = load(None)
+    ok = msg is None and lib.kiln_model_num_outputs(m) == 1
+    if m:
+        lib.kiln_model_free(m)
+    results.append(("api: default", ok, msg or "serving_default, one output"))
+    m, msg = load("nope")
+    results.append(("api: unknown signature", not m and msg is not None and "'nope'" in msg, msg or "loaded?"))
+    return results
+
+
 def inner(argv):
     ap = argparse.ArgumentParser()
     ap.add_argument("--inner", action="store_true")
@@ -269,13 +352,35 @@ def inner(argv):
                   flush=True)
             passed += ok
             failed += not ok
+    if "api" in args.k or not args.k:
+        # In a process of its own: libkiln.so and TensorFlow's libraries in one process
+        # do not agree at exit about who frees what.
+        r = subprocess.run([sys.executable, os.path.abspath(__file__), "--api", kiln, os.path.join(work, "module")],
+                           capture_output=True, text=True, timeout=KILN_TIMEOUT_S)
+        lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("PASS", "FAIL"))]
+        print("\n".join(lines), flush=True)
+        ok_all = r.returncode == 0 and len(lines) == 3
+        if not ok_all:
+            print("FAIL api cases: exit %d %s" % (r.returncode, r.stderr.strip()[-300:]), flush=True)
+        passed += sum(ln.startswith("PASS") for ln in lines)
+        failed += sum(ln.startswith("FAIL") for ln in lines) + (not ok_all)
     print("%d passed, %d failed" % (passed, failed), flush=True)
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
 
 
+def api_main(kiln, module_dir):
+    bad = 0
+    for what, ok, detail in api_cases(kiln, module_dir):
+        print("%s %-24s %s" % ("PASS" if ok else "FAIL", what, detail), flush=True)
+        bad += not ok
+    return 1 if bad else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--api"]:
+        sys.exit(api_main(sys.argv[2], sys.argv[3]))
     if "--inner" in sys.argv[1:]:
         sys.exit(inner(sys.argv[1:]))
     sys.exit(outer(sys.argv[1:]))

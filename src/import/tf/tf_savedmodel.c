@@ -701,6 +701,204 @@ static kiln_status bind_variables(tf_ctx *c, const char *dir, const sm_meta *m, 
   return s;
 }
 
+/* ---- freezing and inlining ----
+ * When the signature only reads its variables, the values become constants and the
+ * calls are inlined, so the graph is what a frozen GraphDef would be and the bridge
+ * can cluster it (it does not look inside function bodies). Freezing is refused as
+ * soon as anything could write a variable or carry a resource other than a variable
+ * (TensorArrays, stacks, queues, tables): such graphs keep their VarHandleOps. */
+
+static bool resource_op(const char *op) {
+  static const char *const prefixes[] = {"Resource", "TensorArray", "Stack", "Queue", "Iterator", "Lookup",
+                                         "MutableHashTable", "HashTable"};
+  static const char *const ops[] = {"VarHandleOp",  "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+                                    "DestroyResourceOp", "VarIsInitializedOp", "VariableShape", "_Arg", "_Retval"};
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (!strncmp(op, prefixes[i], strlen(prefixes[i]))) return true;
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+    if (!strcmp(op, ops[i])) return true;
+  return false;
+}
+
+enum { TF_DT_RESOURCE = 20 };
+
+static bool can_freeze(const tf_graph_def *cut) {
+  for (int i = 0; i < cut->n_nodes; i++) {
+    const tf_node_def *nd = cut->nodes[i];
+    if (!strcmp(nd->op, "VarHandleOp")) {
+      if (!node_attr(nd, "_kiln_value")) return false;
+    } else if (resource_op(nd->op)) {
+      return false;
+    }
+  }
+  for (int f = 0; f < cut->n_functions; f++)
+    for (int i = 0; i < cut->functions[f]->n_nodes; i++)
+      if (resource_op(cut->functions[f]->nodes[i]->op)) return false;
+  return true;
+}
+
+static void make_identity(tf_ctx *c, tf_node_def *nd) {
+  const graph_attr_value *dt = node_attr(nd, "dtype");
+  nd->op = "Identity";
+  if (dt) {
+    graph_attr_value t = *dt;
+    tf_node_add_attr(c, nd, "T", &t);
+  }
+}
+
+/* VarHandleOp -> Const of its value; ReadVariableOp -> Identity; resource arguments
+ * lose their type (they now carry the values). */
+static void freeze(tf_ctx *c, tf_graph_def *cut) {
+  for (int i = 0; i < cut->n_nodes; i++) {
+    tf_node_def *nd = cut->nodes[i];
+    if (!strcmp(nd->op, "ReadVariableOp")) {
+      tf_node_def *copy = arena_memdup(c->scratch, nd, sizeof *nd);
+      copy->attrs = arena_memdup(c->scratch, nd->attrs, (size_t)nd->n_attrs * sizeof *nd->attrs);
+      copy->cap_attrs = nd->n_attrs;
+      make_identity(c, copy);
+      cut->nodes[i] = copy;
+    }
+    if (strcmp(nd->op, "VarHandleOp")) continue;
+    const graph_attr_value *v = node_attr(nd, "_kiln_value");
+    tf_node_def *k = arena_calloc(c->scratch, 1, sizeof *k);
+    k->name = nd->name;
+    k->op = "Const";
+    k->device = nd->device;
+    graph_attr_value dt;
+    memset(&dt, 0, sizeof dt);
+    dt.kind = GRAPH_ATTR_TYPE;
+    dt.type = v->tensor->dtype;
+    tf_node_add_attr(c, k, "value", v);
+    tf_node_add_attr(c, k, "dtype", &dt);
+    cut->nodes[i] = k;
+  }
+  for (int f = 0; f < cut->n_functions; f++) {
+    tf_function_def *fd = cut->functions[f];
+    for (int i = 0; i < fd->n_in; i++)
+      if (fd->in[i].type == TF_DT_RESOURCE) fd->in[i].type = 0;
+    for (int i = 0; i < fd->n_nodes; i++)
+      if (!strcmp(fd->nodes[i]->op, "ReadVariableOp")) make_identity(c, fd->nodes[i]);
+  }
+}
+
+/* Bodies inlined into one graph, all rounds together: far beyond any real model, and
+ * a bound on a library whose functions call themselves. */
+enum { INLINE_NODE_LIMIT = 1 << 22, INLINE_ROUNDS = 64 };
+
+typedef struct port_ref {
+  graph_node *node;
+  int port;
+} port_ref;
+
+/* Replaces call node `call` (in root graph g) by a copy of its function's body. */
+static kiln_status inline_call(graph *g, graph_node *call, const graph *body, int64_t *budget) {
+  if (body->n_inputs != call->n_inputs)
+    return ERR_INVALID("call '%s' passes %d inputs to function '%s', which takes %d", call->name, call->n_inputs,
+                       body->name, body->n_inputs);
+  if (body->n_results > call->n_outputs && body->n_results > 0) TRY(graph_node_set_num_outputs(call, body->n_results));
+  *budget -= body->n_nodes;
+  if (*budget < 0) return status_error(KILN_RESOURCE_EXHAUSTED, "inlining the calls makes more than %d nodes",
+                                       INLINE_NODE_LIMIT);
+  graph_node **made = calloc((size_t)body->n_nodes + 1, sizeof *made);
+  port_ref *arg = calloc((size_t)body->n_inputs + 1, sizeof *arg);
+  if (!made || !arg) abort();
+  for (int i = 0; i < body->n_inputs; i++) arg[i] = (port_ref){call->inputs[i].node, call->inputs[i].port};
+  kiln_status s = NULL;
+  /* Nodes first (edges may point forward: loops), with the call's name as a scope. */
+  for (int i = 0; i < body->n_nodes && !s; i++) {
+    graph_node *v = body->nodes[i];
+    v->user_data = NULL;
+    if (v->is_input) continue;
+    const char *name = graph_unique_name(g, arena_printf(g->arena, "%s/%s", call->name, v->name));
+    graph_node *n;
+    s = graph_add_node(g, name, v->op, &n);
+    if (s) break;
+    for (int a = 0; a < v->n_attrs; a++) graph_node_set_attr(n, v->attrs[a].name, &v->attrs[a].value);
+    if (v->n_outputs > 1) s = graph_node_set_num_outputs(n, v->n_outputs);
+    for (int p = 0; p < v->n_outputs && !s; p++)
+      graph_node_set_output(n, p, v->outputs[p].dtype, &v->outputs[p].shape);
+    if (v->requested_device) graph_node_set_requested_device(n, v->requested_device);
+    else if (call->requested_device) graph_node_set_requested_device(n, call->requested_device);
+    made[i] = n;
+    v->user_data = n;
+  }
+  /* Where a body tensor now comes from. */
+#define SOURCE(src, port, out)                                            \
+  do {                                                                    \
+    if ((src)->is_input) {                                                \
+      int k_ = 0;                                                         \
+      while (k_ < body->n_inputs && body->inputs[k_] != (src)) k_++;      \
+      (out) = arg[k_];                                                    \
+    } else {                                                              \
+      (out) = (port_ref){(graph_node *)(src)->user_data, (port)};         \
+    }                                                                     \
+  } while (0)
+  for (int i = 0; i < body->n_nodes && !s; i++) {
+    graph_node *v = body->nodes[i];
+    if (v->is_input) continue;
+    for (int k = 0; k < v->n_inputs && !s; k++) {
+      port_ref r;
+      SOURCE(v->inputs[k].node, v->inputs[k].port, r);
+      s = graph_add_edge(r.node, r.port, made[i]);
+    }
+    for (int k = 0; k < v->n_control && !s; k++) {
+      port_ref r;
+      SOURCE(v->control_inputs[k], 0, r);
+      s = graph_add_control_edge(r.node, made[i]);
+    }
+    /* What the call waited for, every node of the body waits for. */
+    for (int k = 0; k < call->n_control && !s; k++) s = graph_add_control_edge(call->control_inputs[k], made[i]);
+  }
+  port_ref *res = calloc((size_t)body->n_results + 1, sizeof *res);
+  if (!res) abort();
+  for (int j = 0; j < body->n_results && !s; j++) SOURCE(body->results[j].node, body->results[j].port, res[j]);
+#undef SOURCE
+  if (!s) {
+    /* Control consumers of the call now wait for every result. */
+    const graph_use *uses;
+    int n_ctl = graph_consumers(call, GRAPH_CONTROL, &uses);
+    graph_node **ctl = malloc(((size_t)n_ctl + 1) * sizeof *ctl);
+    if (!ctl) abort();
+    for (int k = 0; k < n_ctl; k++) ctl[k] = uses[k].node;
+    for (int k = 0; k < n_ctl && !s; k++)
+      for (int j = 0; j < body->n_results && !s; j++) s = graph_add_control_edge(res[j].node, ctl[k]);
+    free(ctl);
+  }
+  for (int j = 0; j < body->n_results && !s; j++) graph_replace_uses(call, j, res[j].node, res[j].port);
+  if (!s) s = graph_remove_node(call);
+  free(res);
+  free(made);
+  free(arg);
+  for (int i = 0; i < body->n_nodes; i++) body->nodes[i]->user_data = NULL;
+  return s;
+}
+
+static bool is_call_node(const graph_node *n) {
+  return graph_node_is(n, "tf.StatefulPartitionedCall") || graph_node_is(n, "tf.PartitionedCall");
+}
+
+static kiln_status inline_calls(graph *g) {
+  int64_t budget = INLINE_NODE_LIMIT;
+  for (int round = 0;; round++) {
+    bool any = false;
+    for (int i = 0; i < g->n_nodes; i++) {
+      graph_node *n = g->nodes[i];
+      if (!is_call_node(n)) continue;
+      const graph_attr_value *f = graph_node_attr(n, "f");
+      if (!f || f->kind != GRAPH_ATTR_FUNC || !f->func.body) continue;
+      if (round == INLINE_ROUNDS)
+        return ERR_INVALID("calls still nest %d levels deep (does a function call itself?)", INLINE_ROUNDS);
+      kiln_status s = inline_call(g, n, f->func.body, &budget);
+      if (s) return status_wrap(s, "inlining call '%s'", n->name);
+      any = true;
+      i--; /* the call's slot now holds the next node */
+    }
+    if (!any) break;
+  }
+  graph_prune(g, NULL, 0);
+  return graph_validate(g);
+}
+
 /* ---- renaming inputs to their signature keys ---- */
 
 static const char *renamed(tf_ctx *c, const char *in, const char *from, const char *to) {
@@ -764,8 +962,17 @@ static kiln_status import_meta(tf_ctx *c, const char *dir, const uint8_t *data, 
   tf_graph_def cut;
   TRY(cut_graph(c, &def, &sig, idx, &cut));
   TRY(bind_variables(c, dir, &m, &def, idx, &cut));
+  bool frozen = can_freeze(&cut);
+  if (frozen) freeze(c, &cut);
   rename_inputs(c, &cut, &sig);
-  return tf_build_graph(c, &cut, &sig, out);
+  TRY(tf_build_graph(c, &cut, &sig, out));
+  if (!frozen) return NULL;
+  kiln_status s2 = inline_calls(*out);
+  if (s2) {
+    graph_free(*out);
+    *out = NULL;
+  }
+  return s2;
 }
 
 kiln_status tf_import_savedmodel(const char *dir, const char *signature, graph **out, tf_import_info *info) {
