@@ -22,6 +22,10 @@
  * checkpoints). Each bound VarHandleOp gets its value as the "_kiln_value" tensor
  * attribute, which the executor uses as the variable's first value, so the model's
  * ReadVariableOps read the checkpoint and an AssignVariableOp still works as in TF.
+ * When nothing reachable can write a variable (or hold another kind of resource), the
+ * graph is frozen instead: VarHandleOps become Consts, ReadVariableOps Identities, and
+ * the (Stateful)PartitionedCalls are inlined, nested ones too, so the bridge sees one
+ * flat graph it can cluster, as it would a frozen GraphDef.
  * Lookup tables and assets are refused by node and op name. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -518,6 +522,7 @@ static void use_attr_functions(cut_state *s, const graph_attr_value *v, int dept
 }
 
 static kiln_status use_node(cut_state *s, const tf_node_def *nd, const char *where) {
+  if (!nd->name || !nd->op) return ERR_INVALID("a %s node has no %s", where, nd->name ? "op" : "name");
   if (unsupported_op(nd->op))
     return status_error(KILN_UNIMPLEMENTED, "%s node '%s' is a %s: lookup tables and assets are not supported",
                         where, nd->name, nd->op);
@@ -603,7 +608,7 @@ static const sm_function *find_concrete(const sm_objects *g, const char *name) {
 static void bind_captures(tf_ctx *c, const tf_graph_def *def, const name_index *idx, const sm_objects *g, int *obj) {
   for (int i = 0; i < def->n_nodes; i++) {
     const tf_node_def *nd = def->nodes[i];
-    if (!is_call_op(nd->op)) continue;
+    if (!nd->op || !is_call_op(nd->op)) continue;
     const graph_attr_value *f = node_attr(nd, "f");
     if (!f || f->kind != GRAPH_ATTR_FUNC) continue;
     const sm_function *cf = find_concrete(g, f->func.name);
@@ -626,15 +631,20 @@ static kiln_status bind_variables(tf_ctx *c, const char *dir, const sm_meta *m, 
   int n_vars = 0;
   for (int i = 0; i < cut->n_nodes; i++) n_vars += !strcmp(cut->nodes[i]->op, "VarHandleOp");
   if (!n_vars) return NULL;
+  sm_objects g;
+  memset(&g, 0, sizeof g);
+  if (m->objects) {
+    kiln_status e = parse_saved_objects(c, m->objects, m->objects_len, &g);
+    if (e) return status_wrap(e, "object_graph_def");
+  }
+  if (!dir)
+    return status_error(KILN_NOT_FOUND, "the signature reads %d variable%s and there is no variables directory",
+                        n_vars, n_vars == 1 ? "" : "s");
   char *prefix = arena_printf(c->scratch, "%s/variables/variables", dir);
   tf_bundle *b;
   kiln_status s = tf_bundle_open(prefix, &b);
   if (s) return status_wrap(s, "the signature reads %d variable%s", n_vars, n_vars == 1 ? "" : "s");
-  sm_objects g;
-  memset(&g, 0, sizeof g);
-  if (m->objects) s = parse_saved_objects(c, m->objects, m->objects_len, &g);
-  if (s) s = status_wrap(s, "object_graph_def");
-  if (!s && tf_bundle_has(b, "_CHECKPOINTABLE_OBJECT_GRAPH")) {
+  if (tf_bundle_has(b, "_CHECKPOINTABLE_OBJECT_GRAPH")) {
     graph_tensor *t;
     s = tf_bundle_read(b, "_CHECKPOINTABLE_OBJECT_GRAPH", &t);
     if (!s) {
@@ -941,7 +951,7 @@ static void rename_inputs(tf_ctx *c, tf_graph_def *g, tf_signature *sig) {
 
 /* ---- the whole import ---- */
 
-static kiln_status import_meta(tf_ctx *c, const char *dir, const uint8_t *data, size_t len, const char *signature,
+static kiln_status import_meta(tf_ctx *c, const char *dir, const void *data, size_t len, const char *signature,
                                graph **out) {
   sm_meta m;
   memset(&m, 0, sizeof m);
@@ -975,6 +985,19 @@ static kiln_status import_meta(tf_ctx *c, const char *dir, const uint8_t *data, 
   return s2;
 }
 
+kiln_status tf_import_savedmodel_buffer(const void *data, size_t len, const char *dir, const char *signature,
+                                        const char *name, graph **out, tf_import_info *info) {
+  *out = NULL;
+  if (signature && !*signature) signature = NULL;
+  if (!name) name = "<saved_model.pb>";
+  tf_ctx c;
+  tf_ctx_init(&c, name);
+  kiln_status s = import_meta(&c, dir, data ? data : "", data ? len : 0, signature, out);
+  if (!s && info) *info = c.info;
+  tf_ctx_release(&c);
+  return s ? status_wrap(s, "%s", name) : NULL;
+}
+
 kiln_status tf_import_savedmodel(const char *dir, const char *signature, graph **out, tf_import_info *info) {
   *out = NULL;
   if (signature && !*signature) signature = NULL;
@@ -992,13 +1015,8 @@ kiln_status tf_import_savedmodel(const char *dir, const char *signature, graph *
     free(path);
     return s;
   }
-  tf_ctx c;
-  tf_ctx_init(&c, path);
-  s = import_meta(&c, dir, (const uint8_t *)data, len, signature, out);
-  if (!s && info) *info = c.info;
-  tf_ctx_release(&c);
+  s = tf_import_savedmodel_buffer(data, len, dir, signature, path, out, info);
   free(data);
-  if (s) s = status_wrap(s, "%s", path);
   free(path);
   return s;
 }
