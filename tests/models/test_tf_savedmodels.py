@@ -16,6 +16,9 @@ OUT/KEY.npy. The models:
     tf.saved_model.save and an explicit serving signature;
   * stateful: a module whose signature adds to a variable before reading it (the
     importer keeps such variables as variables instead of freezing them);
+  * tf1_ref, tf1_resource: TF1 graphs saved with tf.compat.v1.saved_model.simple_save,
+    with reference variables (VariableV2, checkpoint keys are the op names) and with
+    resource variables (VarHandleOp keyed by shared_name, no object graph);
   * sharded: a module whose variables are split over several data shards, one
     variable cut into slices across shards (SaveOptions' experimental_sharding_callback
     with tf.train.experimental.MaxShardSizePolicy).
@@ -142,6 +145,21 @@ def build_models(work):
     d = os.path.join(work, "stateful")
     tf.saved_model.save(counter, d, signatures=counter.f)
     made.append(("stateful", d, None, "small"))
+
+    tf1 = tf.compat.v1
+    for use_resource in (False, True):
+        name = "tf1_" + ("resource" if use_resource else "ref")
+        with tf.Graph().as_default() as g, tf1.Session(graph=g) as sess:
+            x = tf1.placeholder(tf.float32, [None, 4], name="x")
+            w = tf1.get_variable("w", initializer=rng.standard_normal((4, 3)).astype(np.float32),
+                                 use_resource=use_resource)
+            b = tf1.get_variable("b", initializer=rng.standard_normal((3,)).astype(np.float32),
+                                 use_resource=use_resource)
+            y = tf.add(tf.matmul(x, w), b, name="y")
+            sess.run(tf1.global_variables_initializer())
+            d = os.path.join(work, name)
+            tf1.saved_model.simple_save(sess, d, {"x": x}, {"y": y})
+        made.append((name, d, None, "small"))
 
     big = Big()
     d = os.path.join(work, "sharded")

@@ -596,6 +596,13 @@ done:
 
 /* ---- variables ---- */
 
+/* Resource variables (TF2, and TF1 with use_resource) and reference variables (TF1). */
+static bool is_variable_op(const char *op) {
+  return !strcmp(op, "VarHandleOp") || !strcmp(op, "VariableV2") || !strcmp(op, "Variable");
+}
+
+static bool is_ref_variable_op(const char *op) { return !strcmp(op, "VariableV2") || !strcmp(op, "Variable"); }
+
 static bool is_call_op(const char *op) { return !strcmp(op, "StatefulPartitionedCall") || !strcmp(op, "PartitionedCall"); }
 
 static const sm_function *find_concrete(const sm_objects *g, const char *name) {
@@ -629,7 +636,7 @@ static void bind_captures(tf_ctx *c, const tf_graph_def *def, const name_index *
 static kiln_status bind_variables(tf_ctx *c, const char *dir, const sm_meta *m, const tf_graph_def *def,
                                   const name_index *idx, tf_graph_def *cut) {
   int n_vars = 0;
-  for (int i = 0; i < cut->n_nodes; i++) n_vars += !strcmp(cut->nodes[i]->op, "VarHandleOp");
+  for (int i = 0; i < cut->n_nodes; i++) n_vars += is_variable_op(cut->nodes[i]->op);
   if (!n_vars) return NULL;
   sm_objects g;
   memset(&g, 0, sizeof g);
@@ -659,7 +666,7 @@ static kiln_status bind_variables(tf_ctx *c, const char *dir, const sm_meta *m, 
   if (!s) bind_captures(c, def, idx, &g, obj);
   for (int i = 0; i < cut->n_nodes && !s; i++) {
     tf_node_def *nd = cut->nodes[i];
-    if (strcmp(nd->op, "VarHandleOp")) continue;
+    if (!is_variable_op(nd->op)) continue;
     int j = find_name(idx, def->n_nodes, nd->name);
     const char *key = j >= 0 && obj[j] >= 0 ? object_key(c, &g, obj[j]) : NULL;
     const graph_attr_value *sn = node_attr(nd, "shared_name");
@@ -667,9 +674,11 @@ static kiln_status bind_variables(tf_ctx *c, const char *dir, const sm_meta *m, 
       const char *shared = arena_strndup(c->scratch, sn->s.data, sn->s.len);
       if (tf_bundle_has(b, shared)) key = shared;
     }
+    /* TF1's Saver keys a variable by its op's name. */
+    if (!key && tf_bundle_has(b, nd->name)) key = nd->name;
     if (!key) {
-      s = status_error(KILN_NOT_FOUND, "variable '%s' (VarHandleOp) has no checkpoint key: the object graph does "
-                       "not bind it and its shared_name is not in %s.index", nd->name, prefix);
+      s = status_error(KILN_NOT_FOUND, "variable '%s' (%s) has no checkpoint key: the object graph does not bind "
+                       "it and neither its shared_name nor its name is in %s.index", nd->name, nd->op, prefix);
       break;
     }
     graph_tensor *t;
@@ -720,9 +729,14 @@ static kiln_status bind_variables(tf_ctx *c, const char *dir, const sm_meta *m, 
 
 static bool resource_op(const char *op) {
   static const char *const prefixes[] = {"Resource", "TensorArray", "Stack", "Queue", "Iterator", "Lookup",
-                                         "MutableHashTable", "HashTable"};
+                                         "MutableHashTable", "HashTable", "Apply", "SparseApply"};
   static const char *const ops[] = {"VarHandleOp",  "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-                                    "DestroyResourceOp", "VarIsInitializedOp", "VariableShape", "_Arg", "_Retval"};
+                                    "DestroyResourceOp", "VarIsInitializedOp", "VariableShape", "_Arg", "_Retval",
+                                    /* writers of TF1 reference variables */
+                                    "Assign", "AssignAdd", "AssignSub", "CountUpTo", "ScatterUpdate", "ScatterAdd",
+                                    "ScatterSub", "ScatterMul", "ScatterDiv", "ScatterMin", "ScatterMax",
+                                    "ScatterNdUpdate", "ScatterNdAdd", "ScatterNdSub", "IsVariableInitialized",
+                                    "VariableV2", "Variable"};
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
     if (!strncmp(op, prefixes[i], strlen(prefixes[i]))) return true;
   for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
@@ -735,7 +749,7 @@ enum { TF_DT_RESOURCE = 20 };
 static bool can_freeze(const tf_graph_def *cut) {
   for (int i = 0; i < cut->n_nodes; i++) {
     const tf_node_def *nd = cut->nodes[i];
-    if (!strcmp(nd->op, "VarHandleOp")) {
+    if (is_variable_op(nd->op)) {
       if (!node_attr(nd, "_kiln_value")) return false;
     } else if (resource_op(nd->op)) {
       return false;
@@ -768,7 +782,7 @@ static void freeze(tf_ctx *c, tf_graph_def *cut) {
       make_identity(c, copy);
       cut->nodes[i] = copy;
     }
-    if (strcmp(nd->op, "VarHandleOp")) continue;
+    if (!is_variable_op(nd->op)) continue;
     const graph_attr_value *v = node_attr(nd, "_kiln_value");
     tf_node_def *k = arena_calloc(c->scratch, 1, sizeof *k);
     k->name = nd->name;
@@ -975,6 +989,10 @@ static kiln_status import_meta(tf_ctx *c, const char *dir, const void *data, siz
   bool frozen = can_freeze(&cut);
   if (frozen) freeze(c, &cut);
   rename_inputs(c, &cut, &sig);
+  for (int i = 0; i < cut.n_nodes && !frozen; i++)
+    if (is_ref_variable_op(cut.nodes[i]->op))
+      return status_error(KILN_UNIMPLEMENTED, "'%s' is a TF1 reference variable (%s) that the signature may write; "
+                          "kiln reads such variables only as constants", cut.nodes[i]->name, cut.nodes[i]->op);
   TRY(tf_build_graph(c, &cut, &sig, out));
   if (!frozen) return NULL;
   kiln_status s2 = inline_calls(*out);
