@@ -28,8 +28,8 @@ another order than TF's oneDNN kernels).
 
 Bad inputs, each must exit 1 with a message naming the culprit: a missing data shard
 (the file name), a truncated shard ("truncated" and the file), a flipped byte in a
-shard ("bad CRC" and the tensor key) and an unknown --signature (the name asked for
-and the ones there are).
+shard ("bad CRC" and the tensor key), an unknown --signature (the name asked for
+and the ones there are) and a lookup table (the node and its op).
 
 The C API (ctypes on libkiln.so beside the kiln binary) loads the module's directory
 with kiln_model_load and the "signature" option: inputs and outputs are found by
@@ -270,6 +270,28 @@ def bad_cases(kiln, work, module_dir):
     d, shard = damaged("flipped", flip)
     rc, err = run(d)
     results.append(("flipped byte", rc == 1 and "bad CRC" in err and "/.ATTRIBUTES/VARIABLE_VALUE" in err, err))
+    # A lookup table: refused naming the node and the op, not crashed on.
+    import tensorflow as tf
+
+    class Table(tf.Module):
+        def __init__(self):
+            super().__init__()
+            init = tf.lookup.KeyValueTensorInitializer(tf.constant(["a", "b"]), tf.constant([1, 2], tf.int64))
+            self.t = tf.lookup.StaticHashTable(init, -1)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="s")])
+        def f(self, s):
+            return {"id": self.t.lookup(s)}
+
+    table = Table()
+    d = os.path.join(work, "bad_table")
+    tf.saved_model.save(table, d, signatures=table.f)
+    s_path = os.path.join(work, "bad_s.npy")
+    np.save(s_path, np.array(["a", "c"]))
+    r = subprocess.run([kiln, "run", d, "-i", "s=" + s_path, "-o", os.path.join(work, "bad_out")],
+                       capture_output=True, text=True, timeout=KILN_TIMEOUT_S)
+    err = r.stderr.strip()
+    results.append(("lookup table", r.returncode == 1 and "HashTableV2" in err and "not supported" in err, err))
     rc, err = run(module_dir, ["--signature", "nope"])
     results.append(("unknown signature", rc == 1 and "'nope'" in err and "'other'" in err and "'serving_default'" in err,
                     err))
