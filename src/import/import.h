@@ -1,7 +1,8 @@
 /* Model files -> graphs: one entry point that picks the importer.
  *
  * `kiln run MODEL` and embedders call import_model_file and get a graph whatever the
- * format: ONNX (model.onnx), a frozen TensorFlow GraphDef (.pb) or a TF.js graph model
+ * format: ONNX (model.onnx), a frozen TensorFlow GraphDef (.pb), a TensorFlow
+ * SavedModel (its directory, or the saved_model.pb in it) or a TF.js graph model
  * (model.json with its weight shards beside it). The extension decides; a file with
  * another extension is recognised by its first bytes (a JSON object is TF.js, a
  * protobuf starting with field 1 as a varint is an ONNX ModelProto -- ir_version comes
