@@ -183,8 +183,10 @@ KILN_API void kiln_options_free(kiln_options *opts);
  *   plugin_option     KEY=VALUE passed to every plugin compile (adds one each time)
  *   log_level         "info", "warning" (default) or "error": the least severe
  *                     message delivered
- *   format            "auto" (default), "onnx", "graphdef", "tfjs", "hlo", "graph":
- *                     how kiln_model_load* reads the bytes
+ *   format            "auto" (default), "onnx", "graphdef", "tfjs", "hlo", "graph",
+ *                     "savedmodel": how kiln_model_load* reads the bytes
+ *   signature         a SavedModel's SignatureDef to run; "" (default):
+ *                     serving_default (an unknown name is NOT_FOUND listing them)
  *   report            "true": keep what the bridge decided for kiln_model_report
  *   inputs, outputs   comma-separated tensor names, TensorFlow style: "node" (its
  *                     output 0) or "node:N", or a name the model already gives an
@@ -268,7 +270,8 @@ typedef enum kiln_format {
   KILN_FORMAT_GRAPHDEF = 2, /* frozen TensorFlow GraphDef (.pb) */
   KILN_FORMAT_TFJS = 3,     /* TF.js graph model.json (file only: it names its shards) */
   KILN_FORMAT_HLO = 4,      /* XLA HLO text */
-  KILN_FORMAT_GRAPH = 5     /* kiln's graph text form (.graph) */
+  KILN_FORMAT_GRAPH = 5,    /* kiln's graph text form (.graph) */
+  KILN_FORMAT_SAVEDMODEL = 6 /* TensorFlow SavedModel directory (file only: it names its checkpoint) */
 } kiln_format;
 
 /* Loads and prepares a model: imports it, runs the bridge (clustering per the jit

@@ -76,7 +76,7 @@ _NP_OF_CODE = {code: _np_of_code(code, name) for code, name in _DTYPE_NAMES.item
 # numpy dtype -> code (text and the ml_dtypes types are handled apart).
 _CODE_OF_NP = {dt: code for code, dt in _NP_OF_CODE.items() if isinstance(dt, np.dtype) and code != _STRING}
 
-_FORMATS = {"auto": 0, "onnx": 1, "graphdef": 2, "tfjs": 3, "hlo": 4, "graph": 5}
+_FORMATS = {"auto": 0, "onnx": 1, "graphdef": 2, "tfjs": 3, "hlo": 4, "graph": 5, "savedmodel": 6}
 
 
 class LogLevel(enum.IntEnum):

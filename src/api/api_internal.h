@@ -41,6 +41,7 @@ struct kiln_options {
   char *disable_passes;
   char *jit_ops;
   char *jit_exclude_ops;
+  char *signature; /* a SavedModel's SignatureDef; "": serving_default */
   int min_cluster_size;
   int max_cluster_size;
   bool clustering_debug;

@@ -466,6 +466,7 @@ static kiln_format format_of_import(import_format f) {
     case IMPORT_FORMAT_TF_GRAPHDEF: return KILN_FORMAT_GRAPHDEF;
     case IMPORT_FORMAT_TFJS: return KILN_FORMAT_TFJS;
     case IMPORT_FORMAT_GRAPH_TEXT: return KILN_FORMAT_GRAPH;
+    case IMPORT_FORMAT_TF_SAVEDMODEL: return KILN_FORMAT_SAVEDMODEL;
     case IMPORT_FORMAT_UNKNOWN: break;
   }
   return KILN_FORMAT_HLO;
@@ -477,6 +478,7 @@ static import_format import_of_format(kiln_format f) {
     case KILN_FORMAT_GRAPHDEF: return IMPORT_FORMAT_TF_GRAPHDEF;
     case KILN_FORMAT_TFJS: return IMPORT_FORMAT_TFJS;
     case KILN_FORMAT_GRAPH: return IMPORT_FORMAT_GRAPH_TEXT;
+    case KILN_FORMAT_SAVEDMODEL: return IMPORT_FORMAT_TF_SAVEDMODEL;
     default: return IMPORT_FORMAT_UNKNOWN;
   }
 }
@@ -528,7 +530,8 @@ static kiln_status load(kiln_model *m, const char *path, const void *data, size_
   }
   graph *g = NULL;
   kiln_status s = NULL;
-  if (path && format == (kiln_format)format_of_import(import_detect_format(path))) s = import_model_file(path, &g);
+  if (path && format == (kiln_format)format_of_import(import_detect_format(path)))
+    s = import_model_file_signature(path, m->opts->signature, &g);
   else if (path) {
     /* The caller named a format the file's name does not suggest: read the bytes. */
     char *bytes = NULL;
@@ -571,7 +574,7 @@ kiln_status kiln_model_load_from_memory(const void *data, size_t size, kiln_form
   if (!out) return ERR_INVALID("kiln_model_load_from_memory: out is NULL");
   *out = NULL;
   if (!data && size) return ERR_INVALID("kiln_model_load_from_memory: data is NULL");
-  if ((int)format < KILN_FORMAT_AUTO || (int)format > KILN_FORMAT_GRAPH)
+  if ((int)format < KILN_FORMAT_AUTO || (int)format > KILN_FORMAT_SAVEDMODEL)
     return ERR_INVALID("kiln_model_load_from_memory: format %d is not a kiln_format", (int)format);
   if (!size) return ERR_INVALID("kiln_model_load_from_memory: the model is empty (0 bytes)");
   kiln_model *m;
@@ -597,6 +600,7 @@ const char *kiln_format_name(kiln_format f) {
     case KILN_FORMAT_TFJS: return "TF.js graph model";
     case KILN_FORMAT_HLO: return "HLO text";
     case KILN_FORMAT_GRAPH: return "kiln graph";
+    case KILN_FORMAT_SAVEDMODEL: return "TensorFlow SavedModel";
     case KILN_FORMAT_AUTO: return "auto";
   }
   return "unknown";

@@ -55,11 +55,12 @@ static const opt_key keys[] = {
      "comma-separated tensors to feed (name or name:index); \"\": the model's own inputs"},
     {"outputs", OPT_STRING, F(outputs), 0, 0,
      "comma-separated tensors to return (name or name:index); \"\": the model's own outputs"},
+    {"signature", OPT_STRING, F(signature), 0, 0, "a SavedModel's SignatureDef to run; \"\": serving_default"},
 };
 #undef F
 #define N_KEYS ((int)(sizeof keys / sizeof keys[0]))
 
-static const char *const format_names[] = {"auto", "onnx", "graphdef", "tfjs", "hlo", "graph"};
+static const char *const format_names[] = {"auto", "onnx", "graphdef", "tfjs", "hlo", "graph", "savedmodel"};
 static const char *const level_names[] = {"info", "warning", "error"};
 
 static void *field(kiln_options *o, const opt_key *k) { return (char *)o + k->offset; }
@@ -233,8 +234,9 @@ kiln_status kiln_options_set(kiln_options *o, const char *key, const char *value
       return NULL;
     }
     case OPT_FORMAT: {
-      int i = pick(value, format_names, 6);
-      if (i < 0) return ERR_INVALID("option format takes auto, onnx, graphdef, tfjs, hlo or graph (got '%s')", value);
+      int i = pick(value, format_names, 7);
+      if (i < 0)
+        return ERR_INVALID("option format takes auto, onnx, graphdef, tfjs, hlo, graph or savedmodel (got '%s')", value);
       o->format = (kiln_format)i;
       return NULL;
     }

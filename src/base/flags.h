@@ -39,6 +39,7 @@
   X(log_placement, '\0', BOOL, "false", "print the device each node was placed on")                \
   X(no_host_fallback, '\0', BOOL, "false", "a node its device cannot run is an error, not a host fallback") \
   X(dot, '\0', STRING, "", "kiln cluster: write the clustered graph as Graphviz DOT to this file")  \
+  X(signature, '\0', STRING, "", "SavedModel: the SignatureDef to run (kiln run/cluster/info); empty: serving_default") \
   X(dump_to, '\0', STRING, "", "directory to dump the module before optimizations and after passes") \
   X(dump_pass_re, '\0', STRING, ".*", "POSIX extended regex: dump after the passes whose name matches") \
   X(dump_large_constants, '\0', BOOL, "false", "print constants of more than 10 elements in dumps in full (default {...})") \

@@ -209,6 +209,10 @@ kiln_status exec_var_handle(exec_node_ctx *c) {
     GROW(r->vars, r->n_vars, r->cap_vars);
     idx = r->n_vars++;
     r->vars[idx] = (exec_variable){strbuf_take(&b), attr_type_or(n, "dtype", GRAPH_DT_INVALID), NULL};
+    /* A SavedModel's variables come with their checkpoint values (the importer's
+     * "_kiln_value"): the first value of the session's variable, as TF's restore. */
+    const graph_attr_value *init = graph_node_attr(n, "_kiln_value");
+    if (init && init->kind == GRAPH_ATTR_TENSOR) r->vars[idx].value = tensor_ref(init->tensor);
   }
   strbuf_free(&b);
   return make_handle(GRAPH_DT_RESOURCE, HANDLE_VAR, idx, &c->outputs[0]);

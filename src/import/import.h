@@ -1,7 +1,8 @@
 /* Model files -> graphs: one entry point that picks the importer.
  *
  * `kiln run MODEL` and embedders call import_model_file and get a graph whatever the
- * format: ONNX (model.onnx), a frozen TensorFlow GraphDef (.pb) or a TF.js graph model
+ * format: ONNX (model.onnx), a frozen TensorFlow GraphDef (.pb), a TensorFlow
+ * SavedModel (its directory, or the saved_model.pb in it) or a TF.js graph model
  * (model.json with its weight shards beside it). The extension decides; a file with
  * another extension is recognised by its first bytes (a JSON object is TF.js, a
  * protobuf starting with field 1 as a varint is an ONNX ModelProto -- ir_version comes
@@ -19,17 +20,22 @@ typedef enum import_format {
   IMPORT_FORMAT_ONNX,
   IMPORT_FORMAT_TF_GRAPHDEF,
   IMPORT_FORMAT_TFJS,
-  IMPORT_FORMAT_GRAPH_TEXT /* kiln's graph text form (graph/graph.h), *.graph */
+  IMPORT_FORMAT_GRAPH_TEXT, /* kiln's graph text form (graph/graph.h), *.graph */
+  IMPORT_FORMAT_TF_SAVEDMODEL /* a directory holding saved_model.pb (or that file itself) */
 } import_format;
 
 /* By extension (.onnx, .pb, .json; case-insensitive), else by content. .hlo and .txt
  * files, unreadable files and anything unrecognised are UNKNOWN. */
 import_format import_detect_format(const char *path);
+/* A directory, or a file named saved_model.pb, is a SavedModel (checked first). */
 /* "ONNX", "TensorFlow GraphDef", "TF.js graph model", "unknown". */
 const char *import_format_name(import_format f);
 /* Imports with the importer the format calls for; an UNKNOWN format is an error that
  * names the file and the formats kiln reads. */
 kiln_status import_model_file(const char *path, graph **out);
+/* import_model_file with the choices some formats take: `signature` picks a
+ * SavedModel's SignatureDef (NULL: serving_default); other formats ignore it. */
+kiln_status import_model_file_signature(const char *path, const char *signature, graph **out);
 /* The same rules for bytes in memory (content only: a JSON object is TF.js, field 1 as
  * a varint ONNX, as a message a GraphDef; "HloModule" and anything else UNKNOWN). */
 import_format import_detect_buffer_format(const void *data, size_t len);

@@ -55,6 +55,7 @@ kiln_status tool_kiln_options(kiln_options **out) {
   if (!s) s = set_flag(o, "log_placement", kiln_flags.log_placement ? "true" : "false");
   if (!s) s = set_flag(o, "no_host_fallback", kiln_flags.no_host_fallback ? "true" : "false");
   if (!s) s = set_flag(o, "profile", kiln_flags.profile ? "true" : "false");
+  if (!s) s = set_flag(o, "signature", kiln_flags.signature);
   for (int i = 0; !s && i < kiln_flags.plugin.n; i++) s = set_flag(o, "plugin", kiln_flags.plugin.v[i]);
   for (int i = 0; !s && i < kiln_flags.plugin_option.n; i++) s = set_flag(o, "plugin_option", kiln_flags.plugin_option.v[i]);
   if (!s) s = set_flag(o, "log_level", kiln_flags.v > 0 ? "info" : "warning");

@@ -136,6 +136,10 @@ const char *tf_dtype_enum_name(int tf_type);
  * cannot hold (quantized, float8, 4-bit, unknown numbers). */
 kiln_status tf_dtype_to_graph(int tf_type, const char *what, graph_dtype *out);
 
+/* Decodes a binary GraphDef's nodes, library and versions into *def (zeroed by the
+ * caller); the SavedModel reader uses it on the MetaGraphDef's graph_def. */
+kiln_status tf_parse_graphdef(tf_ctx *c, const void *data, size_t len, tf_graph_def *def);
+
 /* ---- building ---- */
 /* Makes the graph. sig may be NULL (results inferred); when given, its inputs must
  * name Placeholders (they come first among the graph inputs, in signature order) and

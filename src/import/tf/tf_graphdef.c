@@ -594,6 +594,10 @@ static kiln_status parse_graphdef(tf_ctx *c, const void *data, size_t len, tf_gr
   }
 }
 
+kiln_status tf_parse_graphdef(tf_ctx *c, const void *data, size_t len, tf_graph_def *def) {
+  return parse_graphdef(c, data ? data : "", len, def);
+}
+
 kiln_status tf_import_graphdef_buffer_ex(const void *data, size_t len, const char *name, graph **out,
                                          tf_import_info *info) {
   *out = NULL;

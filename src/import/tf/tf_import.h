@@ -98,6 +98,16 @@ kiln_status tfjs_import_file_ex(const char *model_json_path, graph **out, tf_imp
 kiln_status tfjs_import_buffer_ex(const char *json, size_t json_len, const void *weights, size_t weights_len,
                                   const char *name, graph **out, tf_import_info *info);
 
+/* SavedModel directory: DIR/saved_model.pb (the MetaGraphDef tagged "serve") and its
+ * checkpoint DIR/variables/variables.{index,data-*} (tf_savedmodel.c). signature
+ * names the SignatureDef (NULL or "": "serving_default"; an unknown name is NOT_FOUND
+ * listing the ones there are). Graph inputs and results are named by signature key. */
+kiln_status tf_import_savedmodel(const char *dir, const char *signature, graph **out, tf_import_info *info);
+/* The same from saved_model.pb's bytes; variables are read from dir/variables (dir
+ * NULL: a signature that reads variables is NOT_FOUND). name stands for the file. */
+kiln_status tf_import_savedmodel_buffer(const void *data, size_t len, const char *dir, const char *signature,
+                                        const char *name, graph **out, tf_import_info *info);
+
 /* Replaces g's results with the named tensors, in order: "node" (output 0) or
  * "node:port", as TensorFlow names tensors; each result is named by the string as
  * given. Unknown nodes are errors and leave g unchanged. Follow with graph_prune to
