@@ -188,12 +188,13 @@ class Model:
 
     Model(path_or_bytes, device=None, jit="auto", threads=None, *, format=None, log=None, **options)
 
-    path_or_bytes: a file path (str or os.PathLike: .onnx, .pb, TF.js model.json, .hlo,
-    .graph) or the model's bytes (bytes, bytearray, memoryview; a TF.js model needs its
+    path_or_bytes: a file path (str or os.PathLike: .onnx, .pb, a TF SavedModel
+    directory, TF.js model.json, .hlo, .graph) or the model's bytes (bytes, bytearray, memoryview; a TF.js model needs its
     file). device: a kiln.devices() name (default: each node on the best device that
     supports it; HLO on cpu). jit: "auto" (cluster and compile just in time) or "off"
     (op by op). threads: cpu worker threads (0 or None: all cores). format: "auto",
-    "onnx", "graphdef", "tfjs", "hlo" or "graph". log: a callable(level, message) that
+    "onnx", "graphdef", "savedmodel", "tfjs", "hlo" or "graph" (signature="NAME" picks
+    a SavedModel's SignatureDef). log: a callable(level, message) that
     receives this model's log messages instead of stderr (level is a kiln.LogLevel; set
     log_level="info" for progress messages). Every other keyword is a kiln option
     (kiln.option_keys() lists them): its value is passed as text, bools as
