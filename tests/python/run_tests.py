@@ -21,6 +21,7 @@ Exits with pytest's status (1 for "no tests", 2 when the environment cannot be m
 """
 
 import argparse
+import fcntl
 import os
 import shutil
 import subprocess
@@ -45,7 +46,17 @@ def run(cmd, **kw):
 
 
 def ensure_venv(venv, wanted):
-    """Makes (or reuses) venv with exactly the pins in wanted; returns its python."""
+    """Makes (or reuses) venv with exactly the pins in wanted; returns its python. Tests
+    that share an environment (the TF tests, the ONNX suite's two) run in parallel under
+    ctest -j: an exclusive lock on VENV.lock makes one of them build it while the others
+    wait, then reuse it."""
+    os.makedirs(os.path.dirname(os.path.abspath(venv)), exist_ok=True)
+    with open(os.path.abspath(venv) + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _ensure_venv_locked(venv, wanted)
+
+
+def _ensure_venv_locked(venv, wanted):
     py = os.path.join(venv, "bin", "python")
     marker = os.path.join(venv, MARKER)
     text = "\n".join(wanted) + "\n"
