@@ -148,3 +148,10 @@ kiln_status pb_packed_each(const pb_field *f, pb_wire_type elem_wire, pb_value_f
   for (; p < end; p += width) TRY(fn(ctx, load_le(p, width)));
   return NULL;
 }
+
+kiln_status pb_string(const pb_field *f, arena *a, const char *what, const char **out) {
+  TRY(pb_expect_wire(f, PB_LEN, what));
+  if (memchr(f->data, 0, f->len)) return ERR_INVALID("byte %zu: %s contains a NUL byte", f->offset, what);
+  *out = arena_strndup(a, (const char *)f->data, f->len);
+  return NULL;
+}

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/arena.h"
 #include "base/status.h"
 
 enum { PB_MAX_DEPTH = 64 };
@@ -53,6 +54,9 @@ kiln_status pb_next(pb_reader *r, pb_field *f, bool *done);
 kiln_status pb_sub(const pb_reader *r, const pb_field *f, pb_reader *sub);
 /* An error when f's wire type is not `want` (names the field and the message). */
 kiln_status pb_expect_wire(const pb_field *f, pb_wire_type want, const char *message);
+/* A length-delimited field as a NUL-terminated copy in arena a; a NUL byte inside is an
+ * error naming `what` (TF names and keys are C strings everywhere after import). */
+kiln_status pb_string(const pb_field *f, arena *a, const char *what, const char **out);
 
 /* Scalar views of a field's bits. */
 static inline int64_t pb_int64(const pb_field *f) { return (int64_t)f->bits; }

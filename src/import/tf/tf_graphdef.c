@@ -34,12 +34,6 @@ enum { VD_PRODUCER = 1, VD_MIN_CONSUMER = 2 };
 
 /* A string field as a NUL-terminated arena copy; embedded NULs are errors because the
  * value is a name. */
-static kiln_status read_name(tf_ctx *c, const pb_field *f, const char *what, const char **out) {
-  TRY(pb_expect_wire(f, PB_LEN, what));
-  if (memchr(f->data, 0, f->len)) return ERR_INVALID("byte %zu: %s contains a NUL byte", f->offset, what);
-  *out = arena_strndup(c->scratch, (const char *)f->data, f->len);
-  return NULL;
-}
 
 static kiln_status parse_attr_value(tf_ctx *c, const pb_reader *r, graph_attr_value *out);
 
@@ -197,7 +191,7 @@ static kiln_status parse_attr_entry(tf_ctx *c, const pb_reader *r, const char **
     TRY(pb_next(&e, &f, &done));
     if (done) break;
     if (f.number == 1) {
-      TRY(read_name(c, &f, "attribute name", name));
+      TRY(pb_string(&f, c->scratch, "attribute name", name));
     } else if (f.number == 2) {
       pb_reader a;
       TRY(pb_sub(&e, &f, &a));
@@ -219,7 +213,7 @@ static kiln_status parse_func(tf_ctx *c, const pb_reader *r, graph_func_ref *out
     TRY(pb_next(&s, &f, &done));
     if (done) break;
     if (f.number == 1) {
-      TRY(read_name(c, &f, "function name", &out->name));
+      TRY(pb_string(&f, c->scratch, "function name", &out->name));
     } else if (f.number == 2) {
       pb_reader e;
       TRY(pb_sub(&s, &f, &e));
@@ -392,7 +386,7 @@ static kiln_status parse_attr_value(tf_ctx *c, const pb_reader *r, graph_attr_va
       }
       case AV_PLACEHOLDER: {
         const char *name = NULL;
-        TRY(read_name(c, &f, "attribute placeholder", &name));
+        TRY(pb_string(&f, c->scratch, "attribute placeholder", &name));
         v.kind = GRAPH_ATTR_STRING;
         v.s.data = arena_printf(c->scratch, "$%s", name);
         v.s.len = strlen(v.s.data);
@@ -421,12 +415,12 @@ static kiln_status parse_node_fields(tf_ctx *c, const pb_reader *r, tf_node_def 
     TRY(pb_next(&s, &f, &done));
     if (done) return NULL;
     switch (f.number) {
-      case ND_NAME: TRY(read_name(c, &f, "NodeDef.name", &n->name)); break;
-      case ND_OP: TRY(read_name(c, &f, "NodeDef.op", &n->op)); break;
-      case ND_DEVICE: TRY(read_name(c, &f, "NodeDef.device", &n->device)); break;
+      case ND_NAME: TRY(pb_string(&f, c->scratch, "NodeDef.name", &n->name)); break;
+      case ND_OP: TRY(pb_string(&f, c->scratch, "NodeDef.op", &n->op)); break;
+      case ND_DEVICE: TRY(pb_string(&f, c->scratch, "NodeDef.device", &n->device)); break;
       case ND_INPUT: {
         const char *in = NULL;
-        TRY(read_name(c, &f, "NodeDef.input", &in));
+        TRY(pb_string(&f, c->scratch, "NodeDef.input", &in));
         tf_node_add_input(c, n, in);
         break;
       }
@@ -464,7 +458,7 @@ static kiln_status parse_arg(tf_ctx *c, const pb_reader *r, tf_arg_def *a) {
     TRY(pb_next(&s, &f, &done));
     if (done) return NULL;
     if (f.number == AD_NAME) {
-      TRY(read_name(c, &f, "ArgDef.name", &a->name));
+      TRY(pb_string(&f, c->scratch, "ArgDef.name", &a->name));
     } else if (f.number == AD_TYPE) {
       TRY(pb_expect_wire(&f, PB_VARINT, "ArgDef"));
       a->type = pb_int32(&f);
@@ -483,7 +477,7 @@ static kiln_status parse_signature(tf_ctx *c, const pb_reader *r, tf_function_de
     TRY(pb_next(&s, &f, &done));
     if (done) return NULL;
     if (f.number == OD_NAME) {
-      TRY(read_name(c, &f, "OpDef.name", &fd->name));
+      TRY(pb_string(&f, c->scratch, "OpDef.name", &fd->name));
     } else if (f.number == OD_INPUT_ARG || f.number == OD_OUTPUT_ARG) {
       pb_reader a;
       TRY(pb_sub(&s, &f, &a));
@@ -505,8 +499,8 @@ static kiln_status parse_string_entry(tf_ctx *c, const pb_reader *r, tf_string_p
   for (;;) {
     TRY(pb_next(&s, &f, &done));
     if (done) return NULL;
-    if (f.number == 1) TRY(read_name(c, &f, "map key", &p->key));
-    else if (f.number == 2) TRY(read_name(c, &f, "map value", &p->value));
+    if (f.number == 1) TRY(pb_string(&f, c->scratch, "map key", &p->key));
+    else if (f.number == 2) TRY(pb_string(&f, c->scratch, "map value", &p->value));
   }
 }
 

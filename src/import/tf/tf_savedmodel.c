@@ -82,15 +82,6 @@ typedef struct sm_objects {
   int n_ckpt_keys;
 } sm_objects;
 
-/* ---- protobuf helpers ---- */
-
-static kiln_status read_str(tf_ctx *c, const pb_field *f, const char *what, const char **out) {
-  TRY(pb_expect_wire(f, PB_LEN, what));
-  if (memchr(f->data, 0, f->len)) return ERR_INVALID("byte %zu: %s contains a NUL byte", f->offset, what);
-  *out = arena_strndup(c->scratch, (const char *)f->data, f->len);
-  return NULL;
-}
-
 /* ---- SavedModel and MetaGraphDef ---- */
 
 static kiln_status parse_meta_info(tf_ctx *c, const pb_reader *r, sm_meta *m) {
@@ -102,7 +93,7 @@ static kiln_status parse_meta_info(tf_ctx *c, const pb_reader *r, sm_meta *m) {
     if (done) return NULL;
     if (f.number != 4) continue; /* tags */
     tf_grow(c->scratch, (void **)&m->tags, &m->cap_tags, m->n_tags + 1, sizeof *m->tags);
-    TRY(read_str(c, &f, "MetaInfoDef.tags", &m->tags[m->n_tags]));
+    TRY(pb_string(&f, c->scratch, "MetaInfoDef.tags", &m->tags[m->n_tags]));
     m->n_tags++;
   }
 }
@@ -115,7 +106,7 @@ static kiln_status parse_sig_entry(tf_ctx *c, const pb_reader *r, sm_meta *m) {
   for (;;) {
     TRY(pb_next(&s, &f, &done));
     if (done) break;
-    if (f.number == 1) TRY(read_str(c, &f, "signature_def key", &sig.key));
+    if (f.number == 1) TRY(pb_string(&f, c->scratch, "signature_def key", &sig.key));
     else if (f.number == 2) {
       TRY(pb_expect_wire(&f, PB_LEN, "signature_def entry"));
       sig.data = f.data;
@@ -218,7 +209,7 @@ static kiln_status parse_tensor_info_entry(tf_ctx *c, const pb_reader *r, tf_str
   for (;;) {
     TRY(pb_next(&s, &f, &done));
     if (done) break;
-    if (f.number == 1) TRY(read_str(c, &f, "signature key", &p->key));
+    if (f.number == 1) TRY(pb_string(&f, c->scratch, "signature key", &p->key));
     else if (f.number == 2) {
       pb_reader ti;
       TRY(pb_sub(&s, &f, &ti));
@@ -227,7 +218,7 @@ static kiln_status parse_tensor_info_entry(tf_ctx *c, const pb_reader *r, tf_str
         bool end;
         TRY(pb_next(&ti, &g, &end));
         if (end) break;
-        if (g.number == 1) TRY(read_str(c, &g, "TensorInfo.name", &p->value));
+        if (g.number == 1) TRY(pb_string(&g, c->scratch, "TensorInfo.name", &p->value));
         else if (g.number == 4 || g.number == 5) composite = true;
       }
     }
@@ -302,7 +293,7 @@ static kiln_status parse_children(tf_ctx *c, const pb_reader *r, sm_object *o) {
     if (f.number == 1) {
       TRY(pb_expect_wire(&f, PB_VARINT, "ObjectReference"));
       id = pb_int32(&f);
-    } else if (f.number == 2) TRY(read_str(c, &f, "ObjectReference.local_name", &name));
+    } else if (f.number == 2) TRY(pb_string(&f, c->scratch, "ObjectReference.local_name", &name));
   }
   tf_grow(c->scratch, (void **)&o->children, &o->cap_children, o->n_children + 1, sizeof *o->children);
   o->children[o->n_children++] = (sm_child){id, name};
@@ -332,8 +323,8 @@ static kiln_status parse_object_node(tf_ctx *c, const pb_reader *r, sm_object *o
         bool end;
         TRY(pb_next(&at, &g, &end));
         if (end) break;
-        if (g.number == 1) TRY(read_str(c, &g, "SerializedTensor.name", &name));
-        else if (g.number == 3) TRY(read_str(c, &g, "SerializedTensor.checkpoint_key", &key));
+        if (g.number == 1) TRY(pb_string(&g, c->scratch, "SerializedTensor.name", &name));
+        else if (g.number == 3) TRY(pb_string(&g, c->scratch, "SerializedTensor.checkpoint_key", &key));
       }
       if (!strcmp(name, "VARIABLE_VALUE") && key) *ckpt_key = key;
     }
@@ -348,7 +339,7 @@ static kiln_status parse_concrete_entry(tf_ctx *c, const pb_reader *r, sm_object
     bool done;
     TRY(pb_next(&s, &f, &done));
     if (done) break;
-    if (f.number == 1) TRY(read_str(c, &f, "concrete_functions key", &fn.name));
+    if (f.number == 1) TRY(pb_string(&f, c->scratch, "concrete_functions key", &fn.name));
     else if (f.number == 2) {
       pb_reader cf;
       TRY(pb_sub(&s, &f, &cf));
