@@ -174,6 +174,15 @@ static bool is_loop_fusible(const hlo_instr *ins) {
   }
 }
 
+/* Instructions of straight-line code the backend emits per element of ins, in units of
+ * a cheap op: a transcendental or a division expands into a polynomial with range
+ * reduction and NaN/infinity selects (tens of LLVM instructions), which is what makes
+ * LLVM's time on a kernel grow. */
+int hlo_pass_fusion_code_cost(const hlo_instr *ins) {
+  if (ins->op == HLO_OP_CONSTANT || ins->op == HLO_OP_PARAMETER) return 0;
+  return is_expensive(ins->op) ? 4 : 1;
+}
+
 static bool is_input_fusion_root(const hlo_instr *ins) {
   return ins->op == HLO_OP_REDUCE && ins->n_operands == 2 && shape_is_array(&ins->shape);
 }
@@ -529,18 +538,23 @@ static int lowest_operand(const fusion_ctx *x, int i, int lowest) {
 
 /* Grows a group from its root over its operands, nearest producer first: every user of
  * a producer comes after it, so by the time a producer is decided, all of its users that
- * will ever join have joined. Returns whether anything but constants joined. */
+ * will ever join have joined. Growth stops once the group's code cost reaches
+ * HLO_FUSION_MAX_COST; what it would have absorbed stays outside as the inputs of the
+ * group and becomes the root of the next one, so a long chain turns into a sequence of
+ * bounded kernels. Returns whether anything but constants joined. */
 static bool grow_group(fusion_ctx *x, group *g) {
   bool absorbed = false;
+  int cost = hlo_pass_fusion_code_cost(x->c->instrs[g->root]);
   /* Nothing below the lowest operand of the members so far can be read by them. */
   int lowest = lowest_operand(x, g->root, g->root);
-  for (int p = g->root - 1; p >= lowest; p--) {
+  for (int p = g->root - 1; p >= lowest && cost < HLO_FUSION_MAX_COST; p--) {
     bool read_by_member = false;
     for (int u = x->user_start[p]; u < x->user_start[p + 1] && !read_by_member; u++)
       read_by_member = is_member(g, x->user_idx[u]);
     if (!read_by_member || !may_join(x, g, p)) continue;
     add_member(x, g, p);
     lowest = lowest_operand(x, p, lowest);
+    cost += hlo_pass_fusion_code_cost(x->c->instrs[p]);
     if (x->c->instrs[p]->op != HLO_OP_CONSTANT) absorbed = true;
   }
   return absorbed;
