@@ -223,16 +223,36 @@ static void executable_free(cpu_executable *x) {
   free(x);
 }
 
-/* Two independent 64-bit FNV-1a style hashes of a byte range (different offsets and
- * primes), together a 128-bit digest. */
+/* Two independent 64-bit hashes of a byte range, together a 128-bit digest. The bytes
+ * are read eight at a time into four independent multiply-xorshift lanes (two per
+ * hash, over alternate words), folded at the end: the digest covers every constant of
+ * the module, ~100 MB for resnet50, and a byte-at-a-time FNV loop (one dependent
+ * multiply per byte per hash) spent ~0.2 s of its compile there. */
+static uint64_t mix_word(uint64_t h, uint64_t w, uint64_t k, int shift) {
+  h = (h ^ w) * k;
+  return h ^ (h >> shift);
+}
+
 static void digest_bytes(const unsigned char *p, size_t n, uint64_t *h1, uint64_t *h2) {
-  uint64_t a = *h1, b = *h2;
-  for (size_t i = 0; i < n; i++) {
-    a = (a ^ p[i]) * 1099511628211ull;
-    b = (b ^ p[i]) * 0x100000001b3ull * 31ull + 0x9e3779b97f4a7c15ull;
+  const uint64_t k1 = 0x9e3779b97f4a7c15ull, k2 = 0xc2b2ae3d27d4eb4full;
+  uint64_t a0 = *h1, a1 = *h1 ^ 0x243f6a8885a308d3ull, b0 = *h2, b1 = *h2 ^ 0x13198a2e03707344ull;
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    uint64_t w0, w1;
+    memcpy(&w0, p + i, 8);
+    memcpy(&w1, p + i + 8, 8);
+    a0 = mix_word(a0, w0, k1, 29);
+    a1 = mix_word(a1, w1, k1, 29);
+    b0 = mix_word(b0, (w0 << 31) | (w0 >> 33), k2, 32);
+    b1 = mix_word(b1, (w1 << 31) | (w1 >> 33), k2, 32);
   }
-  *h1 = a;
-  *h2 = b;
+  uint64_t tail = 0; /* the last 0..15 bytes, with the length so that trailing zeros count */
+  for (; i < n; i++) tail = (tail ^ p[i]) * 1099511628211ull;
+  tail ^= (uint64_t)n;
+  a0 = mix_word(mix_word(a0, a1, k1, 29), tail, k1, 29);
+  b0 = mix_word(mix_word(b0, b1, k2, 32), tail, k2, 32);
+  *h1 = a0;
+  *h2 = b0;
 }
 
 /* The cache key: the module text with large constants elided, then the byte length
