@@ -237,7 +237,7 @@ static char *elementwise_chain(int n) {
   static const char *const ops[5] = {"add", "multiply", "tanh", "subtract", "exponential"};
   size_t cap = 128 + (size_t)n * 80, len = 0;
   char *t = malloc(cap);
-  CHECK(t != NULL);
+  if (!t) abort();
   len += (size_t)snprintf(t + len, cap - len,
                           "HloModule chain\nENTRY main {\n  a = f32[16] parameter(0)\n  b = f32[16] parameter(1)\n");
   for (int i = 0; i < n; i++) {
@@ -289,6 +289,27 @@ static void long_chain_split_into_bounded_kernels(void) {
   CHECK(fusions <= total_cost / (HLO_FUSION_MAX_COST - 4) + 1);
   hlo_module_free(m);
   free(text);
+}
+
+static uint64_t fusion_work_on_chain(int n) {
+  char *text = elementwise_chain(n);
+  hlo_module *m = check_parse_hlo(text);
+  bool changed = false;
+  CHECK_OK(hlo_pass_fusion(m, &changed));
+  CHECK(changed);
+  uint64_t work = hlo_pass_fusion_last_work();
+  hlo_module_free(m);
+  free(text);
+  return work;
+}
+
+static void fusion_work_linear_in_chain_length(void) {
+  /* Every group of the chain reads the two parameters at the top of the computation; a
+   * pass that scanned from each group's root down to its lowest operand, or sized
+   * per-group state by the root's position, would do work quadratic in the length. */
+  uint64_t w1 = fusion_work_on_chain(1000), w4 = fusion_work_on_chain(4000);
+  CHECK(w1 > 1000);
+  CHECK(w4 <= w1 * 4 + w1 / 2);
 }
 
 static void residual_stream_not_recomputed(void) {
@@ -851,7 +872,8 @@ TEST_MAIN(TEST(loop_fusion_of_elementwise_chain), TEST(loop_fusion_pulls_cheap_p
           TEST(post_op_reading_two_dots),
           TEST(expensive_producer_not_duplicated), TEST(expensive_producer_not_under_broadcast),
           TEST(softmax_custom_fusion),
-          TEST(residual_stream_not_recomputed), TEST(long_chain_split_into_bounded_kernels), TEST(output_fusion_swish_and_logistic),
+          TEST(residual_stream_not_recomputed), TEST(long_chain_split_into_bounded_kernels),
+          TEST(fusion_work_linear_in_chain_length), TEST(output_fusion_swish_and_logistic),
           TEST(nothing_fused_across_dot_or_parameter), TEST(side_effects_and_tuples_stay),
           TEST(names_avoid_existing_ones), TEST(fusion_inside_while_body), TEST(dot_canonical_untouched),
           TEST(dot_batch_and_multi_contracting), TEST(dot_matrix_vector_and_vector_vector),

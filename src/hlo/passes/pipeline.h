@@ -21,6 +21,7 @@
 #define KILN_HLO_PASSES_PIPELINE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/status.h"
 #include "hlo/ir.h"
@@ -114,6 +115,12 @@ kiln_status hlo_pass_fusion(hlo_module *m, bool *changed);
  * first producer that brings it to this cost or past it. */
 #define HLO_FUSION_MAX_COST 128
 int hlo_pass_fusion_code_cost(const hlo_instr *ins);
+
+/* Steps the last hlo_pass_fusion on the calling thread took: candidate producers queued
+ * and examined, users scanned when a member joins, members and inputs of the groups
+ * built. A debug counter for tests that check the pass stays linear in the module's
+ * size without timing it. */
+uint64_t hlo_pass_fusion_last_work(void);
 
 /* Splits reduces that keep the input's minor dimension and have too few outputs to
  * spread over the cpu backend's threads into two reduces, one dim split in two
