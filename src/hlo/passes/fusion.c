@@ -847,8 +847,18 @@ static kiln_status fuse_computation(hlo_computation *c, name_set *names, bool *c
     if (!st) built++;
   }
   if (!st && built > 0) {
+    /* All at once: one call per group would scan the computation once per group. */
+    hlo_instr **roots = malloc((size_t)built * sizeof *roots), **repl = malloc((size_t)built * sizeof *repl);
+    if (!roots || !repl) abort();
+    int k = 0;
     for (int gi = 0; gi < x.n_groups; gi++)
-      if (fusions[gi]) hlo_pass_replace_uses(c, c->instrs[x.groups[gi].root], fusions[gi]);
+      if (fusions[gi]) {
+        roots[k] = c->instrs[x.groups[gi].root];
+        repl[k++] = fusions[gi];
+      }
+    hlo_pass_replace_uses_many(c, k, roots, repl);
+    free(roots);
+    free(repl);
     hlo_pass_restore_order(c);
     *changed = true;
   }
