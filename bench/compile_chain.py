@@ -6,8 +6,9 @@ instructions); this is the generator so the series can be rerun: the ops cycle t
 add / multiply / tanh / subtract / exponential-of-a-bounded-value so values stay finite,
 and two parameters feed the chain every few steps so nothing folds away.
 
-usage: compile_chain.py N OUT.hlo [--len L]   (L elements per f32 vector, default 1024)
-Then: build/kiln run OUT.hlo -i p0=a.npy -i p1=b.npy --json  (inputs from --npy DIR)."""
+usage: compile_chain.py N OUT.hlo [--len L] [--npy DIR]
+  L: elements per f32 vector (default 1024); --npy writes the inputs DIR/a.npy, DIR/b.npy.
+Then: /usr/bin/time build/kiln run OUT.hlo -i p0=DIR/a.npy -i p1=DIR/b.npy -o OUTDIR"""
 import struct
 import sys
 
