@@ -230,6 +230,88 @@ static void expensive_producer_not_duplicated(void) {
  * second consumer: in a residual stream h1 = h0 + a, h2 = h1 + b, ... every add has a
  * user outside the next kernel (here the dots), and copying them would recompute the
  * whole stream in every later kernel. Each add is computed once. */
+/* An elementwise chain of n instructions (add, multiply, tanh, subtract, exponential in
+ * turn, two parameters read all along), as JAX writes one: the shape of issue #15's
+ * compile-time series. Caller frees. */
+static char *elementwise_chain(int n) {
+  static const char *const ops[5] = {"add", "multiply", "tanh", "subtract", "exponential"};
+  size_t cap = 128 + (size_t)n * 80, len = 0;
+  char *t = malloc(cap);
+  if (!t) abort();
+  len += (size_t)snprintf(t + len, cap - len,
+                          "HloModule chain\nENTRY main {\n  a = f32[16] parameter(0)\n  b = f32[16] parameter(1)\n");
+  for (int i = 0; i < n; i++) {
+    const char *op = ops[i % 5], *prev = i ? "v" : "a";
+    char prev_name[24];
+    snprintf(prev_name, sizeof prev_name, "%s%d", prev, i - 1);
+    const char *arg = i ? prev_name : "a";
+    if (i % 5 == 2 || i % 5 == 4)
+      len += (size_t)snprintf(t + len, cap - len, "  %sv%d = f32[16] %s(%s)\n", i == n - 1 ? "ROOT " : "", i, op, arg);
+    else
+      len += (size_t)snprintf(t + len, cap - len, "  %sv%d = f32[16] %s(%s, %s)\n", i == n - 1 ? "ROOT " : "", i, op,
+                              arg, i % 5 == 3 ? "a" : "b");
+  }
+  snprintf(t + len, cap - len, "}\n");
+  return t;
+}
+
+static void long_chain_split_into_bounded_kernels(void) {
+  /* Fused whole, the chain would be one LLVM function of ~30,000 instructions, whose
+   * optimisation takes time super-linear in its size; the groups stop at
+   * HLO_FUSION_MAX_COST, each instruction still computed exactly once, and the results
+   * stay bit-identical (check_run_pass evaluates both). */
+  enum { N = 1000 };
+  char *text = elementwise_chain(N);
+  hlo_module *m = check_run_pass(text, hlo_pass_fusion, true);
+  int fusions = 0, chain_ops = 0, total_cost = 0;
+  for (int i = 0; i < m->entry->n_instrs; i++) {
+    const hlo_instr *ins = m->entry->instrs[i];
+    if (ins->op != HLO_OP_FUSION) {
+      chain_ops += ins->op != HLO_OP_PARAMETER;
+      total_cost += hlo_pass_fusion_code_cost(ins);
+      continue;
+    }
+    fusions++;
+    CHECK(strcmp(ins->fusion_kind, "kLoop") == 0);
+    const hlo_computation *fc = ins->called[0];
+    int cost = 0;
+    for (int k = 0; k < fc->n_instrs; k++) {
+      cost += hlo_pass_fusion_code_cost(fc->instrs[k]);
+      chain_ops += fc->instrs[k]->op != HLO_OP_PARAMETER;
+    }
+    /* the last producer to join may be expensive (4) with the group one short of the cap */
+    CHECK(cost > 0 && cost < HLO_FUSION_MAX_COST + 4);
+    total_cost += cost;
+  }
+  CHECK(chain_ops == N); /* nothing recomputed, nothing lost */
+  CHECK(fusions >= total_cost / (HLO_FUSION_MAX_COST + 4) && fusions > 1);
+  /* and not split needlessly: every kernel but the last is close to the cap */
+  CHECK(fusions <= total_cost / (HLO_FUSION_MAX_COST - 4) + 1);
+  hlo_module_free(m);
+  free(text);
+}
+
+static uint64_t fusion_work_on_chain(int n) {
+  char *text = elementwise_chain(n);
+  hlo_module *m = check_parse_hlo(text);
+  bool changed = false;
+  CHECK_OK(hlo_pass_fusion(m, &changed));
+  CHECK(changed);
+  uint64_t work = hlo_pass_fusion_last_work();
+  hlo_module_free(m);
+  free(text);
+  return work;
+}
+
+static void fusion_work_linear_in_chain_length(void) {
+  /* Every group of the chain reads the two parameters at the top of the computation; a
+   * pass that scanned from each group's root down to its lowest operand, or sized
+   * per-group state by the root's position, would do work quadratic in the length. */
+  uint64_t w1 = fusion_work_on_chain(1000), w4 = fusion_work_on_chain(4000);
+  CHECK(w1 > 1000);
+  CHECK(w4 <= w1 * 4 + w1 / 2);
+}
+
 static void residual_stream_not_recomputed(void) {
   hlo_module *m = check_run_pass(
       "HloModule t\n"
@@ -790,7 +872,8 @@ TEST_MAIN(TEST(loop_fusion_of_elementwise_chain), TEST(loop_fusion_pulls_cheap_p
           TEST(post_op_reading_two_dots),
           TEST(expensive_producer_not_duplicated), TEST(expensive_producer_not_under_broadcast),
           TEST(softmax_custom_fusion),
-          TEST(residual_stream_not_recomputed), TEST(output_fusion_swish_and_logistic),
+          TEST(residual_stream_not_recomputed), TEST(long_chain_split_into_bounded_kernels),
+          TEST(fusion_work_linear_in_chain_length), TEST(output_fusion_swish_and_logistic),
           TEST(nothing_fused_across_dot_or_parameter), TEST(side_effects_and_tuples_stay),
           TEST(names_avoid_existing_ones), TEST(fusion_inside_while_body), TEST(dot_canonical_untouched),
           TEST(dot_batch_and_multi_contracting), TEST(dot_matrix_vector_and_vector_vector),

@@ -43,6 +43,26 @@ static void cse_merges_identical(void) {
   hlo_module_free(m);
 }
 
+static void cse_replaces_root_and_settles_before_dce(void) {
+  /* The root's duplicate is merged too; a second run, with the dead duplicates still in
+   * place (no DCE between), reports no change, so a fix() loop around CSE ends. */
+  hlo_module *m = check_parse_hlo(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  p = f32[4] parameter(0)\n"
+      "  x = f32[4] exponential(p)\n"
+      "  s = f32[4] add(x, x)\n"
+      "  ROOT y = f32[4] exponential(p)\n"
+      "}\n");
+  bool changed = false;
+  CHECK_OK(hlo_pass_cse(m, &changed));
+  CHECK(changed);
+  CHECK(strcmp(m->entry->root->name, "x") == 0);
+  CHECK_OK(hlo_pass_cse(m, &changed));
+  CHECK(!changed);
+  hlo_module_free(m);
+}
+
 static void cse_respects_attributes(void) {
   /* different constant values, broadcast dims, compare directions: nothing merges */
   hlo_module *m = check_run_pass(
@@ -585,7 +605,7 @@ static void optimize_pipeline_runs(void) {
   hlo_module_free(m);
 }
 
-TEST_MAIN(TEST(cse_merges_identical), TEST(cse_respects_attributes), TEST(cse_keeps_side_effects),
+TEST_MAIN(TEST(cse_merges_identical), TEST(cse_replaces_root_and_settles_before_dce), TEST(cse_respects_attributes), TEST(cse_keeps_side_effects),
           TEST(algsimp_arith_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
           TEST(algsimp_reshape_transpose), TEST(algsimp_unit_reshape_sinks), TEST(algsimp_broadcast_slice), TEST(algsimp_converts),
           TEST(algsimp_structural), TEST(algsimp_float_compare_kept), TEST(algsimp_int_reduce_of_broadcast), TEST(folding_folds_constants),

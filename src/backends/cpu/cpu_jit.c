@@ -1,14 +1,20 @@
 /* LLJIT setup for the cpu backend (see cpu_jit.h). The native target, the shared LLJIT
- * and a target machine for the optimiser are made once per process. ORC is thread-safe
- * for adding modules and looking symbols up; the optimiser's target machine is not
- * documented as shareable, so optimisation runs under a lock. */
+ * and a target machine for the data layout are made once per process. Compiling is done
+ * here rather than by LLJIT's IR layer: every module of a batch is verified, optimised
+ * and turned into an object file on its own thread with its own target machine (a
+ * target machine is not documented as shareable), and the objects are handed to LLJIT,
+ * which only links them. LLVM's time grows with the code, so a large executable's
+ * kernels, spread over several modules, compile in parallel. ORC is thread-safe for
+ * adding objects and looking symbols up. */
 #include "backends/cpu/cpu_jit.h"
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
@@ -26,8 +32,8 @@ static char *host_triple, *host_cpu, *host_features;
 static const char *init_error;
 static char *init_error_owned;
 static LLVMOrcLLJITRef shared_jit;
-static LLVMTargetMachineRef optimiser_tm;
-static pthread_mutex_t optimiser_lock = PTHREAD_MUTEX_INITIALIZER;
+static LLVMTargetMachineRef optimiser_tm; /* only for the data layout of new modules */
+static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static kiln_status new_target_machine(LLVMTargetMachineRef *out);
 static kiln_status create_shared_jit(void);
@@ -114,16 +120,47 @@ void cpu_jit_module_discard(cpu_jit_module *m) {
   memset(m, 0, sizeof *m);
 }
 
-static kiln_status optimise(LLVMModuleRef module) {
+static kiln_status optimise(LLVMModuleRef module, LLVMTargetMachineRef tm) {
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
   LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
   LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
-  pthread_mutex_lock(&optimiser_lock);
-  LLVMErrorRef err = LLVMRunPasses(module, "default<O3>", optimiser_tm, opts);
-  pthread_mutex_unlock(&optimiser_lock);
+  LLVMErrorRef err = LLVMRunPasses(module, "default<O3>", tm, opts);
   LLVMDisposePassBuilderOptions(opts);
   if (err) return llvm_error(err, "optimising kernels");
+  return NULL;
+}
+
+/* One module's way to an object file, run on its own thread: the module and its
+ * context are freed here whatever happens. */
+typedef struct compile_job {
+  cpu_jit_module m;
+  LLVMMemoryBufferRef object;
+  kiln_status st;
+} compile_job;
+
+static void *compile_module(void *arg) {
+  compile_job *job = arg;
+  char *msg = NULL;
+  LLVMTargetMachineRef tm = NULL;
+  if (LLVMVerifyModule(job->m.module, LLVMReturnStatusAction, &msg))
+    job->st = status_error(KILN_INTERNAL, "cpu: generated LLVM IR is invalid: %s", msg);
+  LLVMDisposeMessage(msg);
+  msg = NULL;
+  if (!job->st) job->st = new_target_machine(&tm);
+  if (!job->st) job->st = optimise(job->m.module, tm);
+  if (!job->st && getenv("KILN_CPU_DUMP_IR")) {
+    pthread_mutex_lock(&dump_lock);
+    LLVMDumpModule(job->m.module);
+    pthread_mutex_unlock(&dump_lock);
+  }
+  if (!job->st && LLVMTargetMachineEmitToMemoryBuffer(tm, job->m.module, LLVMObjectFile, &msg, &job->object)) {
+    job->st = status_error(KILN_INTERNAL, "cpu: generating machine code: %s", msg ? msg : "unknown error");
+    job->object = NULL;
+  }
+  LLVMDisposeMessage(msg);
+  if (tm) LLVMDisposeTargetMachine(tm);
+  cpu_jit_module_discard(&job->m);
   return NULL;
 }
 
@@ -166,38 +203,56 @@ static kiln_status create_shared_jit(void) {
   return NULL;
 }
 
-kiln_status cpu_jit_create(cpu_jit_module *m, cpu_jit **out) {
+kiln_status cpu_jit_create_many(cpu_jit_module *mods, int n, cpu_jit **out) {
   *out = NULL;
-  char *verify_msg = NULL;
-  kiln_status st = NULL;
-  if (LLVMVerifyModule(m->module, LLVMReturnStatusAction, &verify_msg))
-    st = status_error(KILN_INTERNAL, "cpu: generated LLVM IR is invalid: %s", verify_msg);
-  LLVMDisposeMessage(verify_msg);
-  if (!st) st = optimise(m->module);
-  if (st) {
-    cpu_jit_module_discard(m);
-    return st;
-  }
-  if (getenv("KILN_CPU_DUMP_IR")) LLVMDumpModule(m->module);
-  cpu_jit *j = calloc(1, sizeof *j);
-  if (!j) {
-    cpu_jit_module_discard(m);
+  compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
+  pthread_t *threads = calloc((size_t)n + 1, sizeof *threads);
+  bool *started = calloc((size_t)n + 1, sizeof *started);
+  if (!jobs || !threads || !started) {
+    for (int i = 0; i < n; i++) cpu_jit_module_discard(&mods[i]);
+    free(jobs);
+    free(threads);
+    free(started);
     return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   }
-  LLVMOrcJITDylibRef dylib = LLVMOrcLLJITGetMainJITDylib(shared_jit);
-  j->tracker = LLVMOrcJITDylibCreateResourceTracker(dylib);
-  LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(m->module, m->tsc);
-  LLVMOrcDisposeThreadSafeContext(m->tsc); /* the module keeps the context alive */
-  memset(m, 0, sizeof *m);
-  LLVMErrorRef err = LLVMOrcLLJITAddLLVMIRModuleWithRT(shared_jit, j->tracker, tsm);
-  if (err) {
-    LLVMOrcDisposeThreadSafeModule(tsm);
+  for (int i = 0; i < n; i++) {
+    jobs[i].m = mods[i];
+    memset(&mods[i], 0, sizeof mods[i]);
+  }
+  /* The last module compiles on this thread; one whose thread cannot start, too. */
+  for (int i = 0; i + 1 < n; i++) started[i] = pthread_create(&threads[i], NULL, compile_module, &jobs[i]) == 0;
+  for (int i = 0; i < n; i++) {
+    if (i + 1 < n && started[i]) pthread_join(threads[i], NULL);
+    else compile_module(&jobs[i]);
+  }
+  kiln_status st = NULL;
+  for (int i = 0; i < n; i++)
+    if (jobs[i].st && !st) st = jobs[i].st;
+    else kiln_status_free(jobs[i].st);
+  cpu_jit *j = st ? NULL : calloc(1, sizeof *j);
+  if (!st && !j) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  if (j) j->tracker = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(shared_jit));
+  for (int i = 0; i < n; i++) {
+    if (!jobs[i].object) continue;
+    if (st) {
+      LLVMDisposeMemoryBuffer(jobs[i].object);
+      continue;
+    }
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(shared_jit, j->tracker, jobs[i].object); /* takes it */
+    if (err) st = llvm_error(err, "adding the kernels to the JIT");
+  }
+  free(jobs);
+  free(threads);
+  free(started);
+  if (st) {
     cpu_jit_destroy(j);
-    return llvm_error(err, "adding the kernels to the JIT");
+    return st;
   }
   *out = j;
   return NULL;
 }
+
+kiln_status cpu_jit_create(cpu_jit_module *m, cpu_jit **out) { return cpu_jit_create_many(m, 1, out); }
 
 kiln_status cpu_jit_lookup(cpu_jit *j, const char *name, void **out) {
   (void)j;

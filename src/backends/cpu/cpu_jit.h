@@ -4,7 +4,7 @@
  * One LLJIT serves the process (creating one per executable costs more than compiling
  * a small module); every compiled executable owns a cpu_jit, which is its module's
  * resource tracker in that LLJIT: destroying it frees exactly that code. A module is
- * optimised once with the O3 pipeline for the host's CPU name and features (so the
+ * optimised once (on a thread of its own when several compile together) with the O3 pipeline for the host's CPU name and features (so the
  * loop vectorizer targets the real vector width). Generated code may call libm and the
  * few runtime helpers the elemental emitter needs (f16/bf16 rounding); those are
  * defined as absolute symbols, and anything else the optimiser introduces (memcpy,
@@ -36,6 +36,10 @@ void cpu_jit_module_discard(cpu_jit_module *m);
 /* Verifies, optimises and compiles the module. With KILN_CPU_DUMP_IR set in the
  * environment the optimised IR is printed to stderr (for looking at vectorization). */
 kiln_status cpu_jit_create(cpu_jit_module *m, cpu_jit **out);
+/* The same for n modules compiled in parallel, one thread each, into one cpu_jit (one
+ * resource tracker); takes ownership of every module, on success and on error. Their
+ * function names must differ. */
+kiln_status cpu_jit_create_many(cpu_jit_module *mods, int n, cpu_jit **out);
 /* Address of a function defined in the module. */
 kiln_status cpu_jit_lookup(cpu_jit *j, const char *name, void **out);
 void cpu_jit_destroy(cpu_jit *j);

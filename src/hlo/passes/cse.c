@@ -129,13 +129,28 @@ static int cse_computation(hlo_computation *c) {
   if (n < 2) return 0;
   size_t cap = 1;
   while (cap < (size_t)n * 2) cap <<= 1;
+  int max_id = 0;
+  for (int i = 0; i < n; i++)
+    if (c->instrs[i]->id > max_id) max_id = c->instrs[i]->id;
   /* Open addressing over instruction pointers; equal hashes are chained by probing. */
   hlo_instr **table = calloc(cap, sizeof *table);
   uint64_t *hashes = calloc(cap, sizeof *hashes);
-  if (!table || !hashes) abort();
-  int merged = 0;
+  /* Duplicate id -> the instruction it merges into, and whether anything read it. Users
+   * follow their operands, so each instruction's operands are redirected just before it
+   * is hashed: one scan in all, where hlo_pass_replace_uses per merge would rescan the
+   * computation for every duplicate (JAX modules repeat broadcasts of constants by the
+   * thousand). */
+  hlo_instr **merged_into = calloc((size_t)max_id + 1, sizeof *merged_into);
+  bool *live = calloc((size_t)max_id + 1, sizeof *live);
+  if (!table || !hashes || !merged_into || !live) abort();
   for (int i = 0; i < n; i++) {
     hlo_instr *ins = c->instrs[i];
+    for (int k = 0; k < ins->n_operands; k++) {
+      int id = ins->operands[k]->id;
+      if (id < 0 || id > max_id || !merged_into[id]) continue;
+      ins->operands[k] = merged_into[id];
+      live[id] = true;
+    }
     if (!cse_candidate(ins)) continue;
     uint64_t h = instr_hash(ins);
     size_t slot = (size_t)h & (cap - 1);
@@ -148,16 +163,24 @@ static int cse_computation(hlo_computation *c) {
       slot = (slot + 1) & (cap - 1);
     }
     if (found) {
-      /* A duplicate merged by an earlier run has no users left; only live merges count,
-       * so a fix() loop around CSE terminates before DCE has removed the leftovers. */
-      if (hlo_pass_replace_uses(c, ins, found) > 0) merged++;
+      if (ins->id >= 0 && ins->id <= max_id) merged_into[ins->id] = found;
     } else {
       table[slot] = ins;
       hashes[slot] = h;
     }
   }
+  if (c->root && c->root->id >= 0 && c->root->id <= max_id && merged_into[c->root->id]) {
+    live[c->root->id] = true;
+    c->root = merged_into[c->root->id];
+  }
+  /* A duplicate merged by an earlier run has no users left; only live merges count, so a
+   * fix() loop around CSE terminates before DCE has removed the leftovers. */
+  int merged = 0;
+  for (int id = 0; id <= max_id; id++) merged += merged_into[id] && live[id];
   free(table);
   free(hashes);
+  free(merged_into);
+  free(live);
   return merged;
 }
 

@@ -25,7 +25,10 @@
  * copy reads no more bytes than the value it replaces (else copies of copies recompute
  * long chains, e.g. a transformer's residual stream, in every consumer), and an
  * expensive producer is never fused below a broadcast, which would recompute it per
- * output element. A group is only built if it absorbed something besides constants.
+ * output element. A kLoop / kInput group stops growing at HLO_FUSION_MAX_COST (LLVM's
+ * time on one kernel is super-linear in its size), so a long chain becomes several
+ * kernels; the pass itself does work proportional to the groups' sizes (candidates
+ * from a heap, members in lists). A group is only built if it absorbed something besides constants.
  * Fusion copies instructions without changing them, so results are bit-identical. The
  * bypassed originals are left for DCE. Fusion runs in the entry and in computations it
  * reaches through while / conditional / call, not in reducers, comparators or existing
@@ -174,6 +177,15 @@ static bool is_loop_fusible(const hlo_instr *ins) {
   }
 }
 
+/* Instructions of straight-line code the backend emits per element of ins, in units of
+ * a cheap op: a transcendental or a division expands into a polynomial with range
+ * reduction and NaN/infinity selects (tens of LLVM instructions), which is what makes
+ * LLVM's time on a kernel grow. */
+int hlo_pass_fusion_code_cost(const hlo_instr *ins) {
+  if (ins->op == HLO_OP_CONSTANT || ins->op == HLO_OP_PARAMETER) return 0;
+  return is_expensive(ins->op) ? 4 : 1;
+}
+
 static bool is_input_fusion_root(const hlo_instr *ins) {
   return ins->op == HLO_OP_REDUCE && ins->n_operands == 2 && shape_is_array(&ins->shape);
 }
@@ -194,7 +206,14 @@ enum {
 typedef struct group {
   int root;          /* index into the computation's instrs */
   const char *kind;  /* kLoop / kInput / kOutput */
-  unsigned char *state; /* root+1 entries of MEMBER_* bits; 0: not a member */
+  /* Members (the root included) and their MEMBER_* bits; sorted by index once the group
+   * is finished. While the group forms, fusion_ctx.forming_state holds the bits, indexed
+   * densely: a dense array per group would make the pass quadratic in the number of
+   * instructions (one allocation and one scan of every instruction below the root per
+   * group). */
+  int n_members, cap_members;
+  int *members;
+  unsigned char *member_state;
 } group;
 
 /* Per-computation analysis state. */
@@ -210,30 +229,97 @@ typedef struct fusion_ctx {
   int *group_of_root; /* index into groups, -1 */
   group *groups;
   int n_groups, cap_groups;
+  int forming;                  /* index of the group being formed, -1 */
+  unsigned char *forming_state; /* its MEMBER_* bits by instruction index, else 0 */
+  int *heap, n_heap;            /* grow_group's candidate producers, a max-heap */
+  int *queued;                  /* the queue_tag a producer was last queued under */
+  int queue_tag;                /* one per grow_group call (group indices are reused) */
+  hlo_instr **clone;            /* build_group's copies by instruction index, else NULL */
 } fusion_ctx;
 
-static bool is_member(const group *g, int i) { return i <= g->root && g->state[i] != 0; }
+/* Work the last hlo_pass_fusion on this thread did (see pipeline.h). */
+static _Thread_local uint64_t fusion_work;
+
+uint64_t hlo_pass_fusion_last_work(void) { return fusion_work; }
+
+static int group_index(const fusion_ctx *x, const group *g) { return (int)(g - x->groups); }
+
+/* MEMBER_* bits of instruction i in g; 0: not a member. */
+static unsigned char state_of(const fusion_ctx *x, const group *g, int i) {
+  if (i > g->root) return 0;
+  if (group_index(x, g) == x->forming) return x->forming_state[i];
+  int lo = 0, hi = g->n_members - 1;
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2;
+    if (g->members[mid] == i) return g->member_state[mid];
+    if (g->members[mid] < i) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return 0;
+}
+
+static bool is_member(const fusion_ctx *x, const group *g, int i) { return state_of(x, g, i) != 0; }
+
+/* Sets i's bits in the group being formed. */
+static void set_state(fusion_ctx *x, group *g, int i, unsigned char st) {
+  if (!x->forming_state[i]) {
+    if (g->n_members == g->cap_members) {
+      g->cap_members = g->cap_members ? g->cap_members * 2 : 8;
+      g->members = realloc(g->members, (size_t)g->cap_members * sizeof *g->members);
+      if (!g->members) abort();
+    }
+    g->members[g->n_members++] = i;
+  }
+  x->forming_state[i] = st;
+}
+
+static int by_index(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* Moves the forming group's bits into its sorted member list. */
+static void finish_group(fusion_ctx *x) {
+  if (x->forming < 0) return;
+  group *g = &x->groups[x->forming];
+  qsort(g->members, (size_t)g->n_members, sizeof *g->members, by_index);
+  g->member_state = malloc((size_t)g->n_members + 1);
+  if (!g->member_state) abort();
+  for (int k = 0; k < g->n_members; k++) {
+    g->member_state[k] = x->forming_state[g->members[k]];
+    x->forming_state[g->members[k]] = 0;
+  }
+  fusion_work += (uint64_t)g->n_members;
+  x->forming = -1;
+}
 
 static group *new_group(fusion_ctx *x, int root, const char *kind) {
+  finish_group(x);
   if (x->n_groups == x->cap_groups) {
     x->cap_groups = x->cap_groups ? x->cap_groups * 2 : 16;
     x->groups = realloc(x->groups, (size_t)x->cap_groups * sizeof *x->groups);
     if (!x->groups) abort();
   }
   group *g = &x->groups[x->n_groups++];
+  memset(g, 0, sizeof *g);
   g->root = root;
   g->kind = kind;
-  g->state = calloc((size_t)root + 1, 1);
-  if (!g->state) abort();
-  g->state[root] = MEMBER_EXCL;
+  x->forming = x->n_groups - 1;
+  set_state(x, g, root, MEMBER_EXCL);
   x->group_of_root[root] = x->n_groups - 1;
   return g;
 }
 
 static void drop_last_group(fusion_ctx *x) {
-  group *g = &x->groups[--x->n_groups];
+  group *g = &x->groups[x->n_groups - 1];
+  if (x->forming == x->n_groups - 1) {
+    for (int k = 0; k < g->n_members; k++) x->forming_state[g->members[k]] = 0;
+    x->forming = -1;
+  }
+  x->n_groups--;
   x->group_of_root[g->root] = -1;
-  free(g->state);
+  free(g->members);
+  free(g->member_state);
 }
 
 static int n_users(const fusion_ctx *x, int i) { return x->user_start[i + 1] - x->user_start[i]; }
@@ -243,20 +329,21 @@ static bool all_users_exclusive(const fusion_ctx *x, const group *g, int i) {
   if (x->c->root == x->c->instrs[i]) return false;
   for (int u = x->user_start[i]; u < x->user_start[i + 1]; u++) {
     int ui = x->user_idx[u];
-    if (!is_member(g, ui) || !(g->state[ui] & MEMBER_EXCL)) return false;
+    if (!(state_of(x, g, ui) & MEMBER_EXCL)) return false;
   }
   return true;
 }
 
 /* Adds producer i to g with the right membership bits (the caller decided it may). */
-static void add_member(const fusion_ctx *x, group *g, int i) {
+static void add_member(fusion_ctx *x, group *g, int i) {
   unsigned char st = all_users_exclusive(x, g, i) ? MEMBER_EXCL : MEMBER_DUP;
   for (int u = x->user_start[i]; u < x->user_start[i + 1]; u++) {
     int ui = x->user_idx[u];
-    if (is_member(g, ui) && (x->c->instrs[ui]->op == HLO_OP_BROADCAST || (g->state[ui] & MEMBER_REUSED)))
-      st |= MEMBER_REUSED;
+    unsigned char us = state_of(x, g, ui);
+    if (us && (x->c->instrs[ui]->op == HLO_OP_BROADCAST || (us & MEMBER_REUSED))) st |= MEMBER_REUSED;
   }
-  g->state[i] = st;
+  fusion_work += (uint64_t)n_users(x, i);
+  set_state(x, g, i, st);
 }
 
 /* ---- kOutput: dot/convolution + post-op chain ---- */
@@ -264,7 +351,7 @@ static void add_member(const fusion_ctx *x, group *g, int i) {
 /* Accepts the non-chain operand `o` of a post-op: any value outside the chain becomes a
  * fusion parameter; a broadcast is pulled in (oneDNN's per-channel bias / scale) and so
  * is a scalar constant under it or used directly (clamp bounds). */
-static void add_post_op_operand(const fusion_ctx *x, group *g, hlo_instr *o) {
+static void add_post_op_operand(fusion_ctx *x, group *g, hlo_instr *o) {
   if (o->op == HLO_OP_CONSTANT && o->shape.rank == 0) { /* a clamp's scalar bound */
     add_member(x, g, x->index_of_id[o->id]);
     return;
@@ -343,7 +430,7 @@ static bool is_quantized_post_op(const hlo_instr *t, const hlo_instr *u) {
  * (the zero point, constant or computed) and a convert from an 8-bit value. Those are
  * cheap and the cpu backend's int8 primitive reads the 8-bit value itself, so they join
  * the group (copied where something else reads them too). */
-static void add_widened_operand(const fusion_ctx *x, group *g, hlo_instr *o) {
+static void add_widened_operand(fusion_ctx *x, group *g, hlo_instr *o) {
   bool transposed = false, subtracted = false;
   for (;;) {
     int oi = x->index_of_id[o->id];
@@ -418,11 +505,11 @@ static void form_output_groups(fusion_ctx *x) {
     for (int k = n_chain - 1; k >= 0; k--) {
       hlo_instr *u = c->instrs[chain[k]];
       hlo_instr *prev = k > 0 ? c->instrs[chain[k - 1]] : d;
-      if (k < n_chain - 1) g->state[chain[k]] = MEMBER_EXCL;
+      if (k < n_chain - 1) set_state(x, g, chain[k], MEMBER_EXCL);
       if (n_side[k] > 0) { /* an activation: its inner ops join, with their constants */
         for (int i = n_side[k]; i >= 0; i--) {
           hlo_instr *in = i == n_side[k] ? u : c->instrs[side[k][i]];
-          if (i < n_side[k]) g->state[side[k][i]] = MEMBER_EXCL;
+          if (i < n_side[k]) set_state(x, g, side[k][i], MEMBER_EXCL);
           for (int o = 0; o < in->n_operands; o++) {
             bool member = in->operands[o] == prev;
             for (int j = 0; j < n_side[k] && !member; j++) member = in->operands[o] == c->instrs[side[k][j]];
@@ -434,7 +521,7 @@ static void form_output_groups(fusion_ctx *x) {
       for (int o = 0; o < u->n_operands; o++)
         if (u->operands[o] != prev) add_post_op_operand(x, g, u->operands[o]);
     }
-    g->state[i] = MEMBER_EXCL;
+    set_state(x, g, i, MEMBER_EXCL);
     if (quantized)
       for (int o = d->n_operands - 1; o >= 0; o--) add_widened_operand(x, g, d->operands[o]);
     x->output_root[root] = true;
@@ -467,7 +554,7 @@ static void form_softmax_groups(fusion_ctx *x) {
     }
     if (!ok) continue;
     group *g = new_group(x, i, "kCustom");
-    for (int k = 0; k < HLO_SOFTMAX_INNER; k++) g->state[idx[k]] = MEMBER_EXCL;
+    for (int k = 0; k < HLO_SOFTMAX_INNER; k++) set_state(x, g, idx[k], MEMBER_EXCL);
     for (int k = 0; k < HLO_SOFTMAX_INNER && ok; k++) ok = all_users_exclusive(x, g, idx[k]);
     if (!ok) {
       drop_last_group(x);
@@ -512,35 +599,67 @@ static bool may_join(const fusion_ctx *x, const group *g, int p) {
   if (copied) return false;
   for (int u = x->user_start[p]; u < x->user_start[p + 1]; u++) {
     int ui = x->user_idx[u];
-    if (is_member(g, ui) && (x->c->instrs[ui]->op == HLO_OP_BROADCAST || (g->state[ui] & MEMBER_REUSED)))
-      return false;
+    unsigned char us = state_of(x, g, ui);
+    if (us && (x->c->instrs[ui]->op == HLO_OP_BROADCAST || (us & MEMBER_REUSED))) return false;
   }
   return true;
 }
 
-static int lowest_operand(const fusion_ctx *x, int i, int lowest) {
+/* Queues the operands of member i as candidate producers of the forming group. */
+static void queue_operands(fusion_ctx *x, int i) {
   const hlo_instr *ins = x->c->instrs[i];
+  int tag = x->queue_tag;
   for (int k = 0; k < ins->n_operands; k++) {
     int oi = x->index_of_id[ins->operands[k]->id];
-    if (oi < lowest) lowest = oi;
+    if (x->queued[oi] == tag) continue;
+    x->queued[oi] = tag;
+    int at = x->n_heap++; /* sift up */
+    while (at > 0 && x->heap[(at - 1) / 2] < oi) {
+      x->heap[at] = x->heap[(at - 1) / 2];
+      at = (at - 1) / 2;
+    }
+    x->heap[at] = oi;
+    fusion_work++;
   }
-  return lowest;
+}
+
+static int pop_candidate(fusion_ctx *x) {
+  int top = x->heap[0], last = x->heap[--x->n_heap], at = 0;
+  for (;;) { /* sift down */
+    int child = 2 * at + 1;
+    if (child >= x->n_heap) break;
+    if (child + 1 < x->n_heap && x->heap[child + 1] > x->heap[child]) child++;
+    if (x->heap[child] <= last) break;
+    x->heap[at] = x->heap[child];
+    at = child;
+  }
+  if (x->n_heap > 0) x->heap[at] = last;
+  fusion_work++;
+  return top;
 }
 
 /* Grows a group from its root over its operands, nearest producer first: every user of
  * a producer comes after it, so by the time a producer is decided, all of its users that
- * will ever join have joined. Returns whether anything but constants joined. */
+ * will ever join have joined. The candidates are exactly the operands of members, taken
+ * from a max-heap of instruction indices, so the work is proportional to the group's
+ * size rather than to the distance down to its lowest operand (a parameter read by
+ * every group of a long chain would make that quadratic). Growth stops once the
+ * group's code cost reaches HLO_FUSION_MAX_COST; what it would have absorbed stays
+ * outside as the inputs of the group and becomes the root of the next one, so a long
+ * chain turns into a sequence of bounded kernels. Returns whether anything but
+ * constants joined. */
 static bool grow_group(fusion_ctx *x, group *g) {
   bool absorbed = false;
-  /* Nothing below the lowest operand of the members so far can be read by them. */
-  int lowest = lowest_operand(x, g->root, g->root);
-  for (int p = g->root - 1; p >= lowest; p--) {
-    bool read_by_member = false;
-    for (int u = x->user_start[p]; u < x->user_start[p + 1] && !read_by_member; u++)
-      read_by_member = is_member(g, x->user_idx[u]);
-    if (!read_by_member || !may_join(x, g, p)) continue;
+  int cost = hlo_pass_fusion_code_cost(x->c->instrs[g->root]);
+  x->n_heap = 0;
+  x->queue_tag++;
+  queue_operands(x, g->root);
+  while (x->n_heap > 0 && cost < HLO_FUSION_MAX_COST) {
+    int p = pop_candidate(x);
+    if (!may_join(x, g, p)) continue;
     add_member(x, g, p);
-    lowest = lowest_operand(x, p, lowest);
+    queue_operands(x, p);
+    cost += hlo_pass_fusion_code_cost(x->c->instrs[p]);
     if (x->c->instrs[p]->op != HLO_OP_CONSTANT) absorbed = true;
   }
   return absorbed;
@@ -555,12 +674,11 @@ static void mark_operands_needed(fusion_ctx *x, int i) {
 }
 
 static void mark_group_inputs_needed(fusion_ctx *x, const group *g) {
-  for (int i = 0; i <= g->root; i++) {
-    if (!g->state[i]) continue;
-    hlo_instr *ins = x->c->instrs[i];
+  for (int m = 0; m < g->n_members; m++) {
+    hlo_instr *ins = x->c->instrs[g->members[m]];
     for (int k = 0; k < ins->n_operands; k++) {
       int oi = x->index_of_id[ins->operands[k]->id];
-      if (oi >= 0 && !is_member(g, oi)) x->needed[oi] = true;
+      if (oi >= 0 && !is_member(x, g, oi)) x->needed[oi] = true;
     }
   }
 }
@@ -587,6 +705,7 @@ static void form_loop_groups(fusion_ctx *x) {
     }
     mark_operands_needed(x, i);
   }
+  finish_group(x);
 }
 
 /* ------------------------------------------------------ materialize ---- */
@@ -596,31 +715,30 @@ static kiln_status build_group(fusion_ctx *x, const group *g, name_set *names, h
   hlo_module *m = c->module;
   int r = g->root;
   size_t max_inputs = 1;
-  for (int i = 0; i <= r; i++)
-    if (g->state[i]) max_inputs += (size_t)c->instrs[i]->n_operands;
-  hlo_instr **clone = calloc((size_t)r + 1, sizeof *clone);
+  for (int j = 0; j < g->n_members; j++) max_inputs += (size_t)c->instrs[g->members[j]]->n_operands;
+  hlo_instr **clone = x->clone; /* all NULL between groups */
   hlo_instr **inputs = malloc(max_inputs * sizeof *inputs);
-  if (!clone || !inputs) abort();
+  if (!inputs) abort();
   int n_inputs = 0;
   kiln_status st = NULL;
   hlo_computation *fc = hlo_computation_new(m, unique_name(m, names, "fused_computation"));
   fc->is_fusion_computation = true;
-  /* Parameters: values read by members from outside, in first-read order. */
-  for (int i = 0; i <= r && !st; i++) {
-    if (!g->state[i]) continue;
-    hlo_instr *ins = c->instrs[i];
+  /* Parameters: values read by members from outside, in first-read order (members are
+   * sorted by index, which is definition order). */
+  for (int j = 0; j < g->n_members && !st; j++) {
+    hlo_instr *ins = c->instrs[g->members[j]];
     for (int k = 0; k < ins->n_operands && !st; k++) {
       hlo_instr *o = ins->operands[k];
       int oi = x->index_of_id[o->id];
-      if (is_member(g, oi) || clone[oi]) continue;
+      if (is_member(x, g, oi) || clone[oi]) continue;
       char pname[32];
       snprintf(pname, sizeof pname, "param_%d", n_inputs);
       st = hlo_build_parameter(fc, n_inputs, &o->shape, unique_name(m, names, pname), &clone[oi]);
       inputs[n_inputs++] = o;
     }
   }
-  for (int i = 0; i <= r && !st; i++) {
-    if (!g->state[i]) continue;
+  for (int j = 0; j < g->n_members && !st; j++) {
+    int i = g->members[j];
     hlo_instr *ins = c->instrs[i];
     hlo_instr *ops[HLO_MAX_RANK * 4];
     hlo_instr **opv =
@@ -645,7 +763,9 @@ static kiln_status build_group(fusion_ctx *x, const group *g, name_set *names, h
     tmpl.metadata = c->instrs[r]->metadata;
     st = hlo_build_instr(c, &tmpl, fusion_out);
   }
-  free(clone);
+  for (int j = 0; j < g->n_members; j++) clone[g->members[j]] = NULL;
+  for (int k = 0; k < n_inputs; k++) clone[x->index_of_id[inputs[k]->id]] = NULL;
+  fusion_work += max_inputs;
   free(inputs);
   return status_wrap(st, "fusion: building %s fusion of %s", g->kind, c->instrs[r]->name);
 }
@@ -664,7 +784,12 @@ static kiln_status fuse_computation(hlo_computation *c, name_set *names, bool *c
   x.output_root = calloc((size_t)x.n + 1, sizeof(bool));
   x.in_output_chain = calloc((size_t)x.n + 1, sizeof(bool));
   x.group_of_root = malloc(((size_t)x.n + 1) * sizeof(int));
-  if (!x.index_of_id || !x.user_start || !x.needed || !x.output_root || !x.in_output_chain || !x.group_of_root)
+  x.forming = -1;
+  x.forming_state = calloc((size_t)x.n + 1, 1);
+  x.queued = calloc((size_t)x.n + 1, sizeof(int));
+  x.clone = calloc((size_t)x.n + 1, sizeof *x.clone);
+  if (!x.index_of_id || !x.user_start || !x.needed || !x.output_root || !x.in_output_chain || !x.group_of_root ||
+      !x.forming_state || !x.queued || !x.clone)
     abort();
   for (int i = 0; i <= m->next_id; i++) x.index_of_id[i] = -1;
   for (int i = 0; i < x.n; i++) {
@@ -676,8 +801,9 @@ static kiln_status fuse_computation(hlo_computation *c, name_set *names, bool *c
   int total = 0;
   for (int i = 0; i < x.n; i++) total += c->instrs[i]->n_operands;
   x.user_idx = malloc(((size_t)total + 1) * sizeof(int));
+  x.heap = malloc(((size_t)total + 1) * sizeof(int)); /* a group queues each operand once */
   int *count = calloc((size_t)x.n + 1, sizeof(int));
-  if (!x.user_idx || !count) abort();
+  if (!x.user_idx || !x.heap || !count) abort();
   kiln_status st = NULL;
   for (int i = 0; i < x.n && !st; i++) {
     hlo_instr *ins = c->instrs[i];
@@ -721,12 +847,29 @@ static kiln_status fuse_computation(hlo_computation *c, name_set *names, bool *c
     if (!st) built++;
   }
   if (!st && built > 0) {
+    /* All at once: one call per group would scan the computation once per group. */
+    hlo_instr **roots = malloc((size_t)built * sizeof *roots), **repl = malloc((size_t)built * sizeof *repl);
+    if (!roots || !repl) abort();
+    int k = 0;
     for (int gi = 0; gi < x.n_groups; gi++)
-      if (fusions[gi]) hlo_pass_replace_uses(c, c->instrs[x.groups[gi].root], fusions[gi]);
+      if (fusions[gi]) {
+        roots[k] = c->instrs[x.groups[gi].root];
+        repl[k++] = fusions[gi];
+      }
+    hlo_pass_replace_uses_many(c, k, roots, repl);
+    free(roots);
+    free(repl);
     hlo_pass_restore_order(c);
     *changed = true;
   }
-  for (int gi = 0; gi < x.n_groups; gi++) free(x.groups[gi].state);
+  for (int gi = 0; gi < x.n_groups; gi++) {
+    free(x.groups[gi].members);
+    free(x.groups[gi].member_state);
+  }
+  free(x.forming_state);
+  free(x.queued);
+  free(x.clone);
+  free(x.heap);
   free(x.groups);
   free(fusions);
   free(count);
@@ -776,6 +919,7 @@ static int collect_program_computations(hlo_module *m, hlo_computation **out) {
 
 kiln_status hlo_pass_fusion(hlo_module *m, bool *changed) {
   *changed = false;
+  fusion_work = 0;
   name_set names;
   memset(&names, 0, sizeof names);
   name_set_grow(&names);

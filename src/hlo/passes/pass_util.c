@@ -6,15 +6,50 @@
 #include <stdlib.h>
 #include <string.h>
 
-int hlo_pass_replace_uses(hlo_computation *c, hlo_instr *from, hlo_instr *to) {
-  int n = 0;
-  /* Builder-made replacements carry no layout; inheriting the replaced instruction's
-   * keeps a dump with layouts uniformly annotated (layouts never change semantics). */
+/* Builder-made replacements carry no layout; inheriting the replaced instruction's keeps
+ * a dump with layouts uniformly annotated (layouts never change semantics). */
+static void inherit_layout(const hlo_instr *from, hlo_instr *to) {
   if (shape_is_array(&to->shape) && !to->shape.has_layout && from->shape.has_layout &&
       from->shape.rank == to->shape.rank && to->op != HLO_OP_PARAMETER) {
     to->shape.has_layout = true;
     memcpy(to->shape.minor_to_major, from->shape.minor_to_major, sizeof to->shape.minor_to_major);
   }
+}
+
+int hlo_pass_replace_uses_many(hlo_computation *c, int n, hlo_instr *const *from, hlo_instr *const *to) {
+  int max_id = 0, changed = 0;
+  for (int i = 0; i < c->n_instrs; i++)
+    if (c->instrs[i]->id > max_id) max_id = c->instrs[i]->id;
+  for (int k = 0; k < n; k++)
+    if (from[k]->id > max_id) max_id = from[k]->id;
+  hlo_instr **repl = calloc((size_t)max_id + 1, sizeof *repl);
+  if (!repl) abort();
+  for (int k = 0; k < n; k++) {
+    inherit_layout(from[k], to[k]);
+    if (from[k]->id >= 0) repl[from[k]->id] = to[k];
+  }
+  for (int i = 0; i < c->n_instrs; i++) {
+    hlo_instr *ins = c->instrs[i];
+    for (int k = 0; k < ins->n_operands; k++) {
+      int id = ins->operands[k]->id;
+      hlo_instr *r = id >= 0 && id <= max_id ? repl[id] : NULL;
+      if (r && r != ins) { /* never make a replacement its own operand */
+        ins->operands[k] = r;
+        changed++;
+      }
+    }
+  }
+  if (c->root && c->root->id >= 0 && c->root->id <= max_id && repl[c->root->id]) {
+    c->root = repl[c->root->id];
+    changed++;
+  }
+  free(repl);
+  return changed;
+}
+
+int hlo_pass_replace_uses(hlo_computation *c, hlo_instr *from, hlo_instr *to) {
+  int n = 0;
+  inherit_layout(from, to);
   for (int i = 0; i < c->n_instrs; i++) {
     hlo_instr *ins = c->instrs[i];
     if (ins == to) continue; /* never make the replacement its own operand */

@@ -26,6 +26,11 @@ kiln_status hlo_pass_rewrite_each(hlo_module *m, hlo_pass_rewrite_fn rewrite, bo
  * the builder) takes over from's layout. */
 int hlo_pass_replace_uses(hlo_computation *c, hlo_instr *from, hlo_instr *to);
 
+/* hlo_pass_replace_uses for n pairs in one scan of c: a pass replacing many
+ * instructions one call at a time would scan the computation once per replacement.
+ * The from[] must be distinct and no to[] may be among them (replacements do not chain). */
+int hlo_pass_replace_uses_many(hlo_computation *c, int n, hlo_instr *const *from, hlo_instr *const *to);
+
 /* Reorders c->instrs so every operand precedes its users, keeping the existing order
  * wherever it is already valid (a stable depth-first post-order). */
 void hlo_pass_restore_order(hlo_computation *c);

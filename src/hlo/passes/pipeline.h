@@ -21,6 +21,7 @@
 #define KILN_HLO_PASSES_PIPELINE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "base/status.h"
 #include "hlo/ir.h"
@@ -104,6 +105,22 @@ kiln_status hlo_pass_transpose_folding(hlo_module *m, bool *changed);
  * dimension) fusion instructions calling fused computations; bit-identical, originals
  * left for DCE. */
 kiln_status hlo_pass_fusion(hlo_module *m, bool *changed);
+
+/* The most code a kLoop / kInput fusion grows to, in hlo_pass_fusion_code_cost units
+ * summed over its instructions. LLVM's optimiser and register allocator take time
+ * super-linear in a function's size (a 1,000-instruction elementwise chain fused whole
+ * compiles ~10x slower than as 128-unit kernels, 2,000 ~30x), while materialising a
+ * value every ~50 instructions costs a negligible store and load, so a longer group is
+ * split into several kernels, as XLA bounds its fusions. A group's growth stops at the
+ * first producer that brings it to this cost or past it. */
+#define HLO_FUSION_MAX_COST 128
+int hlo_pass_fusion_code_cost(const hlo_instr *ins);
+
+/* Steps the last hlo_pass_fusion on the calling thread took: candidate producers queued
+ * and examined, users scanned when a member joins, members and inputs of the groups
+ * built. A debug counter for tests that check the pass stays linear in the module's
+ * size without timing it. */
+uint64_t hlo_pass_fusion_last_work(void);
 
 /* Splits reduces that keep the input's minor dimension and have too few outputs to
  * spread over the cpu backend's threads into two reduces, one dim split in two
