@@ -51,8 +51,9 @@ static float e8m0_to_f32(uint8_t bits) {
 }
 
 /* Nearest power of two, ties (a mantissa of exactly 1.5) up; the pattern 0xFF past the
- * largest. Non-positive values and NaN have no pattern but NaN. Everything positive
- * below 2^-127 is closer to 2^-127 than to any other value the format has. */
+ * largest. Non-positive values and NaN have no pattern but NaN. Below 2^-126 (where an
+ * f32 is subnormal) ml_dtypes does not round to nearest: everything up to 2^-127
+ * becomes 2^-127 and everything above it 2^-126; kiln follows it, doubles too. */
 static uint8_t e8m0_from_f64(double v, bool *overflow) {
   *overflow = false;
   if (!(v > 0)) return 0xff; /* zero, negative, NaN */
@@ -60,8 +61,8 @@ static uint8_t e8m0_from_f64(double v, bool *overflow) {
   memcpy(&u, &v, 8);
   int e = (int)(u >> 52) - 1023; /* a double subnormal is far below 2^-127 */
   if (e == 0x7ff - 1023) return 0xff; /* inf */
-  if ((u >> 51) & 1) e++;           /* mantissa >= 1.5 */
-  if (e < -127) return 0;
+  if (e < -126) return v > 0x1p-127 ? 1 : 0;
+  if ((u >> 51) & 1) e++; /* mantissa >= 1.5 */
   if (e > 127) {
     *overflow = true;
     return 0xff;
