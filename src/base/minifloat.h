@@ -22,9 +22,10 @@
  * 0xFF is NaN, and there is neither zero, sign nor infinity. ml_dtypes narrows to it by
  * rounding to the nearest power of two with ties (1.5 * 2^k) upward, sends zero,
  * negatives, infinities and NaN to NaN, overflow (>= 1.5 * 2^127) to NaN, and below
- * 2^-126 everything up to 2^-127 to 2^-127 (0x00), everything above it to 2^-126. ONNX's Cast, which reads only a float's
- * exponent field and has its own rounding modes, is built from integer ops by the
- * importer (ops_onnx_math.c), not from this conversion. */
+ * 2^-126 everything up to 2^-127 to 2^-127 (0x00), everything above it to 2^-126.
+ * ONNX's Cast, which reads only a float's exponent field and has its own rounding
+ * modes, is built from integer ops by the importer (ops_onnx_math.c), not from this
+ * conversion. */
 #ifndef KILN_BASE_MINIFLOAT_H
 #define KILN_BASE_MINIFLOAT_H
 

@@ -180,7 +180,7 @@ static kiln_status with_signature(const kiln_model *m, strbuf *msg) {
 static kiln_status load_input(kiln_value want, const char *path, hlo_literal **out) {
   hlo_literal *l;
   TRY(npy_read_file(path, &l));
-  hlo_type want_t;
+  hlo_type want_t = HLO_TYPE_COUNT; /* set when narrow */
   bool narrow = hlo_type_of(want.dtype, &want_t) && hlo_type_is_narrow(want_t);
   if ((want.dtype == KILN_BFLOAT16 && l->shape.type == HLO_F32) ||
       (narrow && (l->shape.type == HLO_U8 || ((want_t == HLO_S4 || want_t == HLO_S2) && l->shape.type == HLO_S8)))) {

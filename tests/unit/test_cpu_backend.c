@@ -280,7 +280,8 @@ static void test_convert_exact(void) {
  * inf, NaN, ties) to every narrow type, and data movement fused with them. */
 static void test_narrow_converts_exact(void) {
   static const char *f8[] = {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f8e8m0fnu"};
-  static const char *wide[] = {"pred", "s4", "u4", "s2", "u2", "s8", "s32", "u64", "f16", "bf16", "f32", "f64", "f4e2m1fn"};
+  static const char *wide[] = {"pred", "s4",  "u4",  "s2",  "u2",  "s8",      "s32",
+                               "u64",  "f16", "bf16", "f32", "f64", "f4e2m1fn"};
   static int64_t pattern[256];
   for (int i = 0; i < 256; i++) pattern[i] = i;
   const int64_t *values[] = {pattern};

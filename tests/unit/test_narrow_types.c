@@ -175,8 +175,10 @@ static void test_out_of_range_constants_are_refused(void) {
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = s4[] constant(8)\n}\n"), "value 8 is out of range for s4");
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = u4[] constant(16)\n}\n"), "value 16 is out of range for u4");
   CHECK_OK(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = s4[2] constant({-8, 7})\n}\n"));
-  CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = s2[] constant(2)\n}\n"), "value 2 is out of range for s2");
-  CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = u2[] constant(4)\n}\n"), "value 4 is out of range for u2");
+  CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = s2[] constant(2)\n}\n"),
+            "value 2 is out of range for s2");
+  CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = u2[] constant(4)\n}\n"),
+            "value 4 is out of range for u2");
   CHECK_OK(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = s2[2] constant({-2, 1})\n}\n"));
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = f8e8m0fnu[] constant(0)\n}\n"),
             "value 0 is not a value of f8e8m0fnu, which has no zero and no sign");
@@ -192,8 +194,8 @@ static void test_out_of_range_constants_are_refused(void) {
 static void test_arithmetic_on_narrow_types_is_refused(void) {
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  a = f8e4m3fn[4] parameter(0)\n"
                              "  ROOT r = f8e4m3fn[4] add(a, a)\n}\n"),
-            "computes on f8e4m3fn values; kiln stores f8*, f4e2m1fn, s4 and u4 but computes on them only after a "
-            "convert to a wider type");
+            "computes on f8e4m3fn values; kiln stores f8*, f4e2m1fn, s4, u4, s2 and u2 but computes on them only "
+            "after a convert to a wider type");
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  a = s4[4] parameter(0)\n"
                              "  ROOT r = pred[4] compare(a, a), direction=LT\n}\n"),
             "computes on s4 values");
@@ -202,7 +204,7 @@ static void test_arithmetic_on_narrow_types_is_refused(void) {
             "start index operand 1 must be an integer scalar");
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  a = u8[4] parameter(0)\n"
                              "  ROOT r = s4[4] bitcast-convert(a)\n}\n"),
-            "kiln stores 4-bit types one per byte, where XLA packs two");
+            "kiln stores 4- and 2-bit types one per byte, where XLA packs them");
   CHECK_OK(parse_and_verify("HloModule m\nENTRY e {\n  a = u8[4] parameter(0)\n"
                             "  ROOT r = f8e5m2[4] bitcast-convert(a)\n}\n"));
 }
