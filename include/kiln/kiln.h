@@ -135,6 +135,12 @@ typedef enum kiln_dtype {
   KILN_FLOAT4E2M1FN = 20,
   KILN_INT4 = 21,
   KILN_UINT4 = 22,
+  /* Added later, so numbered after the others: int2 as an int8 value in -2..1, uint2 as
+   * a uint8 value in 0..3, float8_e8m0fnu as its raw byte (the biased exponent; 0xFF is
+   * NaN). */
+  KILN_INT2 = 23,
+  KILN_UINT2 = 24,
+  KILN_FLOAT8E8M0FNU = 25,
   /* Text (numbered apart from the numeric types): one element is a `const char *` to
    * NUL-terminated UTF-8, so a value's data is an array of element-count pointers and
    * its byte_size element-count * sizeof(const char *). Inputs: kiln copies the text

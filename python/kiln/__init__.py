@@ -41,7 +41,7 @@ version_info = (_kiln.version_number // 10000, _kiln.version_number // 100 % 100
 __version__ = version
 
 # kiln_dtype code -> numpy dtype. The types numpy lacks (bfloat16, the float8 and
-# float4 variants, int4, uint4) are their names (ml_dtypes' spelling) in TensorInfo,
+# float4 variants, int4, uint4, int2, uint2) are their names (ml_dtypes' spelling) in TensorInfo,
 # and arrays of ml_dtypes' dtypes in runs when ml_dtypes is importable (JAX and
 # TensorFlow bring it); text is numpy's object dtype (each element a str, as ONNX
 # Runtime gives it).
@@ -49,10 +49,13 @@ _DTYPE_NAMES = {code: name for code, (name, _) in _kiln.dtype_info().items()}
 _CODE_OF_NAME = {name: code for code, name in _DTYPE_NAMES.items()}
 _BF16 = _CODE_OF_NAME["bfloat16"]
 _STRING = _CODE_OF_NAME["string"]
-# One byte each in kiln (kiln.h); int4 is signed.
-_NARROW = {_CODE_OF_NAME[n]: np.dtype(np.int8 if n == "int4" else np.uint8)
-           for n in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn", "int4",
-                     "uint4")}
+# One byte each in kiln (kiln.h); int4 and int2 are signed.
+_NARROW = {_CODE_OF_NAME[n]: np.dtype(np.int8 if n in ("int4", "int2") else np.uint8)
+           for n in ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+                     "float4_e2m1fn", "int4", "uint4", "int2", "uint2")}
+# ml_dtypes keeps a sub-byte integer's low bits, kiln its value (kiln.h): the bits' mask
+# and, for the signed ones, the sign bit.
+_SUBBYTE = {"int4": (0xF, 8), "uint4": (0xF, 0), "int2": (0x3, 2), "uint2": (0x3, 0)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -387,10 +390,11 @@ def _convert_feed(name, value, code):
     narrow = _CODE_OF_NAME.get(arr.dtype.name)
     if narrow in _NARROW and arr.dtype.itemsize == 1:
         bits = arr.view(np.uint8)
-        if arr.dtype.name in ("int4", "uint4"):  # ml_dtypes keeps the 4 bits, kiln the value (kiln.h)
-            bits = bits & np.uint8(0xF)
-            if arr.dtype.name == "int4":
-                return ((bits ^ np.uint8(8)).astype(np.int8) - np.int8(8)), narrow
+        if arr.dtype.name in _SUBBYTE:
+            mask, sign = _SUBBYTE[arr.dtype.name]
+            bits = bits & np.uint8(mask)
+            if sign:
+                return ((bits ^ np.uint8(sign)).astype(np.int8) - np.int8(sign)), narrow
         return bits.view(_NARROW[narrow]), narrow
     if code == _BF16 and arr.dtype == np.float32:
         return _f32_to_bf16_bits(arr), _BF16
@@ -407,15 +411,15 @@ def _wrap_output(raw, code, shape):
     """An output whose type numpy lacks, from its storage form (kiln.h): text (a flat
     list of str) as an object array of str; bfloat16 (uint16 bit patterns over kiln's
     memory) as ml_dtypes.bfloat16, else widened exactly to float32; the float8, float4
-    and int4 types (one byte each) as ml_dtypes' dtypes, else their storage bytes."""
+    and int4/int2 types (one byte each) as ml_dtypes' dtypes, else their storage bytes."""
     if code == _STRING:
         out = np.empty(len(raw), dtype=object)
         out[:] = raw
         return out.reshape(shape)
     dt = _ml_dtype(_DTYPE_NAMES[code])
     if dt is not None:
-        if dt.name in ("int4", "uint4"):  # the value's 4 low bits: a copy
-            return (raw.view(np.uint8) & np.uint8(0xF)).view(dt)
+        if dt.name in _SUBBYTE:  # the value's low bits: a copy
+            return (raw.view(np.uint8) & np.uint8(_SUBBYTE[dt.name][0])).view(dt)
         return raw.view(dt)
     if code == _BF16:
         return (raw.astype(np.uint32) << np.uint32(16)).view(np.float32)

@@ -8,7 +8,7 @@
  * numpy array keeps it alive through its base), the exception classes, the log
  * callback trampoline, and the device / version / option-key queries. Everything
  * else -- keyword options to strings, the TensorInfo objects, DLPack and list inputs,
- * the element types numpy lacks (bfloat16, float8, float4, int4) and text -- is Python
+ * the element types numpy lacks (bfloat16, float8, float4, int4, int2) and text -- is Python
  * in kiln/__init__.py, which hands this module two hooks at import (_set_hooks): one
  * converting feeds the fast path cannot take, one giving outputs of those types their
  * numpy form. numpy is imported on first use only. */
@@ -173,7 +173,7 @@ static kiln_dtype dtype_of_format(const char *fmt, Py_ssize_t itemsize) {
  * (kiln.h: bfloat16 as uint16 bits, the narrow types one byte each, text as a list of
  * str) and the wrap-output hook gives them their numpy form. */
 static int needs_wrap(kiln_dtype dtype) {
-  return dtype == KILN_BFLOAT16 || (dtype >= KILN_FLOAT8E4M3FN && dtype <= KILN_UINT4) || dtype == KILN_STRING;
+  return dtype == KILN_BFLOAT16 || (dtype >= KILN_FLOAT8E4M3FN && dtype <= KILN_FLOAT8E8M0FNU) || dtype == KILN_STRING;
 }
 
 /* The format an output of `dtype` is exported with (bfloat16 as its uint16 bits, the
@@ -195,9 +195,9 @@ static const char *format_of_dtype(kiln_dtype dtype) {
     case KILN_FLOAT64: return "d";
     case KILN_COMPLEX64: return "Zf";
     case KILN_COMPLEX128: return "Zd";
-    case KILN_INT4: return "b";
+    case KILN_INT4: case KILN_INT2: return "b";
     case KILN_FLOAT8E4M3FN: case KILN_FLOAT8E4M3FNUZ: case KILN_FLOAT8E5M2: case KILN_FLOAT8E5M2FNUZ:
-    case KILN_FLOAT4E2M1FN: case KILN_UINT4: return "B";
+    case KILN_FLOAT8E8M0FNU: case KILN_FLOAT4E2M1FN: case KILN_UINT4: case KILN_UINT2: return "B";
     default: return NULL;
   }
 }
@@ -1102,7 +1102,8 @@ static PyObject *mod_dtype_info(PyObject *mod, PyObject *unused) {
                                KILN_UINT64,         KILN_FLOAT16,        KILN_BFLOAT16,       KILN_FLOAT32,
                                KILN_FLOAT64,        KILN_COMPLEX64,      KILN_COMPLEX128,     KILN_FLOAT8E4M3FN,
                                KILN_FLOAT8E4M3FNUZ, KILN_FLOAT8E5M2,     KILN_FLOAT8E5M2FNUZ, KILN_FLOAT4E2M1FN,
-                               KILN_INT4,           KILN_UINT4,          KILN_STRING};
+                               KILN_INT4,           KILN_UINT4,          KILN_INT2,           KILN_UINT2,
+                               KILN_FLOAT8E8M0FNU,  KILN_STRING};
   for (size_t i = 0; d && i < sizeof codes / sizeof codes[0]; i++) {
     int c = codes[i];
     PyObject *k = PyLong_FromLong(c);

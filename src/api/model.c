@@ -671,15 +671,19 @@ static void plan_free(run_plan *p) {
   free(p->sel);
 }
 
-/* The 4-bit types must arrive as kiln stores them (kiln.h): a byte outside the type's
- * range would be a value the type cannot have, and every later convert would read it. */
+/* The 4- and 2-bit types must arrive as kiln stores them (kiln.h): a byte outside the
+ * type's range would be a value the type cannot have, and every later convert would read
+ * it. */
 static kiln_status check_4bit(const char *name, kiln_dtype d, const void *data, int64_t n) {
-  if (d != KILN_INT4 && d != KILN_UINT4 && d != KILN_FLOAT4E2M1FN) return NULL;
+  if (d != KILN_INT4 && d != KILN_UINT4 && d != KILN_FLOAT4E2M1FN && d != KILN_INT2 && d != KILN_UINT2) return NULL;
+  bool sgn = d == KILN_INT4 || d == KILN_INT2, two = d == KILN_INT2 || d == KILN_UINT2;
+  int lo = sgn ? (two ? -2 : -8) : 0, hi = two ? (sgn ? 1 : 3) : (sgn ? 7 : 15);
   for (int64_t i = 0; i < n; i++) {
-    int x = d == KILN_INT4 ? ((const int8_t *)data)[i] : ((const uint8_t *)data)[i];
-    if (d == KILN_INT4 ? x < -8 || x > 7 : x > 15)
+    int x = sgn ? ((const int8_t *)data)[i] : ((const uint8_t *)data)[i];
+    if (x < lo || x > hi)
       return ERR_INVALID("input %s: element %lld is %d, outside %s's %s", name, (long long)i, x, kiln_dtype_name(d),
-                         d == KILN_INT4 ? "-8..7" : d == KILN_UINT4 ? "0..15" : "4-bit patterns 0..15");
+                         d == KILN_INT4 ? "-8..7" : d == KILN_UINT4 ? "0..15" : d == KILN_INT2 ? "-2..1"
+                         : d == KILN_UINT2 ? "0..3" : "4-bit patterns 0..15");
   }
   return NULL;
 }

@@ -57,6 +57,9 @@ static const dtype_row dtypes[] = {
     {KILN_FLOAT4E2M1FN, GRAPH_DT_FLOAT4E2M1, "float4_e2m1fn", 1},
     {KILN_INT4, GRAPH_DT_INT4, "int4", 1},
     {KILN_UINT4, GRAPH_DT_UINT4, "uint4", 1},
+    {KILN_INT2, GRAPH_DT_INT2, "int2", 1},
+    {KILN_UINT2, GRAPH_DT_UINT2, "uint2", 1},
+    {KILN_FLOAT8E8M0FNU, GRAPH_DT_FLOAT8E8M0, "float8_e8m0fnu", 1},
     {KILN_STRING, GRAPH_DT_STRING, "string", sizeof(const char *)}, /* elements are pointers (kiln.h) */
 };
 #define N_DTYPES ((int)(sizeof dtypes / sizeof dtypes[0]))

@@ -3,7 +3,9 @@
  * few integer operations per element: widening places the fields in a float (subnormals
  * by one exact multiplication), narrowing rounds the double's mantissa to nearest even
  * at the target's precision (at the subnormal quantum below the smallest normal) and
- * reads overflow off the resulting pattern, which orders like the values. */
+ * reads overflow off the resulting pattern, which orders like the values. E8M0FNU, an
+ * unsigned exponent with no mantissa, shares none of those fields' rules and has its own
+ * two small functions. */
 #include "base/minifloat.h"
 
 #include <string.h>
@@ -28,6 +30,7 @@ static const format formats[] = {
     [MINIFLOAT_E5M2] = {5, 2, 15, NAN_IEEE, 0x7b, 57344.0},
     [MINIFLOAT_E5M2FNUZ] = {5, 2, 16, NAN_FNUZ, 0x7f, 57344.0},
     [MINIFLOAT_E2M1FN] = {2, 1, 1, NAN_NONE, 0x7, 6.0},
+    [MINIFLOAT_E8M0FNU] = {8, 0, 127, NAN_FN, 0xfe, 0x1p127},
 };
 
 static unsigned sign_bit(const format *x) { return 1u << (x->ebits + x->mbits); }
@@ -40,7 +43,35 @@ static float float_of_bits(uint32_t u) {
   return f;
 }
 
+/* E8M0FNU: pattern e is 2^(e - 127); 0xFF is NaN (widened as +NaN, as ml_dtypes does). */
+static float e8m0_to_f32(uint8_t bits) {
+  if (bits == 0xff) return float_of_bits(0x7fc00000u);
+  if (bits == 0) return float_of_bits(0x00400000u); /* 2^-127: an f32 subnormal */
+  return float_of_bits((uint32_t)bits << 23);
+}
+
+/* Nearest power of two, ties (a mantissa of exactly 1.5) up; the pattern 0xFF past the
+ * largest. Non-positive values and NaN have no pattern but NaN. Below 2^-126 (where an
+ * f32 is subnormal) ml_dtypes does not round to nearest: everything up to 2^-127
+ * becomes 2^-127 and everything above it 2^-126; kiln follows it, doubles too. */
+static uint8_t e8m0_from_f64(double v, bool *overflow) {
+  *overflow = false;
+  if (!(v > 0)) return 0xff; /* zero, negative, NaN */
+  uint64_t u;
+  memcpy(&u, &v, 8);
+  int e = (int)(u >> 52) - 1023; /* a double subnormal is far below 2^-127 */
+  if (e == 0x7ff - 1023) return 0xff; /* inf */
+  if (e < -126) return v > 0x1p-127 ? 1 : 0;
+  if ((u >> 51) & 1) e++; /* mantissa >= 1.5 */
+  if (e > 127) {
+    *overflow = true;
+    return 0xff;
+  }
+  return (uint8_t)(e + 127);
+}
+
 float minifloat_to_f32(minifloat_format f, uint8_t bits) {
+  if (f == MINIFLOAT_E8M0FNU) return e8m0_to_f32(bits);
   const format *x = &formats[f];
   bits &= (uint8_t)(2 * sign_bit(x) - 1);
   bool neg = bits & sign_bit(x);
@@ -122,11 +153,16 @@ static uint8_t encode(const format *x, double v, bool *overflow) {
 
 uint8_t minifloat_from_f64(minifloat_format f, double v) {
   bool overflow;
+  if (f == MINIFLOAT_E8M0FNU) return e8m0_from_f64(v, &overflow);
   return encode(&formats[f], v, &overflow);
 }
 
 bool minifloat_overflows(minifloat_format f, double v) {
   bool overflow;
+  if (f == MINIFLOAT_E8M0FNU) {
+    e8m0_from_f64(v, &overflow);
+    return overflow;
+  }
   encode(&formats[f], v, &overflow);
   return overflow;
 }

@@ -4,7 +4,7 @@
  * convert widens every source element to one of three carriers (uint64, int64 or
  * double, each exact for its source types) and narrows the carrier to the destination
  * with a single rounding: float -> int truncates toward zero and saturates (NaN -> 0),
- * int -> int wraps (to 4 bits for s4/u4), anything -> pred is x != 0, and float
+ * int -> int wraps (to 4 or 2 bits for s4/u4/s2/u2), anything -> pred is x != 0, and float
  * destinations round to nearest-even exactly once (64-bit integers reach f16/bf16 and
  * the narrow floats through a round-to-odd double, which is what makes the second
  * rounding harmless; the narrow floats overflow to inf or NaN as minifloat.h says).
@@ -59,6 +59,8 @@ static void load_block(hlo_type t, const void *src, int64_t start, int64_t k, cv
     case HLO_F64: LOAD(d, double, p[i])
     case HLO_S4: LOAD(s, int8_t, p[i])
     case HLO_U4: LOAD(u, uint8_t, p[i])
+    case HLO_S2: LOAD(s, int8_t, p[i])
+    case HLO_U2: LOAD(u, uint8_t, p[i])
     default: {
       minifloat_format f;
       if (hlo_type_minifloat(t, &f)) LOAD(d, uint8_t, minifloat_to_f32(f, p[i]))
@@ -84,6 +86,7 @@ static uint64_t f64_to_u64_sat(double v, uint64_t hi) {
 
 /* The low 4 bits of v as a signed value (s4's storage: sign-extended into the byte). */
 static int8_t s4_wrap(uint64_t v) { return (int8_t)(((v & 15) ^ 8) - 8); }
+static int8_t s2_wrap(uint64_t v) { return (int8_t)(((v & 3) ^ 2) - 2); }
 
 static void store_block(hlo_type t, cv_carrier c, const cv_block *b, void *dst, int64_t start, int64_t k) {
 #define STORE(CT, EXPR_U, EXPR_S, EXPR_D)                                      \
@@ -115,6 +118,8 @@ static void store_block(hlo_type t, cv_carrier c, const cv_block *b, void *dst, 
     case HLO_F64: STORE(double, (double)b->u[i], (double)b->s[i], b->d[i])
     case HLO_S4: STORE(int8_t, s4_wrap(b->u[i]), s4_wrap((uint64_t)b->s[i]), (int8_t)f64_to_s64_sat(b->d[i], -8, 7))
     case HLO_U4: STORE(uint8_t, b->u[i] & 15, (uint64_t)b->s[i] & 15, (uint8_t)f64_to_u64_sat(b->d[i], 15))
+    case HLO_S2: STORE(int8_t, s2_wrap(b->u[i]), s2_wrap((uint64_t)b->s[i]), (int8_t)f64_to_s64_sat(b->d[i], -2, 1))
+    case HLO_U2: STORE(uint8_t, b->u[i] & 3, (uint64_t)b->s[i] & 3, (uint8_t)f64_to_u64_sat(b->d[i], 3))
     default: {
       minifloat_format f;
       if (!hlo_type_minifloat(t, &f)) return;

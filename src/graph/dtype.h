@@ -21,9 +21,9 @@
 /* X(ENUM, text name, byte size of one element, HLO type or -1 when HLO lacks it).
  * Text names follow TensorFlow's (float, int32, bool...; ml_dtypes' float4_e2m1fn). String
  * elements are graph_bytes records; resource and variant elements are opaque 64-bit
- * handles the executor interprets. The float8/float4/int4 types are HLO's narrow
+ * handles the executor interprets. The float8/float4/int4/int2 types are HLO's narrow
  * storage types and share their one-byte-per-element layout (hlo/types.h): ONNX's
- * packed 4-bit tensors are unpacked on import. */
+ * packed 4-bit and 2-bit tensors are unpacked on import. */
 #define GRAPH_DTYPE_LIST(X)                  \
   X(INVALID, "?", 0, -1)                     \
   X(FLOAT, "float", 4, HLO_F32)              \
@@ -50,7 +50,10 @@
   X(FLOAT8E5M2FNUZ, "float8_e5m2fnuz", 1, HLO_F8E5M2FNUZ) \
   X(FLOAT4E2M1, "float4_e2m1fn", 1, HLO_F4E2M1FN)         \
   X(INT4, "int4", 1, HLO_S4)                               \
-  X(UINT4, "uint4", 1, HLO_U4)
+  X(UINT4, "uint4", 1, HLO_U4)                             \
+  X(INT2, "int2", 1, HLO_S2)                               \
+  X(UINT2, "uint2", 1, HLO_U2)                             \
+  X(FLOAT8E8M0, "float8_e8m0fnu", 1, HLO_F8E8M0FNU)
 
 /* A byte string that may hold NULs; data is also NUL-terminated for convenience. */
 typedef struct graph_bytes {

@@ -381,6 +381,7 @@ static uint64_t stored_bits(double v, graph_dtype dtype) {
     case GRAPH_DT_FLOAT8E5M2: return minifloat_from_f64(MINIFLOAT_E5M2, v);
     case GRAPH_DT_FLOAT8E5M2FNUZ: return minifloat_from_f64(MINIFLOAT_E5M2FNUZ, v);
     case GRAPH_DT_FLOAT4E2M1: return minifloat_from_f64(MINIFLOAT_E2M1FN, v);
+    case GRAPH_DT_FLOAT8E8M0: return minifloat_from_f64(MINIFLOAT_E8M0FNU, v);
     case GRAPH_DT_FLOAT:
     case GRAPH_DT_COMPLEX64: {
       float f = (float)v;

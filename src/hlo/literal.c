@@ -100,6 +100,8 @@ double literal_get_f64(const hlo_literal *l, int64_t i) {
     case HLO_F64: return ((const double *)d)[i];
     case HLO_S4: return ((const int8_t *)d)[i];
     case HLO_U4: return ((const uint8_t *)d)[i];
+    case HLO_S2: return ((const int8_t *)d)[i];
+    case HLO_U2: return ((const uint8_t *)d)[i];
     default: {
       minifloat_format f;
       return hlo_type_minifloat(l->shape.type, &f) ? minifloat_to_f32(f, ((const uint8_t *)d)[i]) : 0;
@@ -121,6 +123,8 @@ int64_t literal_get_s64(const hlo_literal *l, int64_t i) {
     case HLO_U64: return (int64_t)((const uint64_t *)d)[i];
     case HLO_S4: return ((const int8_t *)d)[i];
     case HLO_U4: return ((const uint8_t *)d)[i];
+    case HLO_S2: return ((const int8_t *)d)[i];
+    case HLO_U2: return ((const uint8_t *)d)[i];
     default: {
       double v = literal_get_f64(l, i);
       if (isnan(v)) return 0;
@@ -169,6 +173,8 @@ void literal_set_f64(hlo_literal *l, int64_t i, double v) {
         case HLO_U32: lo = 0, hi = UINT32_MAX; break;
         case HLO_S4: lo = -8, hi = 7; break;
         case HLO_U4: lo = 0, hi = 15; break;
+        case HLO_S2: lo = -2, hi = 1; break;
+        case HLO_U2: lo = 0, hi = 3; break;
         default: lo = INT64_MIN, hi = INT64_MAX; break;
       }
       int64_t r = isnan(v) ? 0 : v <= (double)lo ? lo : v >= (double)hi ? hi : (int64_t)v;
@@ -190,9 +196,11 @@ void literal_set_s64(hlo_literal *l, int64_t i, int64_t v) {
     case HLO_U16: ((uint16_t *)d)[i] = (uint16_t)v; return;
     case HLO_U32: ((uint32_t *)d)[i] = (uint32_t)v; return;
     case HLO_U64: ((uint64_t *)d)[i] = (uint64_t)v; return;
-    /* Wrap to 4 bits, kept sign-extended (s4) or zero-extended (u4) in their byte. */
+    /* Wrap to 4 (2) bits, kept sign-extended (s4, s2) or zero-extended (u4, u2) in their byte. */
     case HLO_S4: ((int8_t *)d)[i] = (int8_t)((((uint64_t)v & 15) ^ 8) - 8); return;
     case HLO_U4: ((uint8_t *)d)[i] = (uint8_t)((uint64_t)v & 15); return;
+    case HLO_S2: ((int8_t *)d)[i] = (int8_t)((((uint64_t)v & 3) ^ 2) - 2); return;
+    case HLO_U2: ((uint8_t *)d)[i] = (uint8_t)((uint64_t)v & 3); return;
     default: literal_set_f64(l, i, (double)v); return;
   }
 }

@@ -425,6 +425,7 @@ const char *npy_descr_for_type(hlo_type t) {
     case HLO_F32: return "<f4";
     case HLO_F64: return "<f8";
     case HLO_S4: return "|i1";
+    case HLO_S2: return "|i1";
     default: return hlo_type_is_narrow(t) ? "|u1" : NULL;
   }
 }
@@ -528,25 +529,33 @@ kiln_status npy_convert_f32_to_bf16(const hlo_literal *f32, hlo_literal **out) {
 kiln_status npy_convert_to_narrow(const hlo_literal *in, hlo_type t, hlo_literal **out) {
   *out = NULL;
   hlo_type from = in->shape.type;
-  bool bits = from == HLO_U8, values = from == HLO_S8 && t == HLO_S4;
+  bool sint = t == HLO_S4 || t == HLO_S2;
+  bool bits = from == HLO_U8, values = from == HLO_S8 && sint;
+  int width = hlo_type_bit_width(t);
   if (!hlo_type_is_narrow(t) || !(bits || values))
     return ERR_INVALID("a .npy file of %s cannot hold %s values (%s travels as %s)", hlo_type_name(from), hlo_type_name(t),
-                       hlo_type_name(t), t == HLO_S4 ? "int8 values or uint8 4-bit patterns" : "uint8 bytes");
+                       hlo_type_name(t),
+                       t == HLO_S4   ? "int8 values or uint8 4-bit patterns"
+                       : t == HLO_S2 ? "int8 values or uint8 2-bit patterns"
+                                     : "uint8 bytes");
   hlo_shape s = shape_make(t, in->shape.rank, in->shape.dims);
   hlo_literal *l;
   TRY(literal_create(&s, &l));
   const uint8_t *src = in->data;
   uint8_t *dst = l->data;
-  unsigned limit = hlo_type_bit_width(t) == 4 ? 15 : 255;
+  unsigned limit = width < 8 ? (1u << width) - 1 : 255, half = (limit + 1) / 2;
   for (int64_t i = 0; i < l->n; i++) {
     int v = values ? (int8_t)src[i] : src[i];
-    if (values ? v < -8 || v > 7 : (unsigned)v > limit) {
+    if (values ? v < -(int)half || v >= (int)half : (unsigned)v > limit) {
       literal_free(l);
-      return ERR_INVALID("element %lld is %d, which is not %s", (long long)i, v,
-                         values ? "an s4 value (-8..7)" : t == HLO_U4 ? "a u4 value (0..15)" : "a 4-bit pattern (0..15)");
+      char what[48];
+      if (values) snprintf(what, sizeof what, "an %s value (%d..%d)", hlo_type_name(t), -(int)half, (int)half - 1);
+      else if (hlo_type_is_unsigned_int(t)) snprintf(what, sizeof what, "a %s value (0..%u)", hlo_type_name(t), limit);
+      else snprintf(what, sizeof what, "a %d-bit pattern (0..%u)", width, limit);
+      return ERR_INVALID("element %lld is %d, which is not %s", (long long)i, v, what);
     }
-    /* An s4 pattern is sign-extended into kiln's byte (hlo/types.h). */
-    dst[i] = t == HLO_S4 && bits ? (uint8_t)(((unsigned)v ^ 8u) - 8u) : (uint8_t)v;
+    /* An s4 / s2 pattern is sign-extended into kiln's byte (hlo/types.h). */
+    dst[i] = sint && bits ? (uint8_t)(((unsigned)v ^ half) - half) : (uint8_t)v;
   }
   *out = l;
   return NULL;

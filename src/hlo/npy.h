@@ -20,15 +20,16 @@
  * (round-to-nearest-even). `kiln run` does that for bf16 parameters. Reading never
  * produces a bf16 literal.
  *
- * The narrow types (f8*, f4e2m1fn, s4, u4; numpy has none of them either, and np.save
- * of an ml_dtypes array writes a descr numpy cannot read back) travel one byte per
- * element: the floats as their bit patterns in uint8 ('|u1'; a.view(np.uint8) of an
- * ml_dtypes array, u.view(ml_dtypes.float8_e4m3fn) back), s4 as int8 values -8..7
- * ('|i1'; a.astype(np.int8)), u4 as uint8 values 0..15 ('|u1'). npy_write_* writes
- * them so (exactly kiln's storage), and npy_convert_to_narrow turns what was read into
- * the narrow literal: uint8 bit patterns (s4 as its low four bits, which is also
- * ml_dtypes' int4 storage), or int8 values for s4. Reading never produces a narrow
- * literal.
+ * The narrow types (f8*, f4e2m1fn, s4, u4, s2, u2; numpy has none of them either, and
+ * np.save of an ml_dtypes array writes a descr numpy cannot read back) travel one byte
+ * per element: the floats as their bit patterns in uint8 ('|u1'; a.view(np.uint8) of an
+ * ml_dtypes array, u.view(ml_dtypes.float8_e4m3fn) back; f8e8m0fnu too: its byte is its
+ * biased exponent), s4 as int8 values -8..7 and s2 as int8 values -2..1 ('|i1';
+ * a.astype(np.int8)), u4 as uint8 values 0..15 and u2 as uint8 values 0..3 ('|u1').
+ * npy_write_* writes them so (exactly kiln's storage), and npy_convert_to_narrow turns
+ * what was read into the narrow literal: uint8 bit patterns (s4 / s2 as their low four /
+ * two bits, which is also ml_dtypes' int4 / int2 storage), or int8 values for s4 and s2.
+ * Reading never produces a narrow literal.
  *
  * Writing produces version 1.0 (2.0 when the header would exceed 65535 bytes), C order,
  * little-endian, with the header padded so the data starts at a multiple of 64 bytes, as

@@ -462,6 +462,9 @@ static kiln_status parse_scalar(parser *p, hlo_type t, hlo_literal *dst, int64_t
         }
         if (isinf(r) || (mini && minifloat_overflows(mf, v)))
           return err_at(p, pos, "value %s is out of range for %s", tok, hlo_type_name(t));
+        if (t == HLO_F8E8M0FNU && !(v > 0)) /* powers of two only: convert would make it NaN */
+          return err_at(p, pos, "value %s is not a value of %s, which has no zero and no sign", tok,
+                        hlo_type_name(t));
       } else if (mini && isinf(v) && !minifloat_has_inf(mf)) {
         return err_at(p, pos, "%s has no infinity", hlo_type_name(t));
       }

@@ -489,8 +489,8 @@ static kiln_status infer_bitcast_convert(const infer_ctx *x, hlo_shape *out) {
   hlo_type t = x->ins->shape.type;
   if (!hlo_type_is_array(t)) return fail(x, "cannot bitcast-convert %s to %s", shp(x, s), hlo_type_name(t));
   if (hlo_type_bit_width(s->type) < 8 || hlo_type_bit_width(t) < 8)
-    return fail(x, "cannot bitcast-convert %s to %s: kiln stores 4-bit types one per byte, where XLA packs two", shp(x, s),
-                hlo_type_name(t));
+    return fail(x, "cannot bitcast-convert %s to %s: kiln stores 4- and 2-bit types one per byte, where XLA packs them",
+                shp(x, s), hlo_type_name(t));
   size_t in = hlo_type_size(s->type), outsz = hlo_type_size(t);
   *out = with_type(s, t);
   if (in == outsz) return NULL;
@@ -1481,8 +1481,10 @@ static kiln_status check_narrow_types(const infer_ctx *x) {
   hlo_type t = narrow_type_in(&x->ins->shape);
   for (int i = 0; t == HLO_TYPE_COUNT && i < x->ins->n_operands; i++) t = narrow_type_in(opnd(x, i));
   if (t == HLO_TYPE_COUNT) return NULL;
-  return fail(x, "computes on %s values; kiln stores f8*, f4e2m1fn, s4 and u4 but computes on them only after a "
-              "convert to a wider type", hlo_type_name(t));
+  return fail(x,
+              "computes on %s values; kiln stores f8*, f4e2m1fn, s4, u4, s2 and u2 but computes on them only after "
+              "a convert to a wider type",
+              hlo_type_name(t));
 }
 
 /* Ops that may legitimately carry called computations. */

@@ -49,6 +49,7 @@ bool hlo_type_minifloat(hlo_type t, minifloat_format *out) {
     case HLO_F8E5M2: *out = MINIFLOAT_E5M2; return true;
     case HLO_F8E5M2FNUZ: *out = MINIFLOAT_E5M2FNUZ; return true;
     case HLO_F4E2M1FN: *out = MINIFLOAT_E2M1FN; return true;
+    case HLO_F8E8M0FNU: *out = MINIFLOAT_E8M0FNU; return true;
     default: return false;
   }
 }
@@ -75,6 +76,7 @@ int hlo_type_exponent_bits(hlo_type t) {
     case HLO_F8E4M3FN: case HLO_F8E4M3FNUZ: return 4;
     case HLO_F8E5M2: case HLO_F8E5M2FNUZ: return 5;
     case HLO_F4E2M1FN: return 2;
+    case HLO_F8E8M0FNU: return 8;
     default: return 0;
   }
 }

@@ -99,7 +99,9 @@ static kiln_status limit_constant(hlo_computation *c, hlo_type t, bool highest, 
   hlo_literal *lit;
   TRY(literal_create(&s, &lit));
   minifloat_format mf;
-  if (hlo_type_minifloat(t, &mf) && !minifloat_has_inf(mf)) {
+  if (t == HLO_F8E8M0FNU) {
+    literal_set_f64(lit, 0, highest ? minifloat_max(mf) : 0x1p-127); /* unsigned: its smallest is its lowest */
+  } else if (hlo_type_minifloat(t, &mf) && !minifloat_has_inf(mf)) {
     literal_set_f64(lit, 0, highest ? minifloat_max(mf) : -minifloat_max(mf)); /* no infinity: the largest finite */
   } else if (hlo_type_is_float(t)) {
     literal_set_f64(lit, 0, highest ? INFINITY : -INFINITY);

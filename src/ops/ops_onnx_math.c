@@ -513,14 +513,71 @@ static kiln_status lower_clip(op_lower_ctx *ctx) {
   return set_output(ctx, 0, r);
 }
 
-/* Converts x to type t with ONNX's Cast rules: bool is x != 0; a float reaches int4 and
- * uint4 through int32 (truncating), where the 4-bit convert wraps, as the reference
- * (ml_dtypes) does; with `saturate` (the default, Cast-19+) a cast to a float8 type
+/* ONNX's Cast to FLOAT8E8M0 (opset 24), transcribed from onnx.numpy_helper.to_float8e8m0,
+ * which the spec defers to: the value is first an f32 (a double rounds to it), and the
+ * result is that float's biased exponent field -- so the sign is ignored, zero and f32
+ * subnormals give 0 (2^-127), inf and NaN 0xFF -- bumped by one when round_mode says so:
+ * "up" whenever the mantissa is not zero, "nearest" when its top bit is set and any
+ * lower bit is too or the exponent is not zero, "down" never. `saturate` keeps 0xFE
+ * from being bumped into 0xFF (NaN). Built from integer ops on the f32's bits and a
+ * bitcast, because the reference's rules are not XLA's convert (ml_dtypes rounds to the
+ * nearest power of two and maps zero and negatives to NaN). */
+static kiln_status cast_to_e8m0(op_lower_ctx *ctx, hlo_instr *x, bool saturate, const char *mode, hlo_instr **out) {
+  bool up = strcmp(mode, "up") == 0, nearest = strcmp(mode, "nearest") == 0;
+  if (!up && !nearest && strcmp(mode, "down") != 0)
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "round_mode must be \"up\", \"down\" or \"nearest\", got \"%s\"",
+                    mode);
+  hlo_computation *c = ctx->comp;
+  hlo_instr *bits, *e, *k, *special, *bump, *t;
+  TRY(widen_narrow(ctx, x, &x));
+  if (x->shape.type != HLO_F32) L(hlo_build_convert(c, x, HLO_F32, &x));
+  L(hlo_build_bitcast_convert(c, x, HLO_U32, &bits));
+  L(like(ctx, bits, 23, &k));
+  L(hlo_build_binary(c, HLO_OP_SHIFT_RIGHT_LOGICAL, bits, k, &e));
+  L(like(ctx, bits, 0xff, &k));
+  L(hlo_build_binary(c, HLO_OP_AND, e, k, &e));
+  L(hlo_build_compare(c, HLO_DIR_EQ, e, k, &special));
+  if (up || nearest) {
+    hlo_instr *zero;
+    L(like(ctx, bits, 0, &zero));
+    L(like(ctx, bits, up ? 0x7fffff : 0x3fffff, &k));
+    L(hlo_build_binary(c, HLO_OP_AND, bits, k, &t));
+    L(hlo_build_compare(c, HLO_DIR_NE, t, zero, &bump)); /* up: any fraction; nearest: r or s */
+    if (nearest) {
+      hlo_instr *g, *lsb;
+      L(hlo_build_compare(c, HLO_DIR_NE, e, zero, &lsb));
+      L(hlo_build_binary(c, HLO_OP_OR, bump, lsb, &bump));
+      L(like(ctx, bits, 0x400000, &k));
+      L(hlo_build_binary(c, HLO_OP_AND, bits, k, &t));
+      L(hlo_build_compare(c, HLO_DIR_NE, t, zero, &g));
+      L(hlo_build_binary(c, HLO_OP_AND, bump, g, &bump));
+    }
+    if (saturate) {
+      hlo_instr *below;
+      L(like(ctx, bits, 0xfe, &k));
+      L(hlo_build_compare(c, HLO_DIR_NE, e, k, &below));
+      L(hlo_build_binary(c, HLO_OP_AND, bump, below, &bump));
+    }
+    L(hlo_build_convert(c, bump, HLO_U32, &t));
+    L(hlo_build_binary(c, HLO_OP_ADD, e, t, &e)); /* at most 0xFF: e <= 0xFE unless special */
+  }
+  L(like(ctx, bits, 0xff, &k));
+  L(hlo_build_select(c, special, k, e, &e));
+  L(hlo_build_convert(c, e, HLO_U8, &e));
+  L(hlo_build_bitcast_convert(c, e, HLO_F8E8M0FNU, out));
+  return NULL;
+}
+
+/* Converts x to type t with ONNX's Cast rules: bool is x != 0; a float reaches int4,
+ * uint4, int2 and uint2 through int32 (truncating), where the narrow convert wraps, as
+ * the reference (ml_dtypes) does; FLOAT8E8M0 follows its own rules (cast_to_e8m0,
+ * round_mode `mode`); with `saturate` (the default, Cast-19+) a cast to a float8 type
  * first clamps to the type's largest finite value, so overflow and infinities give
  * +-max instead of inf or NaN (NaN stays NaN), in the source type when that is a wide
  * float (the bounds are exact in f16/bf16), else in f32 (exact for every value that
  * does not saturate anyway). */
-static kiln_status cast_to(op_lower_ctx *ctx, hlo_instr *x, hlo_type t, bool saturate, hlo_instr **out) {
+static kiln_status cast_to(op_lower_ctx *ctx, hlo_instr *x, hlo_type t, bool saturate, const char *mode,
+                           hlo_instr **out) {
   hlo_type from = x->shape.type;
   minifloat_format mf;
   if (from == t) {
@@ -534,7 +591,9 @@ static kiln_status cast_to(op_lower_ctx *ctx, hlo_instr *x, hlo_type t, bool sat
     L(hlo_build_compare(ctx->comp, HLO_DIR_NE, x, zero, out));
     return NULL;
   }
-  if ((t == HLO_S4 || t == HLO_U4) && hlo_type_is_float(from)) L(hlo_build_convert(ctx->comp, x, HLO_S32, &x));
+  if (t == HLO_F8E8M0FNU) return cast_to_e8m0(ctx, x, saturate, mode, out);
+  if ((t == HLO_S4 || t == HLO_U4 || t == HLO_S2 || t == HLO_U2) && hlo_type_is_float(from))
+    L(hlo_build_convert(ctx->comp, x, HLO_S32, &x));
   if (saturate && t != HLO_F4E2M1FN && hlo_type_minifloat(t, &mf)) {
     hlo_instr *lo, *hi;
     if (!hlo_type_is_float(from) || hlo_type_is_narrow(from)) L(hlo_build_convert(ctx->comp, x, HLO_F32, &x));
@@ -547,6 +606,8 @@ static kiln_status cast_to(op_lower_ctx *ctx, hlo_instr *x, hlo_type t, bool sat
 }
 
 static bool saturate_attr(op_lower_ctx *ctx) { return graph_node_attr_int_or(ctx->node, "saturate", 1) != 0; }
+/* Cast-24's rounding toward FLOAT8E8M0 (cast_to_e8m0); ignored for every other type. */
+static const char *round_mode_attr(op_lower_ctx *ctx) { return onnx_attr_string(ctx->node, "round_mode", "up"); }
 
 static kiln_status lower_cast(op_lower_ctx *ctx) {
   hlo_instr *x, *r;
@@ -557,7 +618,7 @@ static kiln_status lower_cast(op_lower_ctx *ctx) {
   if (!graph_dtype_to_hlo(to, &t))
     return op_error(ctx->node, KILN_UNIMPLEMENTED, "cast to %s is not supported in compiled code",
                     graph_dtype_name(to));
-  TRY(cast_to(ctx, x, t, saturate_attr(ctx), &r));
+  TRY(cast_to(ctx, x, t, saturate_attr(ctx), round_mode_attr(ctx), &r));
   return set_output(ctx, 0, r);
 }
 
@@ -566,7 +627,7 @@ static kiln_status lower_castlike(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 0, &x));
   hlo_type t;
   TRY(onnx_input_hlo_type(ctx, 1, &t));
-  TRY(cast_to(ctx, x, t, saturate_attr(ctx), &r));
+  TRY(cast_to(ctx, x, t, saturate_attr(ctx), round_mode_attr(ctx), &r));
   return set_output(ctx, 0, r);
 }
 
@@ -664,7 +725,7 @@ static kiln_status lower_quantize(op_lower_ctx *ctx) {
                     hlo_type_name(out_t), hlo_type_name(zp->shape.type));
   minifloat_format mf;
   bool float_out = hlo_type_minifloat(out_t, &mf);
-  if (!hlo_type_is_int(out_t) && !float_out)
+  if ((!hlo_type_is_int(out_t) && !float_out) || out_t == HLO_F8E8M0FNU) /* e8m0 is a scale type, not a target */
     return op_error(ctx->node, KILN_UNIMPLEMENTED, "quantising to %s is not supported", hlo_type_name(out_t));
   int64_t axis, block;
   TRY(quant_axis(ctx, x, scale, &axis, &block));

@@ -118,7 +118,8 @@ static const struct {
                  {KILN_UINT64, HLO_U64}, {KILN_FLOAT16, HLO_F16},  {KILN_BFLOAT16, HLO_BF16}, {KILN_FLOAT32, HLO_F32},
                  {KILN_FLOAT64, HLO_F64}, {KILN_FLOAT8E4M3FN, HLO_F8E4M3FN}, {KILN_FLOAT8E4M3FNUZ, HLO_F8E4M3FNUZ},
                  {KILN_FLOAT8E5M2, HLO_F8E5M2}, {KILN_FLOAT8E5M2FNUZ, HLO_F8E5M2FNUZ},
-                 {KILN_FLOAT4E2M1FN, HLO_F4E2M1FN}, {KILN_INT4, HLO_S4}, {KILN_UINT4, HLO_U4}};
+                 {KILN_FLOAT4E2M1FN, HLO_F4E2M1FN}, {KILN_INT4, HLO_S4}, {KILN_UINT4, HLO_U4},
+                 {KILN_INT2, HLO_S2}, {KILN_UINT2, HLO_U2}, {KILN_FLOAT8E8M0FNU, HLO_F8E8M0FNU}};
 
 static bool hlo_type_of(kiln_dtype d, hlo_type *out) {
   for (size_t i = 0; i < sizeof dtype_map / sizeof dtype_map[0]; i++)
@@ -179,10 +180,10 @@ static kiln_status with_signature(const kiln_model *m, strbuf *msg) {
 static kiln_status load_input(kiln_value want, const char *path, hlo_literal **out) {
   hlo_literal *l;
   TRY(npy_read_file(path, &l));
-  hlo_type want_t;
+  hlo_type want_t = HLO_TYPE_COUNT; /* set when narrow */
   bool narrow = hlo_type_of(want.dtype, &want_t) && hlo_type_is_narrow(want_t);
   if ((want.dtype == KILN_BFLOAT16 && l->shape.type == HLO_F32) ||
-      (narrow && (l->shape.type == HLO_U8 || (want_t == HLO_S4 && l->shape.type == HLO_S8)))) {
+      (narrow && (l->shape.type == HLO_U8 || ((want_t == HLO_S4 || want_t == HLO_S2) && l->shape.type == HLO_S8)))) {
     hlo_literal *narrowed;
     kiln_status s = narrow ? npy_convert_to_narrow(l, want_t, &narrowed) : npy_convert_f32_to_bf16(l, &narrowed);
     literal_free(l);
@@ -208,8 +209,9 @@ static kiln_status load_input(kiln_value want, const char *path, hlo_literal **o
   if (want.dtype == KILN_BFLOAT16) strbuf_append(&b, "; bfloat16 inputs take float32 .npy files");
   if (narrow)
     strbuf_printf(&b, "; %s inputs take %s .npy files", kiln_dtype_name(want.dtype),
-                  want_t == HLO_S4 ? "int8 (values) or uint8 (4-bit patterns)"
-                  : want_t == HLO_U4 ? "uint8" : "uint8 (bit patterns)");
+                  want_t == HLO_S4   ? "int8 (values) or uint8 (4-bit patterns)"
+                  : want_t == HLO_S2 ? "int8 (values) or uint8 (2-bit patterns)"
+                  : want_t == HLO_U4 || want_t == HLO_U2 ? "uint8" : "uint8 (bit patterns)");
   literal_free(l);
   kiln_status s = ERR_INVALID("%s", strbuf_cstr(&b));
   strbuf_free(&b);
@@ -567,9 +569,9 @@ static kiln_status write_tensor(kiln_tensor *t, const char *output, const char *
     char *shape = shape_to_string(&view.shape);
     strbuf_printf(report, "%s: %s%s\n", path, shape,
                   ht == HLO_BF16                              ? " (written as f32)"
-                  : ht == HLO_S4                              ? " (written as s8)"
-                  : hlo_type_is_narrow(ht) && ht != HLO_U4    ? " (written as u8 bit patterns)"
-                  : ht == HLO_U4                              ? " (written as u8)"
+                  : ht == HLO_S4 || ht == HLO_S2              ? " (written as s8)"
+                  : ht == HLO_U4 || ht == HLO_U2              ? " (written as u8)"
+                  : hlo_type_is_narrow(ht)                    ? " (written as u8 bit patterns)"
                                                               : "");
     free(shape);
   }

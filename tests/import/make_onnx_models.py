@@ -114,7 +114,9 @@ def narrow_dtypes(out):
     # The float8 / 4-bit types by number (Debian's onnx predates their names): raw_data and
     # int32_data of the same values. 4-bit elements pack two per byte, first in the low
     # nibble; an int32_data entry holds one packed byte, and an odd count pads the last.
+    # 2-bit elements pack four per byte, first in the low two bits.
     FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ, UINT4, INT4, FLOAT4E2M1 = range(17, 24)
+    FLOAT8E8M0, UINT2, INT2 = range(24, 27)
     tensors = {
         # 1.0, -448, NaN
         "e4m3fn": (FLOAT8E4M3FN, [3], [0x38, 0xFE, 0x7F]),
@@ -130,6 +132,12 @@ def narrow_dtypes(out):
         "u4": (UINT4, [5], [0xF0, 0x18, 0x09]),
         # float4 0.5, -6, 1.5 (patterns 1, 15, 3)
         "f4": (FLOAT4E2M1, [3], [0xF1, 0x03]),
+        # int2 -2, 1, 0, -1, 1 as 2-bit patterns 2, 1, 0, 3, 1
+        "i2": (INT2, [5], [0xC6, 0x01]),
+        # uint2 0, 3, 2, 1, 3
+        "u2": (UINT2, [5], [0x6C, 0x03]),
+        # float8e8m0 1.0, 2^-127 (the smallest), NaN
+        "e8m0": (FLOAT8E8M0, [3], [0x7F, 0x00, 0xFF]),
     }
     inits = []
     for name, (dtype, dims, data) in tensors.items():
@@ -150,9 +158,9 @@ def narrow_dtypes(out):
     short.raw_data = bytes([0x78, 0xF0, 0x03, 0x00, 0x00])
     g = helper.make_graph([], "short", [], [vi("short_i4", INT4, None)], initializer=[short])
     save(out, "narrow_bad_length.onnx", model(g, opset=21))
-    # INT2 (26) is an element type kiln does not have.
-    g = helper.make_graph([], "int2", [vi("X", 26, [4])], [vi("X", 26, [4])])
-    save(out, "narrow_int2.onnx", model(g, opset=25))
+    # FLOAT6E2M3 (27) is an element type kiln does not have.
+    g = helper.make_graph([], "float6", [vi("X", 27, [4])], [vi("X", 27, [4])])
+    save(out, "narrow_float6.onnx", model(g, opset=25))
 
 
 def external_data(out):

@@ -12,7 +12,7 @@ The cases:
 
 Each case runs twice: `kiln run model.onnx -i NAME=PATH.npy ... -o DIR` (one process per
 data set, so a crash is one failed case; bfloat16 values travel as float32 .npy files,
-float8/float4 as uint8 bit patterns, int4 as int8 and uint4 as uint8 values, the CLI's
+float8/float4 as uint8 bit patterns, int4/int2 as int8 and uint4/uint2 as uint8 values, the CLI's
 documented mappings for the types numpy lacks; string tensors, which onnx gives as object
 arrays, as numpy text ('<U') arrays; sequences, optionals and maps in the CLI's forms
 for them: a directory of 0.npy, 1.npy, ..., an empty optional as NAME.none, a map as a
@@ -232,14 +232,15 @@ def run_ort(case, ins, outs):
 
 
 # ml_dtypes' narrow types and how the kiln CLI's .npy files carry them (src/hlo/npy.h).
-NARROW_INTS = ("int4", "uint4")
-NARROW = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn") + NARROW_INTS
+NARROW_INTS = ("int4", "uint4", "int2", "uint2")
+NARROW = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+          "float4_e2m1fn") + NARROW_INTS
 
 
 def narrow_to_npy(v):
     import numpy as np
     if v.dtype.name in NARROW_INTS:
-        return v.astype(np.int8 if v.dtype.name == "int4" else np.uint8)
+        return v.astype(np.int8 if v.dtype.name in ("int4", "int2") else np.uint8)
     return v.view(np.uint8)
 
 

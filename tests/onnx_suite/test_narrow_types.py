@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
-"""kiln's float8 / float4 / int4 conversions against ml_dtypes' tables, computed at test time.
+"""kiln's float8 / float4 / int4 / int2 conversions against ml_dtypes' tables, computed at test time.
 
 ml_dtypes defines these types for JAX and XLA, and ONNX's reference implementation casts
 with it, so its conversions are the ones kiln's evaluator and cpu backend must give. For
 each format, one HLO module runs through `kiln run` on the interpreter and on the cpu
 device, its inputs and outputs travelling by the CLI's .npy mapping (src/hlo/npy.h:
-float8/float4 as uint8 bit patterns, int4 as int8 and uint4 as uint8 values). Checked,
+float8/float4 as uint8 bit patterns, int4/int2 as int8 and uint4/uint2 as uint8 values). Checked,
 bit for bit (NaN by NaN-ness and sign where ml_dtypes returns a float NaN):
   * every pattern of each format to f32, f16 and f64, and back from the f32;
   * every one of the 65536 f16 patterns to each format;
   * f32 probes: every value of the format, the midpoints between neighbours and the
     floats either side of each, the overflow boundary, and 20000 random f32 bit patterns
     (NaNs and infinities among them) to each format;
-  * every int4 / uint4 value to f32 and s32, and s32 values -40..40 to int4 / uint4
-    (wrapping, as an integer convert does; float -> int4 saturates in kiln and XLA where
+  * every int4 / uint4 / int2 / uint2 value to f32 and s32, and s32 values -40..40 to
+    each (wrapping, as an integer convert does; float -> int4 saturates in kiln and XLA where
     ml_dtypes wraps, so floats are not compared there).
 Doubles are not compared: kiln rounds a double once, ml_dtypes rounds it through float
 first (base/minifloat.h; test_minifloat.c pins the difference).
@@ -40,9 +40,11 @@ FLOATS = {  # HLO name: ml_dtypes name
     "f8e4m3fnuz": "float8_e4m3fnuz",
     "f8e5m2": "float8_e5m2",
     "f8e5m2fnuz": "float8_e5m2fnuz",
+    "f8e8m0fnu": "float8_e8m0fnu",
     "f4e2m1fn": "float4_e2m1fn",
 }
-INTS = {"s4": "int4", "u4": "uint4"}
+INTS = {"s4": "int4", "u4": "uint4", "s2": "int2", "u2": "uint2"}
+INT_RANGES = {"s4": (-8, 7), "u4": (0, 15), "s2": (-2, 1), "u2": (0, 3)}
 DEVICES = ("interpreter", "cpu")
 
 
@@ -148,8 +150,8 @@ ENTRY main {
 
 
 def check_int_format(r, np, hlo_t, dt, device):
-    lo, hi = (-8, 7) if hlo_t == "s4" else (0, 15)
-    vals = np.arange(lo, hi + 1).astype(np.int8 if hlo_t == "s4" else np.uint8)
+    lo, hi = INT_RANGES[hlo_t]
+    vals = np.arange(lo, hi + 1).astype(np.int8 if lo < 0 else np.uint8)
     wide = np.arange(-40, 41, dtype=np.int32)
     hlo = """HloModule narrow
 ENTRY main {

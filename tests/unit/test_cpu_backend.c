@@ -279,8 +279,9 @@ static void test_convert_exact(void) {
  * 8-bit float to each wide type and back, wide values with the specials (overflow,
  * inf, NaN, ties) to every narrow type, and data movement fused with them. */
 static void test_narrow_converts_exact(void) {
-  static const char *f8[] = {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz"};
-  static const char *wide[] = {"pred", "s4", "u4", "s8", "s32", "u64", "f16", "bf16", "f32", "f64", "f4e2m1fn"};
+  static const char *f8[] = {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f8e8m0fnu"};
+  static const char *wide[] = {"pred", "s4",  "u4",  "s2",  "u2",  "s8",      "s32",
+                               "u64",  "f16", "bf16", "f32", "f64", "f4e2m1fn"};
   static int64_t pattern[256];
   for (int i = 0; i < 256; i++) pattern[i] = i;
   const int64_t *values[] = {pattern};
@@ -296,7 +297,8 @@ static void test_narrow_converts_exact(void) {
       check_exact(text, 1, false);
       explicit_values = NULL;
     }
-  static const char *narrow[] = {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f4e2m1fn", "s4", "u4"};
+  static const char *narrow[] = {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f8e8m0fnu", "f4e2m1fn", "s4", "u4",
+                                 "s2", "u2"};
   static const char *from[] = {"f32", "f64", "f16", "s32", "s64", "u64", "pred"};
   for (size_t i = 0; i < sizeof narrow / sizeof narrow[0]; i++)
     for (size_t j = 0; j < sizeof from / sizeof from[0]; j++) {

@@ -1,4 +1,5 @@
-/* Tests of the float8 / float4 conversions in base/minifloat.h: hand-computed bit patterns
+/* Tests of the float8 / float4 conversions in base/minifloat.h (E8M0FNU, an exponent
+ * alone, has a test of its own): hand-computed bit patterns
  * of each format (ties, overflow, NaN, zeros, subnormals), every pattern decoded against
  * the formats' definitions ((1 + m/2^M) * 2^(e - bias), subnormals m * 2^(1 - bias - M))
  * and widened and narrowed back, and rounding checked at every boundary against a
@@ -229,5 +230,32 @@ static void test_max_and_overflow(void) {
   CHECK(minifloat_has_inf(MINIFLOAT_E5M2) && !minifloat_has_inf(MINIFLOAT_E5M2FNUZ));
 }
 
+/* E8M0FNU: pattern e is exactly 2^(e - 127) (0x00 an f32 subnormal), 0xFF NaN; narrowing
+ * goes to the nearest power of two with a mantissa of 1.5 rounding up, zero, negatives,
+ * infinities and NaN become NaN, and below 2^-126 the split is at 2^-127 as in ml_dtypes. */
+static void test_e8m0_is_an_unsigned_power_of_two(void) {
+  const minifloat_format f = MINIFLOAT_E8M0FNU;
+  for (int e = 0; e < 255; e++) {
+    float v = minifloat_to_f32(f, (uint8_t)e);
+    CHECK(v == ldexpf(1.0f, e - 127));
+    CHECK(minifloat_from_f64(f, v) == e);
+  }
+  CHECK(isnan(minifloat_to_f32(f, 0xff)) && !signbit(minifloat_to_f32(f, 0xff)));
+  CHECK(minifloat_from_f64(f, 1.5) == 128 && minifloat_from_f64(f, 1.4999999) == 127);
+  CHECK(minifloat_from_f64(f, 3.0) == 129 && minifloat_from_f64(f, 0.75) == 127); /* ties up, not to even */
+  CHECK(minifloat_from_f64(f, 0.0) == 0xff && minifloat_from_f64(f, -0.0) == 0xff);
+  CHECK(minifloat_from_f64(f, -2.0) == 0xff && minifloat_from_f64(f, NAN) == 0xff);
+  CHECK(minifloat_from_f64(f, INFINITY) == 0xff && minifloat_from_f64(f, -INFINITY) == 0xff);
+  CHECK(minifloat_from_f64(f, 0x1p-127) == 0 && minifloat_from_f64(f, 0x1p-140) == 0);
+  CHECK(minifloat_from_f64(f, 0x1p-1074) == 0); /* the smallest double: no zero to go to */
+  CHECK(minifloat_from_f64(f, 0x1.000002p-127) == 1 && minifloat_from_f64(f, 0x1.7fp-126) == 1);
+  CHECK(minifloat_from_f64(f, 0x1.8p-126) == 2);
+  CHECK(minifloat_from_f64(f, 0x1.7ffffp127) == 254 && minifloat_from_f64(f, 0x1.8p127) == 0xff);
+  CHECK(minifloat_max(f) == 0x1p127 && !minifloat_has_inf(f));
+  CHECK(!minifloat_overflows(f, 0x1.7ffffp127) && minifloat_overflows(f, 0x1.8p127) && minifloat_overflows(f, 1e300));
+  CHECK(!minifloat_overflows(f, -1.0) && !minifloat_overflows(f, INFINITY)); /* NaN, but not by overflowing */
+}
+
 TEST_MAIN(TEST(test_hand_computed_patterns), TEST(test_double_rounds_once), TEST(test_every_pattern_decodes_by_definition),
-          TEST(test_every_pattern_round_trips), TEST(test_rounding_at_every_boundary), TEST(test_max_and_overflow))
+          TEST(test_every_pattern_round_trips), TEST(test_rounding_at_every_boundary), TEST(test_max_and_overflow),
+          TEST(test_e8m0_is_an_unsigned_power_of_two))

@@ -1,9 +1,9 @@
-/* Tests of the narrow storage types (f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f4e2m1fn,
- * s4, u4; hlo/types.h) through kiln's layers: element access and 4-bit wrapping in
- * literals, HLO text (every pattern printed and parsed back, out-of-range constants
+/* Tests of the narrow storage types (f8e4m3fn, f8e4m3fnuz, f8e5m2, f8e5m2fnuz, f8e8m0fnu,
+ * f4e2m1fn, s4, u4, s2, u2; hlo/types.h) through kiln's layers: element access and 4- and
+ * 2-bit wrapping in literals, HLO text (every pattern printed and parsed back, out-of-range constants
  * refused), shape inference (data movement and converts allowed, arithmetic refused by
  * name), the evaluator's converts and data movement, the .npy mapping (npy.h), and the
- * ONNX lowerings of Cast/CastLike (saturate), IsNaN/IsInf, QuantizeLinear and
+ * ONNX lowerings of Cast/CastLike (saturate, e8m0's round_mode), IsNaN/IsInf, QuantizeLinear and
  * DequantizeLinear, and the public API's dtypes. Expected values are written from the formats' definitions and
  * ONNX's specification (the conversions themselves are tested in test_minifloat.c). */
 #include <math.h>
@@ -19,7 +19,8 @@
 #include "hlo/verifier.h"
 #include "op_case.h"
 
-static const hlo_type narrow_floats[] = {HLO_F8E4M3FN, HLO_F8E4M3FNUZ, HLO_F8E5M2, HLO_F8E5M2FNUZ, HLO_F4E2M1FN};
+static const hlo_type narrow_floats[] = {HLO_F8E4M3FN, HLO_F8E4M3FNUZ, HLO_F8E5M2, HLO_F8E5M2FNUZ, HLO_F8E8M0FNU,
+                                         HLO_F4E2M1FN};
 #define N_NARROW_FLOATS ((int)(sizeof narrow_floats / sizeof narrow_floats[0]))
 
 static hlo_literal *lit_f64(hlo_type t, int64_t n, const double *v) {
@@ -75,7 +76,8 @@ static void test_type_names_sizes_and_classes(void) {
     hlo_type t;
     int bits;
   } types[] = {{"f8e4m3fn", HLO_F8E4M3FN, 8}, {"f8e4m3fnuz", HLO_F8E4M3FNUZ, 8}, {"f8e5m2", HLO_F8E5M2, 8},
-               {"f8e5m2fnuz", HLO_F8E5M2FNUZ, 8}, {"f4e2m1fn", HLO_F4E2M1FN, 4}, {"s4", HLO_S4, 4}, {"u4", HLO_U4, 4}};
+               {"f8e5m2fnuz", HLO_F8E5M2FNUZ, 8}, {"f4e2m1fn", HLO_F4E2M1FN, 4}, {"s4", HLO_S4, 4}, {"u4", HLO_U4, 4},
+               {"f8e8m0fnu", HLO_F8E8M0FNU, 8}, {"s2", HLO_S2, 2}, {"u2", HLO_U2, 2}};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
     hlo_type t;
     CHECK(hlo_type_from_name(types[i].name, strlen(types[i].name), &t) && t == types[i].t);
@@ -85,6 +87,27 @@ static void test_type_names_sizes_and_classes(void) {
   CHECK(hlo_type_is_float(HLO_F8E5M2) && hlo_type_is_signed_int(HLO_S4) && hlo_type_is_unsigned_int(HLO_U4));
   CHECK(!hlo_type_is_narrow(HLO_S8) && !hlo_type_is_narrow(HLO_BF16) && !hlo_type_is_narrow(HLO_PRED));
   CHECK(hlo_type_mantissa_bits(HLO_F8E4M3FN) == 3 && hlo_type_exponent_bits(HLO_F8E5M2FNUZ) == 5);
+  CHECK(hlo_type_is_signed_int(HLO_S2) && hlo_type_is_unsigned_int(HLO_U2) && hlo_type_is_float(HLO_F8E8M0FNU));
+  CHECK(hlo_type_mantissa_bits(HLO_F8E8M0FNU) == 0 && hlo_type_exponent_bits(HLO_F8E8M0FNU) == 8);
+}
+
+/* s2 and u2 keep their values as s4 and u4 do, in two bits: integer stores wrap, float
+ * stores saturate (NaN -> 0). */
+static void test_literal_2bit_wrap_and_saturation(void) {
+  hlo_literal *s2 = lit_f64(HLO_S2, 4, (double[]){9.7, -100, NAN, -2});
+  CHECK(bytes_are(s2, (uint8_t[]){1, 0xfe, 0, 0xfe}, 4));
+  literal_set_s64(s2, 0, 2);
+  literal_set_s64(s2, 1, -3);
+  literal_set_s64(s2, 2, 7);
+  CHECK(bytes_are(s2, (uint8_t[]){0xfe, 1, 0xff, 0xfe}, 4));
+  CHECK(literal_get_s64(s2, 0) == -2 && literal_get_f64(s2, 2) == -1);
+  hlo_literal *u2 = lit_f64(HLO_U2, 3, (double[]){20, -3, 3});
+  CHECK(bytes_are(u2, (uint8_t[]){3, 0, 3}, 3));
+  literal_set_s64(u2, 0, -1);
+  literal_set_u64(u2, 1, 6);
+  CHECK(bytes_are(u2, (uint8_t[]){3, 2, 3}, 3));
+  literal_free(s2);
+  literal_free(u2);
 }
 
 /* s4 keeps its value sign-extended in the byte, u4 zero-extended: integer stores wrap to
@@ -152,6 +175,18 @@ static void test_out_of_range_constants_are_refused(void) {
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = s4[] constant(8)\n}\n"), "value 8 is out of range for s4");
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = u4[] constant(16)\n}\n"), "value 16 is out of range for u4");
   CHECK_OK(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = s4[2] constant({-8, 7})\n}\n"));
+  CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = s2[] constant(2)\n}\n"),
+            "value 2 is out of range for s2");
+  CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = u2[] constant(4)\n}\n"),
+            "value 4 is out of range for u2");
+  CHECK_OK(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = s2[2] constant({-2, 1})\n}\n"));
+  CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = f8e8m0fnu[] constant(0)\n}\n"),
+            "value 0 is not a value of f8e8m0fnu, which has no zero and no sign");
+  CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = f8e8m0fnu[] constant(-2)\n}\n"),
+            "value -2 is not a value of f8e8m0fnu");
+  CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = f8e8m0fnu[] constant(inf)\n}\n"),
+            "f8e8m0fnu has no infinity");
+  CHECK_OK(parse_and_verify("HloModule m\nENTRY e {\n  ROOT c = f8e8m0fnu[3] constant({0.25, 1.7014118346046923e+38, nan})\n}\n"));
 }
 
 /* ----------------------------------------------------------- shape inference ---- */
@@ -159,8 +194,8 @@ static void test_out_of_range_constants_are_refused(void) {
 static void test_arithmetic_on_narrow_types_is_refused(void) {
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  a = f8e4m3fn[4] parameter(0)\n"
                              "  ROOT r = f8e4m3fn[4] add(a, a)\n}\n"),
-            "computes on f8e4m3fn values; kiln stores f8*, f4e2m1fn, s4 and u4 but computes on them only after a "
-            "convert to a wider type");
+            "computes on f8e4m3fn values; kiln stores f8*, f4e2m1fn, s4, u4, s2 and u2 but computes on them only "
+            "after a convert to a wider type");
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  a = s4[4] parameter(0)\n"
                              "  ROOT r = pred[4] compare(a, a), direction=LT\n}\n"),
             "computes on s4 values");
@@ -169,7 +204,7 @@ static void test_arithmetic_on_narrow_types_is_refused(void) {
             "start index operand 1 must be an integer scalar");
   CHECK_ERR(parse_and_verify("HloModule m\nENTRY e {\n  a = u8[4] parameter(0)\n"
                              "  ROOT r = s4[4] bitcast-convert(a)\n}\n"),
-            "kiln stores 4-bit types one per byte, where XLA packs two");
+            "kiln stores 4- and 2-bit types one per byte, where XLA packs them");
   CHECK_OK(parse_and_verify("HloModule m\nENTRY e {\n  a = u8[4] parameter(0)\n"
                             "  ROOT r = f8e5m2[4] bitcast-convert(a)\n}\n"));
 }
@@ -190,6 +225,10 @@ static void test_convert_f32_to_each_narrow_type(void) {
       /* truncation toward zero and saturation, NaN -> 0, as every float -> int convert */
       {HLO_S4, {1, 7, 7, 0xf8, 0, 0, 0, 5}},
       {HLO_U4, {1, 15, 15, 0, 0, 0, 0, 5}},
+      {HLO_S2, {1, 1, 1, 0xfe, 0, 0, 0, 1}},
+      {HLO_U2, {1, 3, 3, 0, 0, 0, 0, 3}},
+      /* the nearest power of two (464 = 1.8125 * 2^8 -> 2^9); -inf, NaN and -0 -> NaN */
+      {HLO_F8E8M0FNU, {0x7f, 0x88, 0x88, 0xff, 0xff, 0xff, 0x75, 0x81}},
   };
   for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     char text[256];
@@ -214,6 +253,13 @@ static void test_convert_between_integers_and_narrow_types(void) {
                              1, args);
   CHECK(r && r->shape.n_elems == 2 && bytes_are(r->tuple[0], (uint8_t[]){0xf9, 7, 7, 4, 0xf8}, 5) &&
         bytes_are(r->tuple[1], (uint8_t[]){9, 7, 7, 4, 8}, 5));
+  literal_free(r);
+  args[0] = lit_f64(HLO_S32, 5, (double[]){9, -9, 7, 100, -8});
+  r = eval_text("HloModule m\nENTRY e {\n  a = s32[5] parameter(0)\n  s = s2[5] convert(a)\n"
+                "  u = u2[5] convert(a)\n  ROOT t = (s2[5], u2[5]) tuple(s, u)\n}\n",
+                1, args);
+  CHECK(r && r->shape.n_elems == 2 && bytes_are(r->tuple[0], (uint8_t[]){1, 0xff, 0xff, 0, 0}, 5) &&
+        bytes_are(r->tuple[1], (uint8_t[]){1, 3, 3, 0, 0}, 5));
   literal_free(r);
   /* 2^53 + 1 as s64 is between 2^53 and 2^53 + 2: as a double it would tie; to E5M2 it
    * overflows anyway, and 5 -> float4 ties to the even 4 */
@@ -339,6 +385,37 @@ static void test_npy_carries_bit_patterns_and_int4_values(void) {
   CHECK_ERR(npy_convert_to_narrow(eight, HLO_S4, &back), "element 0 is 8, which is not an s4 value (-8..7)");
   literal_free(eight);
   CHECK_ERR(npy_convert_to_narrow(sv, HLO_F8E4M3FN, &back), "a .npy file of s8 cannot hold f8e4m3fn values");
+  /* int2 as int8 values or uint8 2-bit patterns (sign-extended), uint2 as uint8 values */
+  hlo_literal *u2bits = lit_bytes(HLO_U8, 4, (uint8_t[]){0, 1, 2, 3}), *s2v = lit_bytes(HLO_S8, 2, (uint8_t[]){0xfe, 1});
+  CHECK_OK(npy_convert_to_narrow(u2bits, HLO_S2, &back));
+  CHECK(back && back->shape.type == HLO_S2 && bytes_are(back, (uint8_t[]){0, 1, 0xfe, 0xff}, 4));
+  literal_free(back);
+  CHECK_OK(npy_convert_to_narrow(s2v, HLO_S2, &back));
+  CHECK(bytes_are(back, (uint8_t[]){0xfe, 1}, 2));
+  literal_free(back);
+  CHECK_OK(npy_convert_to_narrow(u2bits, HLO_U2, &back));
+  CHECK(bytes_are(back, (uint8_t[]){0, 1, 2, 3}, 4));
+  literal_free(back);
+  hlo_literal *four = lit_bytes(HLO_U8, 1, (uint8_t[]){4}), *two = lit_bytes(HLO_S8, 1, (uint8_t[]){2});
+  CHECK_ERR(npy_convert_to_narrow(four, HLO_U2, &back), "element 0 is 4, which is not a u2 value (0..3)");
+  CHECK_ERR(npy_convert_to_narrow(four, HLO_S2, &back), "element 0 is 4, which is not a 2-bit pattern (0..3)");
+  CHECK_ERR(npy_convert_to_narrow(two, HLO_S2, &back), "element 0 is 2, which is not an s2 value (-2..1)");
+  CHECK_ERR(npy_convert_to_narrow(two, HLO_U2, &back), "a .npy file of s8 cannot hold u2 values");
+  /* e8m0 is a byte like the other 8-bit floats: every byte is a pattern */
+  hlo_literal *ff = lit_bytes(HLO_U8, 2, (uint8_t[]){0xff, 0});
+  CHECK_OK(npy_convert_to_narrow(ff, HLO_F8E8M0FNU, &back));
+  CHECK(back && isnan(literal_get_f64(back, 0)) && literal_get_f64(back, 1) == 0x1p-127);
+  literal_free(back);
+  hlo_literal *s2l = lit_bytes(HLO_S2, 2, (uint8_t[]){0xfe, 1});
+  char *h3 = header_of(s2l);
+  CHECK(h3 && strstr(h3, "'descr': '|i1'"));
+  free(h3);
+  literal_free(s2l);
+  literal_free(ff);
+  literal_free(four);
+  literal_free(two);
+  literal_free(u2bits);
+  literal_free(s2v);
   /* np.save of an ml_dtypes array writes '|V1': its raw bytes */
   static const char hdr[] = "{'descr': '|V1', 'fortran_order': False, 'shape': (2,), }\n";
   unsigned char v1[128] = "\x93NUMPY\x01\x00";
@@ -401,6 +478,54 @@ static void test_cast_saturates_unless_told_not_to(void) {
   tc_input(&t, lit_bytes(HLO_F8E4M3FNUZ, 3, (uint8_t[]){0x00, 0x80, 0x01}), false);
   RUN(&t);
   CHECK(bytes_are(t.out[0], (uint8_t[]){0, 1, 1}, 3));
+  tc_free(&t);
+}
+
+/* Cast to FLOAT8E8M0 reads the f32's exponent field (sign ignored, zero -> 2^-127) and
+ * bumps it by round_mode: "up" on any fraction, "nearest" from 1.5 up (1.5 itself too),
+ * "down" never; saturate stops a bump into NaN, as onnx.numpy_helper.to_float8e8m0 does. */
+static void test_cast_to_e8m0_rounds_by_mode(void) {
+  static const double x[] = {1.0, 1.25, 1.5, -3.0, 0.0, 0x1.8p127, INFINITY, NAN};
+  static const struct {
+    const char *mode;
+    int saturate;
+    uint8_t want[8];
+  } cases[] = {
+      {"up", 1, {0x7f, 0x80, 0x80, 0x81, 0x00, 0xfe, 0xff, 0xff}},
+      {"up", 0, {0x7f, 0x80, 0x80, 0x81, 0x00, 0xff, 0xff, 0xff}},
+      {"down", 1, {0x7f, 0x7f, 0x7f, 0x80, 0x00, 0xfe, 0xff, 0xff}},
+      {"nearest", 1, {0x7f, 0x7f, 0x80, 0x81, 0x00, 0xfe, 0xff, 0xff}},
+      {"nearest", 0, {0x7f, 0x7f, 0x80, 0x81, 0x00, 0xff, 0xff, 0xff}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    tcase t;
+    tc_init(&t, "Cast", 24);
+    graph_node_set_attr_int(t.node, "to", 24); /* FLOAT8E8M0 */
+    graph_node_set_attr_string(t.node, "round_mode", cases[k].mode, strlen(cases[k].mode));
+    graph_node_set_attr_int(t.node, "saturate", cases[k].saturate);
+    tc_input(&t, lit_f64(HLO_F32, 8, x), false);
+    RUN(&t);
+    if (!t.out[0] || t.out[0]->shape.type != HLO_F8E8M0FNU || !bytes_are(t.out[0], cases[k].want, 8)) {
+      fprintf(stderr, "  round_mode %s, saturate %d\n", cases[k].mode, cases[k].saturate);
+      CHECK(!"cast to e8m0");
+    }
+    tc_free(&t);
+  }
+  tcase t;
+  tc_init(&t, "Cast", 24);
+  graph_node_set_attr_int(t.node, "to", 24);
+  graph_node_set_attr_string(t.node, "round_mode", "sideways", 8);
+  tc_input(&t, lit_f64(HLO_F32, 1, x), false);
+  kiln_status s = tc_run(&t);
+  CHECK(s && strstr(kiln_status_message(s), "round_mode must be \"up\", \"down\" or \"nearest\", got \"sideways\""));
+  kiln_status_free(s);
+  tc_free(&t);
+  /* float -> int2 truncates and wraps like the reference's ml_dtypes cast */
+  tc_init(&t, "Cast", 25);
+  graph_node_set_attr_int(t.node, "to", 26); /* INT2 */
+  tc_input(&t, lit_f64(HLO_F32, 4, (double[]){-3, 2.5, 3, 1.9}), false);
+  RUN(&t);
+  CHECK(bytes_are(t.out[0], (uint8_t[]){1, 0xfe, 0xff, 1}, 4));
   tc_free(&t);
 }
 
@@ -481,6 +606,8 @@ static void test_api_takes_narrow_inputs_and_checks_4bit_ranges(void) {
   CHECK(kiln_dtype_size(KILN_FLOAT8E4M3FN) == 1 && kiln_dtype_size(KILN_UINT4) == 1);
   CHECK(strcmp(kiln_dtype_name(KILN_FLOAT8E5M2FNUZ), "float8_e5m2fnuz") == 0);
   CHECK(strcmp(kiln_dtype_name(KILN_FLOAT4E2M1FN), "float4_e2m1fn") == 0 && strcmp(kiln_dtype_name(KILN_INT4), "int4") == 0);
+  CHECK(strcmp(kiln_dtype_name(KILN_INT2), "int2") == 0 && strcmp(kiln_dtype_name(KILN_UINT2), "uint2") == 0);
+  CHECK(strcmp(kiln_dtype_name(KILN_FLOAT8E8M0FNU), "float8_e8m0fnu") == 0 && kiln_dtype_size(KILN_INT2) == 1);
   static const char text[] = "HloModule m\nENTRY e {\n  a = s4[3] parameter(0)\n  b = f8e4m3fn[3] convert(a)\n"
                              "  c = f32[3] convert(a)\n  ROOT t = (f32[3], f8e4m3fn[3]) tuple(c, b)\n}\n";
   kiln_model *m = NULL;
@@ -511,6 +638,7 @@ static void test_api_takes_narrow_inputs_and_checks_4bit_ranges(void) {
 }
 
 TEST_MAIN(TEST(test_type_names_sizes_and_classes), TEST(test_literal_4bit_wrap_and_saturation),
+          TEST(test_literal_2bit_wrap_and_saturation), TEST(test_cast_to_e8m0_rounds_by_mode),
           TEST(test_every_pattern_prints_and_parses_back), TEST(test_out_of_range_constants_are_refused),
           TEST(test_arithmetic_on_narrow_types_is_refused), TEST(test_convert_f32_to_each_narrow_type),
           TEST(test_convert_between_integers_and_narrow_types), TEST(test_data_movement_moves_bytes),

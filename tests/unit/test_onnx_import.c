@@ -251,9 +251,10 @@ static void test_all_dtypes(void) {
   graph_free(g);
 }
 
-/* float8 keeps its bit patterns; int4/uint4/float4 arrive packed two per byte and are
- * unpacked to kiln's byte per element (int4 sign-extended), from raw_data and from
- * int32_data alike; graph inputs and outputs keep their narrow types. */
+/* float8 (e8m0 too) keeps its bit patterns; int4/uint4/float4 arrive packed two per byte
+ * and int2/uint2 four per byte, and are unpacked to kiln's byte per element (int4 and
+ * int2 sign-extended), from raw_data and from int32_data alike; graph inputs and outputs
+ * keep their narrow types. */
 static void test_narrow_dtypes_unpacked(void) {
   graph *g = load("narrow_dtypes.onnx");
   if (!g) return;
@@ -270,6 +271,9 @@ static void test_narrow_dtypes_unpacked(void) {
       {"i4", GRAPH_DT_INT4, 5, {0xF8, 0x07, 0x00, 0xFF, 0x03}}, /* -8, 7, 0, -1, 3 */
       {"u4", GRAPH_DT_UINT4, 5, {0, 15, 8, 1, 9}},
       {"f4", GRAPH_DT_FLOAT4E2M1, 3, {0x1, 0xF, 0x3}},
+      {"i2", GRAPH_DT_INT2, 5, {0xFE, 0x01, 0x00, 0xFF, 0x01}}, /* -2, 1, 0, -1, 1 */
+      {"u2", GRAPH_DT_UINT2, 5, {0, 3, 2, 1, 3}},
+      {"e8m0", GRAPH_DT_FLOAT8E8M0, 3, {0x7F, 0x00, 0xFF}},
   };
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
     char raw[32], typed[32];
@@ -290,7 +294,7 @@ static void test_narrow_dtypes_unpacked(void) {
   check_text_round_trip(g);
   graph_free(g);
   expect_error("narrow_bad_length.onnx", "tensor 'short_i4': raw_data has 5 bytes, but 5 INT4 elements need 3");
-  CHECK(expect_error("narrow_int2.onnx", "graph input 'X': element type INT2 (26) is not supported") ==
+  CHECK(expect_error("narrow_float6.onnx", "graph input 'X': element type FLOAT6E2M3 (27) is not supported") ==
         KILN_UNIMPLEMENTED);
 }
 

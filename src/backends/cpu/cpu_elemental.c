@@ -726,25 +726,27 @@ static LLVMValueRef to_carrier(cpu_emitter *e, hlo_type from, LLVMValueRef v, ca
   return from == HLO_U64 ? v : LLVMBuildZExt(e->b, v, e->i64, "");
 }
 
-/* A 4-bit integer from its carrier, in kiln's byte (s4 sign-extended): integers wrap to
- * the low four bits, floats saturate to the range (NaN -> 0), as the evaluator does. */
-static LLVMValueRef int4_from_carrier(cpu_emitter *e, hlo_type to, carrier c, LLVMValueRef v) {
-  bool sgn = to == HLO_S4;
+/* A 4- or 2-bit integer from its carrier, in kiln's byte (s4/s2 sign-extended): integers
+ * wrap to the low bits, floats saturate to the range (NaN -> 0), as the evaluator does. */
+static LLVMValueRef subbyte_int_from_carrier(cpu_emitter *e, hlo_type to, carrier c, LLVMValueRef v) {
+  bool sgn = hlo_type_is_signed_int(to);
+  int bits = hlo_type_bit_width(to);
+  uint64_t mask = (1ull << bits) - 1, half = 1ull << (bits - 1);
   if (c == CARRY_F64) {
     v = call1(e, sgn ? "llvm.fptosi.sat.i8.f64" : "llvm.fptoui.sat.i8.f64", e->i8, v);
-    LLVMValueRef lo = cint(e->i8, sgn ? (uint64_t)-8 : 0), hi = cint(e->i8, sgn ? 7 : 15);
+    LLVMValueRef lo = cint(e->i8, sgn ? (uint64_t)0 - half : 0), hi = cint(e->i8, sgn ? half - 1 : mask);
     LLVMIntPredicate lt = sgn ? LLVMIntSLT : LLVMIntULT, gt = sgn ? LLVMIntSGT : LLVMIntUGT;
     v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, lt, v, lo, ""), lo, v, "");
     return LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, gt, v, hi, ""), hi, v, "");
   }
-  v = LLVMBuildAnd(e->b, LLVMBuildTrunc(e->b, v, e->i8, ""), cint(e->i8, 15), "");
-  return sgn ? LLVMBuildSub(e->b, LLVMBuildXor(e->b, v, cint(e->i8, 8), ""), cint(e->i8, 8), "") : v;
+  v = LLVMBuildAnd(e->b, LLVMBuildTrunc(e->b, v, e->i8, ""), cint(e->i8, mask), "");
+  return sgn ? LLVMBuildSub(e->b, LLVMBuildXor(e->b, v, cint(e->i8, half), ""), cint(e->i8, half), "") : v;
 }
 
 static LLVMValueRef from_carrier(cpu_emitter *e, hlo_type to, carrier c, LLVMValueRef v) {
   LLVMTypeRef t = cpu_llvm_type(e->c, to);
   minifloat_format mf;
-  if (to == HLO_S4 || to == HLO_U4) return int4_from_carrier(e, to, c, v);
+  if (to == HLO_S4 || to == HLO_U4 || to == HLO_S2 || to == HLO_U2) return subbyte_int_from_carrier(e, to, c, v);
   if (hlo_type_minifloat(to, &mf)) {
     const char *fn = c == CARRY_F64 ? "kiln_cpu_f64_to_minifloat" : c == CARRY_S64 ? "kiln_cpu_s64_to_minifloat"
                                                                                    : "kiln_cpu_u64_to_minifloat";
@@ -797,7 +799,7 @@ static LLVMValueRef convert_value(cpu_emitter *e, hlo_type from, hlo_type to, LL
   if ((from == HLO_F32 || from == HLO_F64) && hlo_type_is_int(to) && hlo_type_size(to) <= 2) {
     LLVMTypeRef ft = from == HLO_F32 ? e->f32 : e->f64;
     bool sgn = hlo_type_is_signed_int(to);
-    int bits = hlo_type_bit_width(to); /* s4/u4 saturate to their 4-bit range */
+    int bits = hlo_type_bit_width(to); /* s4/u4 (s2/u2) saturate to their 4-bit (2-bit) range */
     double lo = sgn ? -(double)(1ull << (bits - 1)) : 0.0;
     double hi = sgn ? (double)((1ull << (bits - 1)) - 1) : (double)((1ull << bits) - 1);
     LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, v, v, "");

@@ -4,9 +4,10 @@
  * little-endian), a typed repeated field chosen by the element type (int32_data also
  * carries the 8/16-bit integers, bool and the 16- and 8-bit floats' bit patterns),
  * string_data, or a side file (data_location EXTERNAL). INT4, UINT4 and FLOAT4E2M1 come
- * packed two per byte, first element in the low nibble (an int32_data entry holds one
- * such byte); kiln unpacks them to its one-per-byte layout (int4 sign-extended, see
- * hlo/types.h) right after reading. Every path checks the element count the dims
+ * packed two per byte, first element in the low nibble, INT2 and UINT2 four per byte,
+ * first element in the low two bits (an int32_data entry holds one such byte); kiln
+ * unpacks them to its one-per-byte layout (int4/int2 sign-extended, see hlo/types.h)
+ * right after reading. Every path checks the element count the dims
  * promise against what the file holds *before* allocating, so a header claiming a
  * billion elements costs nothing. External files are resolved against the model's
  * directory and must stay inside it (no absolute paths, no "..", no symlink that leads
@@ -158,6 +159,19 @@ done:
 
 /* ---- typed fields ---- */
 
+/* The 4-bit types pack two elements a byte, the 2-bit ones four; 0 for every other type. */
+static int packed_per_byte(graph_dtype t) {
+  if (t == GRAPH_DT_INT4 || t == GRAPH_DT_UINT4 || t == GRAPH_DT_FLOAT4E2M1) return 2;
+  if (t == GRAPH_DT_INT2 || t == GRAPH_DT_UINT2) return 4;
+  return 0;
+}
+
+/* Bytes that n packed elements of t take (the last byte may be partly padding). */
+static uint64_t packed_bytes(graph_dtype t, int64_t n) {
+  int per = packed_per_byte(t);
+  return ((uint64_t)n + (uint64_t)per - 1) / (uint64_t)per;
+}
+
 /* Which typed field carries elements of ONNX type t, and how many values per element. */
 typedef enum typed_field { F_NONE, F_FLOAT, F_INT32, F_INT64, F_DOUBLE, F_UINT64, F_STRING } typed_field;
 
@@ -168,8 +182,9 @@ static typed_field field_for(graph_dtype t, int *per_element) {
     case GRAPH_DT_COMPLEX64: *per_element = 2; return F_FLOAT;
     case GRAPH_DT_INT32: case GRAPH_DT_INT16: case GRAPH_DT_INT8: case GRAPH_DT_UINT16: case GRAPH_DT_UINT8:
     case GRAPH_DT_BOOL: case GRAPH_DT_HALF: case GRAPH_DT_BFLOAT16: case GRAPH_DT_FLOAT8E4M3FN:
-    case GRAPH_DT_FLOAT8E4M3FNUZ: case GRAPH_DT_FLOAT8E5M2: case GRAPH_DT_FLOAT8E5M2FNUZ:
+    case GRAPH_DT_FLOAT8E4M3FNUZ: case GRAPH_DT_FLOAT8E5M2: case GRAPH_DT_FLOAT8E5M2FNUZ: case GRAPH_DT_FLOAT8E8M0:
     case GRAPH_DT_INT4: case GRAPH_DT_UINT4: case GRAPH_DT_FLOAT4E2M1: /* packed: one entry per byte */
+    case GRAPH_DT_INT2: case GRAPH_DT_UINT2:
       return F_INT32;
     case GRAPH_DT_INT64: return F_INT64;
     case GRAPH_DT_DOUBLE: return F_DOUBLE;
@@ -223,11 +238,13 @@ static void fill_from_typed(graph_tensor *t, const Onnx__TensorProto *tp, typed_
       for (int64_t i = 0; i < n; i++) ((uint16_t *)t->data)[i] = (uint16_t)(uint32_t)tp->int32_data[i];
       break;
     case GRAPH_DT_INT8: case GRAPH_DT_UINT8: case GRAPH_DT_FLOAT8E4M3FN: case GRAPH_DT_FLOAT8E4M3FNUZ:
-    case GRAPH_DT_FLOAT8E5M2: case GRAPH_DT_FLOAT8E5M2FNUZ:
+    case GRAPH_DT_FLOAT8E5M2: case GRAPH_DT_FLOAT8E5M2FNUZ: case GRAPH_DT_FLOAT8E8M0:
       for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] = (uint8_t)(uint32_t)tp->int32_data[i];
       break;
     case GRAPH_DT_INT4: case GRAPH_DT_UINT4: case GRAPH_DT_FLOAT4E2M1: /* the packed bytes; unpacked later */
-      for (int64_t i = 0; i < (n + 1) / 2; i++) ((uint8_t *)t->data)[i] = (uint8_t)(uint32_t)tp->int32_data[i];
+    case GRAPH_DT_INT2: case GRAPH_DT_UINT2:
+      for (int64_t i = 0; i < (int64_t)packed_bytes(t->dtype, n); i++)
+        ((uint8_t *)t->data)[i] = (uint8_t)(uint32_t)tp->int32_data[i];
       break;
     case GRAPH_DT_BOOL:
       for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] = tp->int32_data[i] != 0;
@@ -248,18 +265,17 @@ static void fill_from_typed(graph_tensor *t, const Onnx__TensorProto *tp, typed_
   (void)f;
 }
 
-static bool packed_4bit(graph_dtype t) {
-  return t == GRAPH_DT_INT4 || t == GRAPH_DT_UINT4 || t == GRAPH_DT_FLOAT4E2M1;
-}
-
-/* Spreads the (n + 1) / 2 packed bytes at the start of t's buffer over its n one-byte
- * elements, in place: walking down from the last element, element i reads byte i / 2,
- * which no write has reached yet. */
-static void unpack_4bit(graph_tensor *t) {
+/* Spreads the packed bytes at the start of t's buffer (packed_bytes of them) over its n
+ * one-byte elements, in place: walking down from the last element, element i reads byte
+ * i / per_byte, which no write has reached yet. */
+static void unpack_subbyte(graph_tensor *t) {
   uint8_t *d = t->data;
+  bool two = t->dtype == GRAPH_DT_INT2 || t->dtype == GRAPH_DT_UINT2;
+  bool sgn = t->dtype == GRAPH_DT_INT4 || t->dtype == GRAPH_DT_INT2;
+  unsigned width = two ? 2 : 4, per = 8 / width, mask = (1u << width) - 1, half = 1u << (width - 1);
   for (int64_t i = t->n - 1; i >= 0; i--) {
-    unsigned v = (i & 1) ? d[i / 2] >> 4 : d[i / 2] & 15u;
-    d[i] = (uint8_t)(t->dtype == GRAPH_DT_INT4 ? ((v ^ 8u) - 8u) & 0xffu : v); /* sign-extended */
+    unsigned v = (d[i / per] >> (width * (unsigned)(i % per))) & mask;
+    d[i] = (uint8_t)(sgn ? ((v ^ half) - half) & 0xffu : v); /* sign-extended */
   }
 }
 
@@ -288,16 +304,16 @@ kiln_status onnx_tensor_from_proto(const onnx_ctx *ctx, const Onnx__TensorProto 
     return ERR_INVALID("tensor '%s': unknown data_location %d", name, (int)tp->data_location);
   int per = 1;
   typed_field field = field_for(dtype, &per);
-  bool packed = packed_4bit(dtype);
+  bool packed = packed_per_byte(dtype) != 0;
 
   /* Size checks before any allocation. `bytes` is what the file holds; a packed tensor
    * unpacks into n bytes. */
   uint64_t bytes = 0;
   if (dtype != GRAPH_DT_STRING) {
     if ((uint64_t)n > (uint64_t)INT64_MAX / esize) return ERR_INVALID("tensor '%s': byte size overflows", name);
-    bytes = packed ? ((uint64_t)n + 1) / 2 : (uint64_t)n * esize;
+    bytes = packed ? packed_bytes(dtype, n) : (uint64_t)n * esize;
   }
-  uint64_t typed_values = packed ? ((uint64_t)n + 1) / 2 : (uint64_t)n * (uint64_t)per;
+  uint64_t typed_values = packed ? packed_bytes(dtype, n) : (uint64_t)n * (uint64_t)per;
   if (external) {
     if (dtype == GRAPH_DT_STRING)
       return ERR_UNIMPLEMENTED("tensor '%s': string tensors cannot be stored as external data", name);
@@ -328,7 +344,7 @@ kiln_status onnx_tensor_from_proto(const onnx_ctx *ctx, const Onnx__TensorProto 
   }
   if (!s && dtype == GRAPH_DT_BOOL && (external || tp->has_raw_data))
     for (int64_t i = 0; i < n; i++) ((uint8_t *)t->data)[i] = ((uint8_t *)t->data)[i] != 0;
-  if (!s && packed) unpack_4bit(t);
+  if (!s && packed) unpack_subbyte(t);
   if (s) {
     tensor_free(t);
     return s;
