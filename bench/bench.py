@@ -1,6 +1,7 @@
 """kiln's benchmark: median latency of kiln next to ONNX Runtime, PyTorch,
-TensorFlow.js-wasm and TensorFlow (plain and with XLA auto-clustering) on the same models, on this machine, in one run; writes
-bench/RESULTS.md (generated, never hand-edited) and bench/work/results.json.
+TensorFlow.js-wasm and TensorFlow (plain and with XLA auto-clustering) on the same
+models, on this machine, in one run; writes bench/RESULTS.md (generated, never
+hand-edited) and bench/work/results.json.
 
 Models (bench/README.md has the details): the ONNX set -- resnet50, mobilenet_v2,
 mobilenet_v3_small, efficientnet_b0, vit_b_16 at batch 1 and 8, a 4-layer
@@ -63,6 +64,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -467,6 +469,8 @@ def run_config(name, batch, args, work):
             entry[peer] = dict(err)
         return entry
     out_dir = os.path.join(work, 'out', safe('%s-b%d' % (name, batch)))
+    if 'refs' in prep:  # no stale outputs of an earlier run can pass the check below
+        shutil.rmtree(out_dir, ignore_errors=True)
     entry['kiln'] = measure_kiln(args, prep, out_dir)
     if 'refs' in prep:  # checked once per jit mode: the probe's outputs (jit auto) and --jit off's
         check_kiln_outputs(entry['kiln']['auto'], os.path.join(out_dir, 'kiln-probe'), prep['refs'])
