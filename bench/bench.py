@@ -727,9 +727,13 @@ def write_results(path, entries, meta, args):
           'random batch), saved with tf.saved_model.save; kiln runs the same directory with the same input .npy '
           'files, and its outputs are checked against TensorFlow\'s (max |d| <= %g x max |TF| + %g, else a '
           'failure row)' % (OUTPUT_RTOL, OUTPUT_ATOL))
-    w('- processes: kiln `--jit auto`, ONNX Runtime, TF.js-wasm, TensorFlow and TF XLA auto-jit are each measured '
-      'in %d processes, alternating kiln and the peer(s); their median is the median of the per-process medians '
-      '(results.json lists them). PyTorch and kiln `--jit off` run in one process' % args.repeats)
+    compared = ['kiln `--jit auto`'] + [PEER_TITLES[p] for p in ('ort', 'tfjs_wasm', 'tf', 'tf_xla')
+                                        if any(p in TARGET_PEERS[k] for k in sets)]
+    once = [t for t, here in (('PyTorch', 'onnx' in sets), ('kiln `--jit off`', True)) if here]
+    w('- processes: %s are each measured in %d processes, alternating kiln and the peer(s); their median is the '
+      'median of the per-process medians (results.json lists them). %s run%s in one process'
+      % (', '.join(compared[:-1]) + ' and ' + compared[-1], args.repeats, ' and '.join(once),
+         '' if len(once) > 1 else 's'))
     if meta['env']:
         w('- environment: %s' % ', '.join('`%s=%s`' % kv for kv in meta['env'].items()))
     w('')
