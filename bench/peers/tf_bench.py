@@ -14,7 +14,7 @@ xla_compiled, so a run where nothing was clustered is visible as such.
 
 Timing follows bench/peers/common.js (as torch_bench.py does): one first run
 (first_ms), up to --warmup runs while the first --max-seconds last, then timed runs
-until --iters runs or --max-seconds (keep_timing has the --min-iters rule). A run
+until --iters runs or --max-seconds (bench/peers/timing.py has the --min-iters rule). A run
 includes reading every output back to numpy. With --ref KEY=REF.npy the first run's
 outputs are compared with those arrays (max_abs_diff, max_abs_ref). Prints one JSON
 line: median_ms, first_ms, min_ms, iters, warmup, load_ms, version, threads, xla,
@@ -32,19 +32,12 @@ import sys
 import tempfile
 import time
 
+from timing import warm_and_time  # bench/peers/timing.py, beside this script
+
 INTRA_THREADS = 2
 INTER_THREADS = 1
 XLA_FLAGS = '--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit'
 XLA_LOG_LINE = 'Compiled cluster using XLA'
-
-
-def keep_timing(n, elapsed, last, iters, min_iters, budget):
-    """bench/peers/common.js's keepTiming."""
-    if n >= iters:
-        return False
-    if elapsed < budget:
-        return True
-    return n < min_iters and elapsed + last <= 3 * budget
 
 
 def pairs(items, what):
@@ -108,19 +101,7 @@ def main():
                 d = float(np.max(np.abs(first[k].astype(np.float64) - ref.astype(np.float64))))
                 diff = max(diff or 0.0, d)
                 ref_max = max(ref_max or 0.0, float(np.max(np.abs(ref.astype(np.float64)))))
-        warmup = 0
-        while warmup < args.warmup and time.perf_counter() - first_start < args.max_seconds:
-            run_once()
-            warmup += 1
-        times = []
-        start = time.perf_counter()
-        while True:
-            t0 = time.perf_counter()
-            run_once()
-            now = time.perf_counter()
-            times.append((now - t0) * 1e3)
-            if not keep_timing(len(times), now - start, now - t0, args.iters, args.min_iters, args.max_seconds):
-                break
+        times, warmup = warm_and_time(run_once, first_start, args)
         threads = {'intra_op': tf.config.threading.get_intra_op_parallelism_threads(),
                    'inter_op': tf.config.threading.get_inter_op_parallelism_threads()}
         version = tf.__version__

@@ -4,7 +4,7 @@ with torch.save, so the weights are identical), with 2 intra-op threads (the mac
 cores), eval() and torch.no_grad(). Timing follows the same rules as the JavaScript
 peers (bench/peers/common.js): one first run (first_ms), up to --warmup runs while the
 first --max-seconds last, then timed runs until --iters are done or --max-seconds have
-passed (keep_timing has the --min-iters rule). Prints one
+passed (bench/peers/timing.py has the --min-iters rule). Prints one
 JSON line: median_ms, first_ms, min_ms, iters, load_ms, version, threads, blas.
 
 Usage: /usr/bin/python3 bench/peers/torch_bench.py MODULE.pt INPUT.npy [--iters N]
@@ -20,6 +20,8 @@ import time
 
 import numpy as np
 import torch
+
+from timing import warm_and_time  # bench/peers/timing.py, beside this script
 
 THREADS = 2
 
@@ -37,17 +39,6 @@ def loaded_blas():
             if len(parts) >= 6 and re.search(r'blas|mkl_rt|libmkl', os.path.basename(parts[5])):
                 found.add(os.path.realpath(parts[5]))
     return sorted(found)
-
-
-def keep_timing(n, elapsed, last, iters, min_iters, budget):
-    """bench/peers/common.js's keepTiming: stop after `iters` runs; within the time
-    budget keep going; past it, only to reach `min_iters` while another run fits in 3x
-    the budget."""
-    if n >= iters:
-        return False
-    if elapsed < budget:
-        return True
-    return n < min_iters and elapsed + last <= 3 * budget
 
 
 def main():
@@ -75,19 +66,7 @@ def main():
     first_start = time.perf_counter()
     run_once()
     first_ms = (time.perf_counter() - first_start) * 1e3
-    warmup = 0
-    while warmup < args.warmup and time.perf_counter() - first_start < args.max_seconds:
-        run_once()
-        warmup += 1
-    times = []
-    start = time.perf_counter()
-    while True:
-        t0 = time.perf_counter()
-        run_once()
-        now = time.perf_counter()
-        times.append((now - t0) * 1e3)
-        if not keep_timing(len(times), now - start, now - t0, args.iters, args.min_iters, args.max_seconds):
-            break
+    times, warmup = warm_and_time(run_once, first_start, args)
     print(json.dumps({'median_ms': statistics.median(times), 'first_ms': first_ms, 'min_ms': min(times),
                       'iters': len(times), 'warmup': warmup, 'load_ms': load_ms, 'version': torch.__version__,
                       'threads': torch.get_num_threads(), 'blas': loaded_blas()}))
