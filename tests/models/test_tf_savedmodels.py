@@ -21,10 +21,17 @@ OUT/KEY.npy. The models:
     resource variables (VarHandleOp keyed by shared_name, no object graph);
   * sharded: a module whose variables are split over several data shards, one
     variable cut into slices across shards (SaveOptions' experimental_sharding_callback
-    with tf.train.experimental.MaxShardSizePolicy).
+    with tf.train.experimental.MaxShardSizePolicy);
+  * encoder: a BERT-like Keras encoder with two int32 inputs (token ids and an
+    attention mask), embeddings, two attention + feed-forward blocks with layer norm;
+  * efficientnet_b0: keras.applications.EfficientNetB0(weights=None, 64x64, 10
+    logits), batch-norm statistics from one random batch, like mobilenet_v2;
+  * big_variable: a module with one 105.6 MB variable (6.6M x 4 float32), read whole
+    (a column max) and by rows.
 Tolerance: |kiln - tf| <= 1e-5 + 1e-5 * max|tf| for the small models, and
-1e-4 * max(1, max|tf|) for MobileNetV2 (fifty-odd float32 convolutions summed in
-another order than TF's oneDNN kernels).
+1e-4 * max(1, max|tf|) for MobileNetV2, EfficientNetB0 and the encoder (dozens of
+float32 convolutions, matmuls and softmaxes summed in another order than TF's oneDNN
+kernels). Integer inputs (the encoder's) are ids in 0..49 and a 0/1 mask.
 
 Bad inputs, each must exit 1 with a message naming the culprit: a missing data shard
 (the file name), a truncated shard ("truncated" and the file), a flipped byte in a
@@ -170,6 +177,50 @@ def build_models(work):
     if len(shards) < 2:
         raise RuntimeError("the sharding policy wrote %d shard(s); the test needs several" % len(shards))
     made.append(("sharded", d, None, "small"))
+
+    ids = keras.Input((16,), dtype="int32", name="input_ids")
+    mask = keras.Input((16,), dtype="int32", name="attention_mask")
+    h = keras.layers.Embedding(50, 64)(ids)
+    attn_mask = keras.ops.cast(mask[:, None, :], "bool")
+    for _ in range(2):
+        a = keras.layers.MultiHeadAttention(num_heads=4, key_dim=16)(h, h, attention_mask=attn_mask)
+        h = keras.layers.LayerNormalization()(h + a)
+        f = keras.layers.Dense(64)(keras.layers.Dense(128, activation="gelu")(h))
+        h = keras.layers.LayerNormalization()(h + f)
+    enc = keras.Model([ids, mask], {"pooled": keras.layers.Dense(8, activation="tanh")(h[:, 0]), "seq": h})
+    serve = tf.function(lambda input_ids, attention_mask: enc([input_ids, attention_mask]),
+                        input_signature=[tf.TensorSpec([None, 16], tf.int32, name="input_ids"),
+                                         tf.TensorSpec([None, 16], tf.int32, name="attention_mask")])
+    d = os.path.join(work, "encoder")
+    tf.saved_model.save(enc, d, signatures={"serving_default": serve.get_concrete_function()})
+    made.append(("encoder", d, None, "deep"))
+
+    eff = keras.applications.EfficientNetB0(input_shape=(64, 64, 3), weights=None, classes=10,
+                                            classifier_activation=None)
+    for layer in eff.layers:
+        if isinstance(layer, keras.layers.BatchNormalization):
+            layer.momentum = 0.0
+    eff(rng.standard_normal((8, 64, 64, 3)).astype(np.float32), training=True)
+    serve = tf.function(lambda x: {"logits": eff(x, training=False)},
+                        input_signature=[tf.TensorSpec([None, 64, 64, 3], tf.float32, name="x")])
+    d = os.path.join(work, "efficientnet_b0")
+    tf.saved_model.save(eff, d, signatures={"serving_default": serve.get_concrete_function()})
+    made.append(("efficientnet_b0", d, None, "deep"))
+
+    class Huge(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable(rng.standard_normal((6_600_000, 4)).astype(np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 4], tf.float32, name="x")])
+        def f(self, x):
+            # max, not sum: a sum of 6.6M floats differs with the summation order
+            return {"y": x * self.w[123456] + tf.reduce_max(self.w, axis=0)}
+
+    huge = Huge()
+    d = os.path.join(work, "big_variable")
+    tf.saved_model.save(huge, d, signatures=huge.f)
+    made.append(("big_variable", d, None, "small"))
     return made
 
 
@@ -184,7 +235,10 @@ def reference(d, signature, seed):
     xs = {}
     for key, spec in sorted(specs.items()):
         shape = [2 if s is None else s for s in spec.shape.as_list()]
-        xs[key] = rng.standard_normal(shape).astype(spec.dtype.as_numpy_dtype)
+        if spec.dtype.is_integer:  # token ids and attention masks
+            xs[key] = rng.integers(0, 2 if "mask" in key else 50, shape).astype(spec.dtype.as_numpy_dtype)
+        else:
+            xs[key] = rng.standard_normal(shape).astype(spec.dtype.as_numpy_dtype)
     ys = {k: v.numpy() for k, v in fn(**{k: tf.constant(v) for k, v in xs.items()}).items()}
     return xs, ys
 
