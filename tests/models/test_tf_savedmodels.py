@@ -450,7 +450,7 @@ def inner(argv):
         # In a process of its own: libkiln.so and TensorFlow's libraries in one process
         # do not agree at exit about who frees what.
         r = subprocess.run([sys.executable, os.path.abspath(__file__), "--api", kiln, os.path.join(work, "module")],
-                           capture_output=True, text=True, timeout=KILN_TIMEOUT_S)
+                           capture_output=True, text=True, timeout=KILN_TIMEOUT_S, env=api_env(kiln))
         lines = [ln for ln in r.stdout.splitlines() if ln.startswith(("PASS", "FAIL"))]
         print("\n".join(lines), flush=True)
         ok_all = r.returncode == 0 and len(lines) == 3
@@ -462,6 +462,22 @@ def inner(argv):
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     return 1 if failed else 0
+
+
+def api_env(kiln):
+    """The environment of the ctypes process. A sanitizer build's libkiln.so needs its
+    ASan runtime loaded first in a Python that is not instrumented (make asan): it is
+    preloaded, as tests/python does, and leak checking is off (CPython keeps its objects
+    to the end; kiln's own leaks are the C tests' to find)."""
+    env = dict(os.environ)
+    lib = os.path.join(os.path.dirname(kiln), "libkiln.so")
+    r = subprocess.run(["ldd", lib], capture_output=True, text=True)
+    for line in r.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0].startswith("libasan.so") and len(parts) >= 3 and parts[2].startswith("/"):
+            env["LD_PRELOAD"] = parts[2]
+            env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":detect_leaks=0"
+    return env
 
 
 def api_main(kiln, module_dir):
