@@ -109,20 +109,23 @@ def build_models(work):
     km.export(d, verbose=False)
     made += [("keras_export", d, None, "small"), ("keras_export", d, "serve", "small")]
 
-    net = keras.applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35, weights=None, classes=10,
-                                         classifier_activation=None)
-    # Freshly initialised batch norms leave the activations ~1e-10 by the last block
-    # (and the logits all but equal); one training-mode call with momentum 0 sets the
-    # moving statistics to a random batch's, so the outputs are of order 1.
-    for layer in net.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            layer.momentum = 0.0
-    net(rng.standard_normal((8, 96, 96, 3)).astype(np.float32), training=True)
-    serve = tf.function(lambda x: {"logits": net(x, training=False)},
-                        input_signature=[tf.TensorSpec([None, 96, 96, 3], tf.float32, name="x")])
-    d = os.path.join(work, "mobilenet_v2")
-    tf.saved_model.save(net, d, signatures={"serving_default": serve.get_concrete_function()})
-    made.append(("mobilenet_v2", d, None, "deep"))
+    def save_classifier(name, net, size):
+        """A keras.applications network saved with a serving signature returning logits.
+        Freshly initialised batch norms leave the activations ~1e-10 by the last block
+        (and the logits all but equal); one training-mode call with momentum 0 sets the
+        moving statistics to a random batch's, so the outputs are of order 1."""
+        for layer in net.layers:
+            if isinstance(layer, keras.layers.BatchNormalization):
+                layer.momentum = 0.0
+        net(rng.standard_normal((8, size, size, 3)).astype(np.float32), training=True)
+        serve = tf.function(lambda x: {"logits": net(x, training=False)},
+                            input_signature=[tf.TensorSpec([None, size, size, 3], tf.float32, name="x")])
+        d = os.path.join(work, name)
+        tf.saved_model.save(net, d, signatures={"serving_default": serve.get_concrete_function()})
+        made.append((name, d, None, "deep"))
+
+    save_classifier("mobilenet_v2", keras.applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35, weights=None,
+                                                                   classes=10, classifier_activation=None), 96)
 
     class Big(tf.Module):
         def __init__(self):
@@ -195,17 +198,8 @@ def build_models(work):
     tf.saved_model.save(enc, d, signatures={"serving_default": serve.get_concrete_function()})
     made.append(("encoder", d, None, "deep"))
 
-    eff = keras.applications.EfficientNetB0(input_shape=(64, 64, 3), weights=None, classes=10,
-                                            classifier_activation=None)
-    for layer in eff.layers:
-        if isinstance(layer, keras.layers.BatchNormalization):
-            layer.momentum = 0.0
-    eff(rng.standard_normal((8, 64, 64, 3)).astype(np.float32), training=True)
-    serve = tf.function(lambda x: {"logits": eff(x, training=False)},
-                        input_signature=[tf.TensorSpec([None, 64, 64, 3], tf.float32, name="x")])
-    d = os.path.join(work, "efficientnet_b0")
-    tf.saved_model.save(eff, d, signatures={"serving_default": serve.get_concrete_function()})
-    made.append(("efficientnet_b0", d, None, "deep"))
+    save_classifier("efficientnet_b0", keras.applications.EfficientNetB0(input_shape=(64, 64, 3), weights=None,
+                                                                         classes=10, classifier_activation=None), 64)
 
     class Huge(tf.Module):
         def __init__(self):
