@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 
-from timing import warm_and_time  # bench/peers/timing.py, beside this script
+from timing import add_timing_args, check_timing_args, warm_and_time  # bench/peers/timing.py, beside this script
 
 INTRA_THREADS = 2
 INTER_THREADS = 1
@@ -56,13 +56,9 @@ def main():
     ap.add_argument('inputs', nargs='+')
     ap.add_argument('--xla', action='store_true')
     ap.add_argument('--ref', action='append', default=[])
-    ap.add_argument('--iters', type=int, default=20)
-    ap.add_argument('--min-iters', type=int, default=3)
-    ap.add_argument('--warmup', type=int, default=2)
-    ap.add_argument('--max-seconds', type=float, default=10.0)
+    add_timing_args(ap)
     args = ap.parse_args()
-    if args.iters < 1 or args.min_iters < 1 or args.warmup < 0:
-        ap.error('--iters and --min-iters must be at least 1, --warmup at least 0')
+    check_timing_args(ap, args)
     inputs, refs = pairs(args.inputs, 'input'), pairs(args.ref, '--ref')
 
     if args.xla:

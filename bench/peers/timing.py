@@ -7,6 +7,19 @@ budget). Kept in one place so every peer is timed by one rule."""
 import time
 
 
+def add_timing_args(ap):
+    """The timing options every Python peer takes (bench.py passes them)."""
+    ap.add_argument('--iters', type=int, default=20)
+    ap.add_argument('--min-iters', type=int, default=3)
+    ap.add_argument('--warmup', type=int, default=2)
+    ap.add_argument('--max-seconds', type=float, default=10.0)
+
+
+def check_timing_args(ap, args):
+    if args.iters < 1 or args.min_iters < 1 or args.warmup < 0:
+        ap.error('--iters and --min-iters must be at least 1, --warmup at least 0')
+
+
 def keep_timing(n, elapsed, last, iters, min_iters, budget):
     """Whether to time another run after n runs taking `elapsed` seconds, the last `last`."""
     if n >= iters:

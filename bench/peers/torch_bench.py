@@ -21,7 +21,7 @@ import time
 import numpy as np
 import torch
 
-from timing import warm_and_time  # bench/peers/timing.py, beside this script
+from timing import add_timing_args, check_timing_args, warm_and_time  # bench/peers/timing.py, beside this script
 
 THREADS = 2
 
@@ -45,13 +45,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('module')
     ap.add_argument('input')
-    ap.add_argument('--iters', type=int, default=20)
-    ap.add_argument('--min-iters', type=int, default=3)
-    ap.add_argument('--warmup', type=int, default=2)
-    ap.add_argument('--max-seconds', type=float, default=10.0)
+    add_timing_args(ap)
     args = ap.parse_args()
-    if args.iters < 1 or args.min_iters < 1 or args.warmup < 0:
-        ap.error('--iters and --min-iters must be at least 1, --warmup at least 0')
+    check_timing_args(ap, args)
     torch.set_num_threads(THREADS)
     t0 = time.perf_counter()
     module = torch.load(args.module)
