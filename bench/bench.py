@@ -615,19 +615,7 @@ def main_tables(w, entries, fails, meta):
         label = '%s b%d' % (e['model'], e['batch'])
         auto, off = e['kiln']['auto'], e['kiln']['off']
         cells = [e['model'], str(e['batch']), fails.cell(auto, label + ' kiln') or fmt_median(auto)]
-        best = None
-        for peer in ('ort', 'torch', 'tfjs_wasm'):
-            if peer not in e:
-                cells.append('n/a')
-                continue
-            res = e[peer]
-            cells.append(fails.cell(res, label + ' ' + PEER_TITLES[peer]) or fmt_median(res))
-            if ok(res) and (best is None or res['median_ms'] < e[best]['median_ms']):
-                best = peer
-        cells.append(PEER_TITLES[best] if best else '—')
-        cells.append(fmt_ratio(auto['median_ms'] / e[best]['median_ms']) if best and ok(auto) else '—')
-        cells.append(fails.cell(off, label + ' kiln --jit off') or fmt_median(off))
-        cells.append(fmt_ratio(auto['median_ms'] / off['median_ms']) if ok(auto) and ok(off) else '—')
+        cells += peer_cells(e, ('ort', 'torch', 'tfjs_wasm'), label, fails)
         cells.append(fmt_ms(auto['compile_ms']) if ok(auto) else '—')
         cells.append('%.0f' % auto['rss_mb'] if ok(auto) else '—')
         w('| ' + ' | '.join(cells) + ' |')
@@ -666,6 +654,26 @@ def tfjs_line(w, meta, v):
     else:
         w('- TF.js-wasm: @tensorflow/tfjs %s + @tensorflow/tfjs-backend-wasm %s (no successful run reported its '
           'threading)' % (v['tfjs'] or 'missing', v['tfjs_wasm'] or 'missing'))
+
+
+def peer_cells(e, peers, label, fails):
+    """The cells every results table shares after kiln's own: each peer's median ('n/a'
+    when it was not run), the best peer, kiln/best, kiln --jit off and auto/off."""
+    auto, off = e['kiln']['auto'], e['kiln']['off']
+    cells, best = [], None
+    for peer in peers:
+        if peer not in e:
+            cells.append('n/a')
+            continue
+        res = e[peer]
+        cells.append(fails.cell(res, label + ' ' + PEER_TITLES[peer]) or fmt_median(res))
+        if ok(res) and (best is None or res['median_ms'] < e[best]['median_ms']):
+            best = peer
+    cells.append(PEER_TITLES[best] if best else '—')
+    cells.append(fmt_ratio(auto['median_ms'] / e[best]['median_ms']) if best and ok(auto) else '—')
+    cells.append(fails.cell(off, label + ' kiln --jit off') or fmt_median(off))
+    cells.append(fmt_ratio(auto['median_ms'] / off['median_ms']) if ok(auto) and ok(off) else '—')
+    return cells
 
 
 def write_results(path, entries, meta, args):
@@ -861,16 +869,7 @@ def savedmodel_section(w, sm, fails, meta):
         auto, off = e['kiln']['auto'], e['kiln']['off']
         label = e['model']
         cells = [e['model'], fails.cell(auto, label + ' kiln') or fmt_median(auto)]
-        best = None
-        for peer in ('tf', 'tf_xla'):
-            res = e[peer]
-            cells.append(fails.cell(res, label + ' ' + PEER_TITLES[peer]) or fmt_median(res))
-            if ok(res) and (best is None or res['median_ms'] < e[best]['median_ms']):
-                best = peer
-        cells.append(PEER_TITLES[best] if best else '—')
-        cells.append(fmt_ratio(auto['median_ms'] / e[best]['median_ms']) if best and ok(auto) else '—')
-        cells.append(fails.cell(off, label + ' kiln --jit off') or fmt_median(off))
-        cells.append(fmt_ratio(auto['median_ms'] / off['median_ms']) if ok(auto) and ok(off) else '—')
+        cells += peer_cells(e, ('tf', 'tf_xla'), label, fails)
         d = auto.get('max_abs_diff')
         d_off = off.get('max_abs_diff')
         cell = '—' if d is None else '%.2g' % d
