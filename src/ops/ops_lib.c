@@ -100,7 +100,7 @@ static kiln_status limit_constant(hlo_computation *c, hlo_type t, bool highest, 
   TRY(literal_create(&s, &lit));
   minifloat_format mf;
   if (t == HLO_F8E8M0FNU) {
-    literal_set_f64(lit, 0, highest ? minifloat_max(mf) : 0x1p-127); /* unsigned: its smallest is its lowest */
+    literal_set_f64(lit, 0, highest ? minifloat_max(MINIFLOAT_E8M0FNU) : 0x1p-127); /* unsigned: its smallest is its lowest */
   } else if (hlo_type_minifloat(t, &mf) && !minifloat_has_inf(mf)) {
     literal_set_f64(lit, 0, highest ? minifloat_max(mf) : -minifloat_max(mf)); /* no infinity: the largest finite */
   } else if (hlo_type_is_float(t)) {
