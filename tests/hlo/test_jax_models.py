@@ -15,7 +15,11 @@ The one accepted gap: when the optimized or unoptimized module calls a custom-ca
 The pinned JAX lives in build-ref-env/ (made by scripts/install-ref-env.sh). Run under any
 python3: the script re-executes itself with build-ref-env/bin/python.
 
-Usage: test_jax_models.py --kiln PATH [-k SUBSTRING] [--keep] [--write-corpus DIR]
+With --device cpu the modules run on the cpu backend instead, and any instruction it
+runs through the evaluator (rather than compiling it) fails the variant: that is the
+check that kiln compiles all of JAX's HLO (CTest: hlo.test_jax_models_cpu).
+
+Usage: test_jax_models.py --kiln PATH [-k SUBSTRING] [--keep] [--write-corpus DIR] [--device cpu]
 Prints one line per case and "N passed, N failed, N skipped" over case variants
 (unoptimized and optimized module of each case); exits 1 if anything failed.
 """
@@ -92,8 +96,8 @@ class Outcome:
         return '%s%s' % (self.status, ' (%s)' % self.detail if self.detail else '')
 
 
-def run_kiln(kiln, hlo_path, input_paths, out_dir):
-    cmd = [kiln, 'run', hlo_path, '-o', out_dir, '--device', 'interpreter']
+def run_kiln(kiln, hlo_path, input_paths, out_dir, device):
+    cmd = [kiln, 'run', hlo_path, '-o', out_dir, '--device', device]
     for i, p in enumerate(input_paths):
         cmd += ['-i', 'p%d=%s' % (i, p)]
     try:
@@ -103,12 +107,17 @@ def run_kiln(kiln, hlo_path, input_paths, out_dir):
     return proc.returncode, proc.stderr.decode(errors='replace').strip()
 
 
-def check_variant(kiln, text, name, work, input_paths, expected, tol):
+# On cpu every instruction must be compiled: this warning (cpu_backend.c) names the
+# ones that ran through the evaluator instead, and fails the variant.
+EVALUATED_RE = re.compile(r'device cpu runs \d+ instructions? of .* through the evaluator.*')
+
+
+def check_variant(kiln, text, name, work, input_paths, expected, tol, device):
     hlo_path = os.path.join(work, name + '.hlo')
     with open(hlo_path, 'w') as f:
         f.write(text)
     out_dir = os.path.join(work, 'out_' + name)
-    rc, err = run_kiln(kiln, hlo_path, input_paths, out_dir)
+    rc, err = run_kiln(kiln, hlo_path, input_paths, out_dir, device)
     if rc is None:
         return Outcome('FAIL', err)
     if rc != 0:
@@ -119,6 +128,9 @@ def check_variant(kiln, text, name, work, input_paths, expected, tol):
         if targets and re.search(r'custom-call( target "[^"]*")? is not supported|UNIMPLEMENTED.*custom-call', err):
             return Outcome('skip', 'custom-call %s' % ', '.join(targets))
         return Outcome('FAIL', 'kiln exit %d: %s' % (rc, first[:300]))
+    evaluated = EVALUATED_RE.search(err) if device == 'cpu' else None
+    if evaluated:
+        return Outcome('FAIL', evaluated.group(0)[len('device cpu '):][:300])
     worst, details = 0.0, []
     for i, want in enumerate(expected):
         path = os.path.join(out_dir, 'output_%d.npy' % i)
@@ -138,7 +150,7 @@ def check_variant(kiln, text, name, work, input_paths, expected, tol):
     return Outcome('ok', '%.2f of tol' % worst, worst)
 
 
-def run_case(kiln, c, keep_root, corpus_dir):
+def run_case(kiln, c, keep_root, corpus_dir, device):
     """Returns {variant: Outcome} for one case (or {'jax': Outcome} if JAX itself fails)."""
     previous_x64 = jax.config.jax_enable_x64
     jax.config.update('jax_enable_x64', c.x64)
@@ -163,7 +175,7 @@ def run_case(kiln, c, keep_root, corpus_dir):
         input_paths.append(p)
     for i, want in enumerate(expected):
         np.save(os.path.join(work, 'expected_%d.npy' % i), want)
-    results = {v: check_variant(kiln, texts[v], v, work, input_paths, expected, c.tol) for v in VARIANTS}
+    results = {v: check_variant(kiln, texts[v], v, work, input_paths, expected, c.tol, device) for v in VARIANTS}
     if keep_root is None and all(r.status != 'FAIL' for r in results.values()):
         shutil.rmtree(work, ignore_errors=True)
     else:
@@ -178,6 +190,8 @@ def main():
     ap.add_argument('--keep', action='store_true', help='keep every case directory (HLO, inputs, outputs)')
     ap.add_argument('--write-corpus', metavar='DIR', help='write each case HLO as DIR/jax_NAME_{unopt,opt}.hlo')
     ap.add_argument('--list', action='store_true', help='print the case names and exit')
+    ap.add_argument('--device', default='interpreter', choices=('interpreter', 'cpu'),
+                    help='kiln device to run on; on cpu an instruction run through the evaluator fails the variant')
     opts = ap.parse_args()
     cases = [c for c in jax_models.CASES if opts.filter in c.name]
     if opts.list:
@@ -198,7 +212,7 @@ def main():
     start = time.time()
     for c in cases:
         try:
-            results = run_case(kiln, c, keep_root, opts.write_corpus)
+            results = run_case(kiln, c, keep_root, opts.write_corpus, opts.device)
         except Exception as e:  # JAX could not build the case: a broken test, so a failure
             results = {v: Outcome('FAIL', 'JAX: %s: %s' % (type(e).__name__, str(e).splitlines()[0][:200]))
                        for v in VARIANTS}

@@ -37,6 +37,7 @@
 #include "backends/cpu/cpu_elemental.h"
 #include "backends/cpu/cpu_eval.h"
 #include "backends/cpu/cpu_jit.h"
+#include "backends/cpu/cpu_native.h"
 #include "base/log.h"
 #include "eval/constant_folding.h"
 #include "hlo/buffer_assignment.h"
@@ -52,7 +53,7 @@ int omp_get_max_threads(void);
 /* Idle cached executables kept beyond this many are evicted (oldest first). */
 #define CPU_CACHE_MAX_ENTRIES 256
 
-typedef enum thunk_kind { THUNK_KERNEL, THUNK_DNNL, THUNK_COPY, THUNK_EVAL } thunk_kind;
+typedef enum thunk_kind { THUNK_KERNEL, THUNK_DNNL, THUNK_COPY, THUNK_EVAL, THUNK_NATIVE } thunk_kind;
 
 /* Where a buffer lives: instruction `base` of the entry (its PARAMETER, CONSTANT or
  * ARENA storage) plus a byte offset. */
@@ -64,9 +65,10 @@ typedef struct buffer_ref {
 typedef struct thunk {
   thunk_kind kind;
   int n_refs;
-  buffer_ref *refs; /* [0] the output, [1 + k] operand k; THUNK_EVAL: see add_eval_thunk */
-  int n_out;        /* THUNK_EVAL: refs[0..n_out) are the result's leaves */
+  buffer_ref *refs; /* [0] the output, [1 + k] operand k; THUNK_EVAL/NATIVE: see add_leaf_thunk */
+  int n_out;        /* THUNK_EVAL/NATIVE: refs[0..n_out) are the result's leaves */
   cpu_eval_op *eval;
+  cpu_native *native;
   cpu_kernel_fn fn;
   cpu_kernel_space space;
   cpu_dnnl_prim *prim;
@@ -124,7 +126,8 @@ static bool supported_plumbing(const hlo_instr *ins) {
 
 static bool cpu_supports(const backend *b, const hlo_instr *ins) {
   (void)b;
-  return supported_plumbing(ins) || cpu_dnnl_supports(ins) || cpu_elemental_supports(ins, NULL);
+  return supported_plumbing(ins) || cpu_dnnl_supports(ins) || cpu_elemental_supports(ins, NULL) ||
+         cpu_native_supports(ins, NULL);
 }
 
 /* ------------------------------------------------------------- executables ----- */
@@ -166,7 +169,7 @@ static void print_profile(const cpu_executable *x) {
     return;
   }
   qsort(order, (size_t)x->n_thunks, sizeof *order, by_time);
-  static const char *const kinds[] = {"kernel", "onednn", "copy", "evaluator"};
+  static const char *const kinds[] = {"kernel", "onednn", "copy", "evaluator", "native"};
   fprintf(stderr, "cpu profile of %s: %d thunks, %.3f ms per run over %lld runs; the most expensive:\n",
           x->module->name, x->n_thunks, (double)total / 1e6 / (double)runs, (long long)runs);
   for (int i = 0; i < x->n_thunks && i < 15; i++) {
@@ -210,6 +213,7 @@ static void executable_free(cpu_executable *x) {
     free(x->thunks[i].refs);
     if (x->thunks[i].prim) cpu_dnnl_destroy(x->thunks[i].prim);
     cpu_eval_destroy(x->thunks[i].eval);
+    cpu_native_destroy(x->thunks[i].native);
   }
   free(x->thunks);
   free(x->outputs);
@@ -428,6 +432,50 @@ static kiln_status resolve(const hlo_computation *entry, const hlo_buffer_assign
   return NULL;
 }
 
+/* LLVM modules the kernels are spread over, compiled in parallel by cpu_jit_create_many:
+ * up to one per thread, each kernel going to the module with the least code so far (its
+ * instruction count, a fused computation's all counted). LLVM's time is proportional to
+ * the code, so a long program's compile divides by the threads; a small one makes as
+ * many modules as it has kernels at most. */
+#define CPU_MAX_JIT_MODULES 16
+
+typedef struct kernel_modules {
+  cpu_jit_module m[CPU_MAX_JIT_MODULES];
+  int64_t code[CPU_MAX_JIT_MODULES];
+  int n, max;
+  const char *name;
+} kernel_modules;
+
+static void kernel_modules_init(kernel_modules *km, const char *name) {
+  memset(km, 0, sizeof *km);
+  km->name = name;
+  km->max = omp_get_max_threads();
+  if (km->max > CPU_MAX_JIT_MODULES) km->max = CPU_MAX_JIT_MODULES;
+  if (km->max < 1) km->max = 1;
+}
+
+static void kernel_modules_discard(kernel_modules *km) {
+  for (int i = 0; i < km->n; i++) cpu_jit_module_discard(&km->m[i]);
+  km->n = 0;
+}
+
+static kiln_status kernel_module_for(kernel_modules *km, const hlo_instr *ins, cpu_jit_module **out) {
+  int64_t code = 1;
+  if (ins->op == HLO_OP_FUSION && ins->n_called == 1) code = ins->called[0]->n_instrs;
+  int best = -1;
+  if (km->n < km->max) {
+    TRY(cpu_jit_new_module(km->name, &km->m[km->n]));
+    best = km->n++;
+  } else {
+    best = 0;
+    for (int i = 1; i < km->n; i++)
+      if (km->code[i] < km->code[best]) best = i;
+  }
+  km->code[best] += code;
+  *out = &km->m[best];
+  return NULL;
+}
+
 /* refs: the instruction's outputs (each leaf of a packed tuple result), then its
  * operands. */
 static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins, thunk_kind kind,
@@ -494,12 +542,13 @@ static kiln_status collect_leaves(const hlo_computation *entry, const hlo_buffer
                       hlo_opcode_name(ins->op));
 }
 
-/* An evaluator thunk: refs[0..n_out) the result's leaves, then every operand's leaves
- * in operand order (see cpu_eval_run). */
-static kiln_status add_eval_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins) {
+/* An evaluator or native thunk: refs[0..n_out) the result's leaves, then every
+ * operand's leaves in operand order (see cpu_eval_run, cpu_native_run). */
+static kiln_status add_leaf_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins,
+                                  thunk_kind kind, thunk **out) {
   thunk *t = &x->thunks[x->n_thunks];
   memset(t, 0, sizeof *t);
-  t->kind = THUNK_EVAL;
+  t->kind = kind;
   t->ins = ins;
   int n = cpu_eval_leaf_count(&ins->shape);
   for (int k = 0; k < ins->n_operands; k++) n += cpu_eval_leaf_count(&ins->operands[k]->shape);
@@ -510,7 +559,28 @@ static kiln_status add_eval_thunk(cpu_executable *x, const hlo_computation *entr
   t->n_out = t->n_refs;
   for (int k = 0; k < ins->n_operands; k++)
     TRY(collect_leaves(entry, x->assignment, ins->operands[k], t->refs, &t->n_refs));
+  *out = t;
+  return NULL;
+}
+
+static kiln_status add_eval_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins) {
+  thunk *t;
+  TRY(add_leaf_thunk(x, entry, ins, THUNK_EVAL, &t));
   return cpu_eval_create(x->module, ins, &t->eval);
+}
+
+static kiln_status add_native_thunk(cpu_executable *x, kernel_modules *km, const hlo_computation *entry,
+                                    const hlo_instr *ins, bool *has_kernels) {
+  thunk *t;
+  TRY(add_leaf_thunk(x, entry, ins, THUNK_NATIVE, &t));
+  char prefix[48];
+  snprintf(prefix, sizeof prefix, "kiln_x%llu_n%d_", (unsigned long long)x->id, x->n_thunks - 1);
+  cpu_jit_module *jm;
+  TRY(kernel_module_for(km, ins, &jm));
+  bool uses_jit = false;
+  TRY(cpu_native_create(ins, jm, prefix, &t->native, &uses_jit));
+  if (uses_jit) *has_kernels = true;
+  return NULL;
 }
 
 /* The operand of thunk T whose arena block T's result takes over (buffer assignment's
@@ -565,50 +635,6 @@ static void release_captured_constants(const cpu_executable *x, const thunk *t, 
   }
 }
 
-/* LLVM modules the kernels are spread over, compiled in parallel by cpu_jit_create_many:
- * up to one per thread, each kernel going to the module with the least code so far (its
- * instruction count, a fused computation's all counted). LLVM's time is proportional to
- * the code, so a long program's compile divides by the threads; a small one makes as
- * many modules as it has kernels at most. */
-#define CPU_MAX_JIT_MODULES 16
-
-typedef struct kernel_modules {
-  cpu_jit_module m[CPU_MAX_JIT_MODULES];
-  int64_t code[CPU_MAX_JIT_MODULES];
-  int n, max;
-  const char *name;
-} kernel_modules;
-
-static void kernel_modules_init(kernel_modules *km, const char *name) {
-  memset(km, 0, sizeof *km);
-  km->name = name;
-  km->max = omp_get_max_threads();
-  if (km->max > CPU_MAX_JIT_MODULES) km->max = CPU_MAX_JIT_MODULES;
-  if (km->max < 1) km->max = 1;
-}
-
-static void kernel_modules_discard(kernel_modules *km) {
-  for (int i = 0; i < km->n; i++) cpu_jit_module_discard(&km->m[i]);
-  km->n = 0;
-}
-
-static kiln_status kernel_module_for(kernel_modules *km, const hlo_instr *ins, cpu_jit_module **out) {
-  int64_t code = 1;
-  if (ins->op == HLO_OP_FUSION && ins->n_called == 1) code = ins->called[0]->n_instrs;
-  int best = -1;
-  if (km->n < km->max) {
-    TRY(cpu_jit_new_module(km->name, &km->m[km->n]));
-    best = km->n++;
-  } else {
-    best = 0;
-    for (int i = 1; i < km->n; i++)
-      if (km->code[i] < km->code[best]) best = i;
-  }
-  km->code[best] += code;
-  *out = &km->m[best];
-  return NULL;
-}
-
 static kiln_status build_thunk_list(cpu_executable *x, kernel_modules *km, bool *has_kernels, int *readers) {
   const hlo_computation *entry = x->module->entry;
   for (int p = 0; p < entry->n_params; p++)
@@ -630,7 +656,9 @@ static kiln_status build_thunk_list(cpu_executable *x, kernel_modules *km, bool 
               : shape_elements(cpu_kernel_output_shape(ins, 0)) == 0)
       continue;
     thunk *t;
-    if (tuple) {
+    if (cpu_native_supports(ins, NULL)) {
+      TRY(add_native_thunk(x, km, entry, ins, has_kernels));
+    } else if (tuple) {
       strbuf why;
       strbuf_init(&why);
       if (!cpu_eval_supports(ins, &why)) {
@@ -713,6 +741,7 @@ static char *describe_evaluated(const cpu_executable *x) {
 static kiln_status link_kernels(cpu_executable *x) {
   for (int i = 0; i < x->n_thunks; i++) {
     thunk *t = &x->thunks[i];
+    if (t->kind == THUNK_NATIVE) TRY(cpu_native_link(t->native, x->jit));
     if (t->kind != THUNK_KERNEL) continue;
     char name[48];
     snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, i);
@@ -968,6 +997,7 @@ static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const
         break;
       case THUNK_DNNL: st = cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]); break;
       case THUNK_EVAL: st = cpu_eval_run(t->eval, bufs, bufs + t->n_out); break;
+      case THUNK_NATIVE: st = cpu_native_run(t->native, bufs, bufs + t->n_out); break;
     }
     if (x->profile) {
       clock_gettime(CLOCK_MONOTONIC, &t1);

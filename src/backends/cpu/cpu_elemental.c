@@ -65,24 +65,29 @@ static bool supports_computation(const hlo_computation *c, strbuf *why) {
   return true;
 }
 
-/* A reducer body: scalars only; with n_params > 2 (variadic) the root is a tuple of
- * n_params / 2 scalars. */
-static bool supports_scalar_computation(const hlo_instr *user, const hlo_computation *c, int n_params, strbuf *why) {
-  if (!c || c->n_params != n_params) return why_not(why, user, "reducer computation has the wrong arity");
-  if (n_params > 2) {
-    if (c->root->op != HLO_OP_TUPLE || c->root->n_operands != n_params / 2)
-      return why_not(why, user, "variadic reducer must return a tuple of its accumulators");
+/* A scalar computation (reducer, comparator, combiner): scalars only; with
+ * n_results > 1 the root is a tuple of n_results scalars. */
+static bool supports_scalar(const hlo_instr *user, const hlo_computation *c, int n_params, int n_results, strbuf *why) {
+  if (!c || c->n_params != n_params) return why_not(why, user, "called computation has the wrong arity");
+  if (n_results > 1) {
+    if (c->root->op != HLO_OP_TUPLE || c->root->n_operands != n_results)
+      return why_not(why, user, "called computation must return a tuple of its results");
   } else if (!shape_is_array(&c->root->shape)) {
-    return why_not(why, user, "reducer returns a tuple");
+    return why_not(why, user, "called computation returns a tuple");
   }
   for (int i = 0; i < c->n_instrs; i++) {
     const hlo_instr *x = c->instrs[i];
-    if (x == c->root && n_params > 2) continue;
+    if (x == c->root && n_results > 1) continue;
     if (!shape_is_array(&x->shape) || x->shape.rank != 0)
-      return why_not(why, user, "reducer computation has non-scalar values");
+      return why_not(why, user, "called computation has non-scalar values");
     if (!supports_instr(x, true, why)) return false;
   }
   return true;
+}
+
+/* A reducer body: n_params / 2 accumulators. */
+static bool supports_scalar_computation(const hlo_instr *user, const hlo_computation *c, int n_params, strbuf *why) {
+  return supports_scalar(user, c, n_params, n_params > 2 ? n_params / 2 : 1, why);
 }
 
 static bool supports_instr(const hlo_instr *ins, bool in_fusion, strbuf *why) {
@@ -248,16 +253,13 @@ LLVMTypeRef cpu_llvm_type(LLVMContextRef c, hlo_type t) {
   }
 }
 
-cpu_emitter *cpu_emitter_new(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b, const hlo_instr *root) {
+static cpu_emitter *emitter_alloc(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b) {
   cpu_emitter *e = calloc(1, sizeof *e);
   if (!e) abort();
   e->m = m;
   e->c = LLVMGetModuleContext(m);
   e->b = b;
   e->fn = fn;
-  e->buffers = LLVMGetParam(fn, 0);
-  e->root = root;
-  e->fused = root->op == HLO_OP_FUSION ? root->called[0] : NULL;
   e->i1 = LLVMInt1TypeInContext(e->c);
   e->i8 = LLVMInt8TypeInContext(e->c);
   e->i16 = LLVMInt16TypeInContext(e->c);
@@ -265,6 +267,18 @@ cpu_emitter *cpu_emitter_new(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b,
   e->i64 = LLVMInt64TypeInContext(e->c);
   e->f32 = LLVMFloatTypeInContext(e->c);
   e->f64 = LLVMDoubleTypeInContext(e->c);
+  return e;
+}
+
+cpu_emitter *cpu_emitter_new_scalar(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b) {
+  return emitter_alloc(m, fn, b);
+}
+
+cpu_emitter *cpu_emitter_new(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b, const hlo_instr *root) {
+  cpu_emitter *e = emitter_alloc(m, fn, b);
+  e->buffers = LLVMGetParam(fn, 0);
+  e->root = root;
+  e->fused = root->op == HLO_OP_FUSION ? root->called[0] : NULL;
   /* Loading the buffer table up front lets LLVM see loop-invariant base pointers; a
    * load inside the loop could alias the output stores and would block vectorization. */
   e->n_outputs = cpu_kernel_output_count(root);
@@ -1588,4 +1602,13 @@ int cpu_kernel_output_count(const hlo_instr *root) {
 
 const hlo_shape *cpu_kernel_output_shape(const hlo_instr *root, int k) {
   return shape_is_tuple(&root->shape) ? &root->shape.elems[k] : &root->shape;
+}
+
+void cpu_emit_scalar_call(cpu_emitter *e, const hlo_computation *c, LLVMValueRef *args, LLVMValueRef *results) {
+  emit_scalar_call(e, c, args, results);
+}
+
+bool cpu_elemental_supports_scalar(const hlo_instr *user, const hlo_computation *c, int n_params, int n_results,
+                                   strbuf *why) {
+  return supports_scalar(user, c, n_params, n_results, why);
 }

@@ -44,7 +44,19 @@ bool cpu_elemental_supports(const hlo_instr *ins, strbuf *why);
  * builder b, for kernel instruction `root`: its outputs live in buffers[0 .. n) (n =
  * cpu_kernel_output_count) and its operand k (or fused parameter k) in buffers[n + k]. */
 cpu_emitter *cpu_emitter_new(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b, const hlo_instr *root);
+/* An emitter for a function that only computes scalars from its arguments (a sort
+ * comparator, a scatter combiner): no buffer table; use cpu_emit_scalar_call. */
+cpu_emitter *cpu_emitter_new_scalar(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b);
 void cpu_emitter_free(cpu_emitter *e);
+
+/* Inlines scalar computation c (a reducer, comparator or combiner) on argument values
+ * (LLVM storage types, see cpu_llvm_type; pred is i8 0/1); a tuple root yields one
+ * result per element. */
+void cpu_emit_scalar_call(cpu_emitter *e, const hlo_computation *c, LLVMValueRef *args, LLVMValueRef *results);
+/* Whether c takes n_params scalars and returns n_results scalars (a tuple when more than
+ * one) that the emitter can compute; otherwise appends why, naming user. */
+bool cpu_elemental_supports_scalar(const hlo_instr *user, const hlo_computation *c, int n_params, int n_results,
+                                   strbuf *why);
 
 /* The values of the kernel's results at `ix` (the fused root for a fusion; one per
  * accumulator of a variadic reduce). */

@@ -1,0 +1,46 @@
+/* Native runtime kernels of the cpu backend: instructions that are neither loop nests
+ * the code generator emits element by element nor oneDNN primitives, such as sort,
+ * scatter and select-and-scatter, run as C code in kiln that calls small functions
+ * generated from the instruction's scalar computations (a comparator, a combiner).
+ * They replace the evaluator thunk for those instructions.
+ *
+ * Each kind of native kernel lives in a file of its own (cpu_sort.c, cpu_scatter.c, ...)
+ * and is listed in cpu_native.c's table; the backend sees only this interface.
+ * Buffers are passed as leaves, as for evaluator thunks (cpu_eval.h): out holds the
+ * result's array leaves (one for an array result, each element of a tuple result
+ * depth-first), in the operands' leaves in operand order. The result's storage never
+ * overlaps an operand's (buffer assignment only shares blocks with elementwise work). */
+#ifndef KILN_BACKENDS_CPU_CPU_NATIVE_H
+#define KILN_BACKENDS_CPU_CPU_NATIVE_H
+
+#include <stdbool.h>
+
+#include "backends/cpu/cpu_jit.h"
+#include "base/status.h"
+#include "base/strbuf.h"
+#include "hlo/ir.h"
+
+/* One kind of native kernel. create may add functions named PREFIX... to jm (and says
+ * whether it did); link finds them once the JIT has compiled the module; run executes
+ * one instruction. State is the kind's own object. */
+typedef struct cpu_native_kind {
+  const char *name;
+  bool (*supports)(const hlo_instr *ins, strbuf *why);
+  kiln_status (*create)(const hlo_instr *ins, cpu_jit_module *jm, const char *prefix, void **state, bool *uses_jit);
+  kiln_status (*link)(void *state, cpu_jit *jit);
+  kiln_status (*run)(void *state, char *const *out, char *const *in);
+  void (*destroy)(void *state);
+} cpu_native_kind;
+
+typedef struct cpu_native cpu_native;
+
+/* Whether some native kernel implements ins; otherwise appends why (may be NULL). */
+bool cpu_native_supports(const hlo_instr *ins, strbuf *why);
+/* Builds ins's kernel; *uses_jit says whether it added functions to jm. */
+kiln_status cpu_native_create(const hlo_instr *ins, cpu_jit_module *jm, const char *prefix, cpu_native **out,
+                              bool *uses_jit);
+kiln_status cpu_native_link(cpu_native *n, cpu_jit *jit);
+kiln_status cpu_native_run(const cpu_native *n, char *const *out, char *const *in);
+void cpu_native_destroy(cpu_native *n);
+
+#endif
