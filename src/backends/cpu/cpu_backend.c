@@ -1,19 +1,24 @@
 /* The `cpu` backend: XLA:CPU's shape on kiln's pieces.
  *
  * compile() deep-copies the module, runs the cpu pass pipeline (simplification, dot
- * canonicalisation, fusion), assigns buffers in one temp arena (kept with the executable
- * and reused by every run), and turns the entry computation into a thunk sequence: a oneDNN primitive for each dot/convolution (and output fusion) oneDNN
- * takes, a generated LLVM kernel for everything else that computes values (one
- * function per fusion or instruction, all in one LLVM module JIT-compiled at once), a
- * memmove for copies, nothing for parameters, constants, tuples and aliases. An
- * instruction that neither oneDNN nor the code generator can do (while, sort, scatter,
- * ...) runs alone through the evaluator (cpu_eval.c: an evaluator thunk, listed by
- * --profile as "evaluator"), so the rest of the module stays compiled; compile warns
- * once per call naming those instructions. supports() still refuses them, so graph
- * placement keeps such nodes on the interpreter. Only what the evaluator cannot run
- * either (custom-calls, rng, tokens, tuple-shaped parameters, nested-tuple outputs)
- * makes compile answer UNIMPLEMENTED with the instruction and the reason, which lets
- * the caller fall back.
+ * canonicalisation, fusion), and turns the entry computation into a program: buffers
+ * assigned in one temp arena (kept with the executable and reused by every run) and a
+ * thunk sequence -- a oneDNN primitive for each dot/convolution (and output fusion)
+ * oneDNN takes, a generated LLVM kernel for everything else that computes values (one
+ * function per fusion or instruction, spread over LLVM modules JIT-compiled in
+ * parallel), a native kernel (cpu_native.h: sort, scatter, dynamic-update-slice, ...)
+ * where C code calling small generated functions does better than a loop nest, a
+ * memmove for copies, nothing for parameters, constants, tuples and aliases. A while
+ * loop or conditional becomes a thunk running programs of its own (its condition and
+ * body, or its branches), built the same way with their own buffer assignment and
+ * arena, so loops run compiled with no per-iteration allocation. An instruction that
+ * no path takes runs alone through the evaluator (cpu_eval.c: an evaluator thunk,
+ * listed by --profile as "evaluator"), so the rest of the module stays compiled;
+ * compile warns once per call naming those instructions. supports() still refuses
+ * them, so graph placement keeps such nodes on the interpreter. Only what the evaluator
+ * cannot run either (custom-calls, rng, tokens, tuple-shaped parameters, nested-tuple
+ * outputs) makes compile answer UNIMPLEMENTED with the instruction and the reason,
+ * which lets the caller fall back.
  *
  * Executables are cached by fingerprint (the module's printed text with large constants
  * elided, plus a 128-bit digest of every constant's bytes: printing megabytes of
@@ -22,7 +27,8 @@
  * module with the same options twice returns the same compiled code. Entries are
  * reference-counted; idle ones are evicted beyond a cap, and everything is freed at
  * exit. execute() is serialised per executable because a oneDNN primitive must not
- * run on two threads at once; generated kernels themselves are reentrant. */
+ * run on two threads at once and the arenas are the executable's; generated kernels
+ * themselves are reentrant. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,46 +59,85 @@ int omp_get_max_threads(void);
 /* Idle cached executables kept beyond this many are evicted (oldest first). */
 #define CPU_CACHE_MAX_ENTRIES 256
 
-typedef enum thunk_kind { THUNK_KERNEL, THUNK_DNNL, THUNK_COPY, THUNK_EVAL, THUNK_NATIVE } thunk_kind;
+typedef enum thunk_kind {
+  THUNK_KERNEL,
+  THUNK_DNNL,
+  THUNK_COPY,
+  THUNK_EVAL,
+  THUNK_NATIVE,
+  THUNK_WHILE,
+  THUNK_CONDITIONAL,
+} thunk_kind;
 
-/* Where a buffer lives: instruction `base` of the entry (its PARAMETER, CONSTANT or
- * ARENA storage) plus a byte offset. */
+/* Where a buffer lives: instruction `base` of the program's computation (its
+ * PARAMETER, CONSTANT or ARENA storage) plus a byte offset. */
 typedef struct buffer_ref {
   int base;
   int64_t offset;
 } buffer_ref;
 
+typedef struct cpu_program cpu_program;
+
+/* How a while thunk moves leaf k of the body's result into the loop state: copy it
+ * from the body's own storage, keep it (the body passed the state's leaf k through),
+ * or stage it through scratch memory first (the body returns another state leaf, which
+ * a direct copy could overwrite before it is read). */
+typedef enum leaf_move { LEAF_COPY, LEAF_KEEP, LEAF_STAGE } leaf_move;
+
 typedef struct thunk {
   thunk_kind kind;
   int n_refs;
-  buffer_ref *refs; /* [0] the output, [1 + k] operand k; THUNK_EVAL/NATIVE: see add_leaf_thunk */
-  int n_out;        /* THUNK_EVAL/NATIVE: refs[0..n_out) are the result's leaves */
+  buffer_ref *refs; /* [0] the output, [1 + k] operand k; leaf thunks: see add_leaf_thunk */
+  int n_out;        /* leaf thunks (evaluator, native, while, conditional): refs[0..n_out) are the result's leaves */
   cpu_eval_op *eval;
   cpu_native *native;
+  int kernel; /* THUNK_KERNEL: the function is kiln_x<executable>_k<kernel> */
   cpu_kernel_fn fn;
   cpu_kernel_space space;
   cpu_dnnl_prim *prim;
   int64_t bytes; /* THUNK_COPY */
-  const hlo_instr *ins; /* what it computes (in the executable's module) */
-  int64_t ns, runs;     /* profiling: time spent and executions */
+  /* THUNK_WHILE: progs[0] the condition, progs[1] the body, both reading the loop state
+   * (the while's own block) as their parameter. THUNK_CONDITIONAL: one per branch. */
+  int n_progs;
+  cpu_program **progs;
+  int64_t *leaf_bytes;   /* while / conditional: the size of each result leaf */
+  leaf_move *moves;      /* while: per state leaf */
+  int64_t *stage_at;     /* while: where a LEAF_STAGE leaf waits in scratch */
+  int *arg_leaf;         /* conditional: refs index of branch b's operand's first leaf */
+  bool *arg_packed;      /* conditional: that operand's leaves already lie packed in one block */
+  char *scratch;         /* while: staging; conditional: an operand packed into one block */
+  const hlo_instr *ins;  /* what it computes (in the executable's module) */
+  int64_t ns, runs;      /* profiling: time spent and executions */
 } thunk;
 
+/* One computation turned into thunks: the entry, or a loop's condition and body, or a
+ * conditional's branch. Each has its own buffer assignment and arena (allocated on its
+ * first run, kept); a sub-program's parameter is the block its caller passes, and its
+ * result is the root's leaves, which the caller copies out. */
+struct cpu_program {
+  const hlo_computation *comp;
+  hlo_buffer_assignment *assignment;
+  int n_thunks;
+  thunk *thunks;
+  int n_results;
+  buffer_ref *results; /* sub-programs: the root's array leaves, depth-first */
+  char *arena;
+};
+
 typedef struct cpu_executable {
-  uint64_t id;       /* unique per process: kernel symbols are kiln_x<id>_k<thunk> */
+  uint64_t id;       /* unique per process: kernel symbols are kiln_x<id>_k<kernel> */
   char *fingerprint; /* printed module text */
   uint64_t hash;
   int refs;
   bool profile; /* time every thunk; print the summary when the last user releases it */
   hlo_module *module; /* the compiled clone; constants live here */
-  hlo_buffer_assignment *assignment;
+  cpu_program *entry;
+  int n_kernels;
   cpu_jit *jit;
-  int n_thunks;
-  thunk *thunks;
   int n_outputs;
   buffer_ref *outputs;
   char *evaluated; /* the warning naming the evaluator thunks (repeated by every compile), or NULL */
-  pthread_mutex_t run_lock;
-  char *arena; /* temp arena, kept between runs (guarded by run_lock) */
+  pthread_mutex_t run_lock; /* one run at a time: the arenas are the executable's */
   struct cpu_executable *next; /* cache list, most recently used first */
 } cpu_executable;
 
@@ -155,38 +200,57 @@ static int group_by_time(const void *a, const void *b) {
   return (x->ns < y->ns) - (x->ns > y->ns);
 }
 
+/* Every thunk of program p and of the programs its loops and conditionals run. */
+static int count_thunks(const cpu_program *p) {
+  int n = p->n_thunks;
+  for (int i = 0; i < p->n_thunks; i++)
+    for (int k = 0; k < p->thunks[i].n_progs; k++) n += count_thunks(p->thunks[i].progs[k]);
+  return n;
+}
+
+static void gather_thunks(const cpu_program *p, const thunk **out, int *n) {
+  for (int i = 0; i < p->n_thunks; i++) {
+    out[(*n)++] = &p->thunks[i];
+    for (int k = 0; k < p->thunks[i].n_progs; k++) gather_thunks(p->thunks[i].progs[k], out, n);
+  }
+}
+
+static bool is_control(const thunk *t) { return t->kind == THUNK_WHILE || t->kind == THUNK_CONDITIONAL; }
+
 static void print_profile(const cpu_executable *x) {
   int64_t total = 0, runs = 0;
-  const thunk **order = malloc(((size_t)x->n_thunks + 1) * sizeof *order);
+  const cpu_program *entry = x->entry;
+  for (int i = 0; i < entry->n_thunks; i++) {
+    total += entry->thunks[i].ns;
+    if (entry->thunks[i].runs > runs) runs = entry->thunks[i].runs;
+  }
+  if (runs == 0 || total == 0) return;
+  int n = count_thunks(entry), m = 0;
+  const thunk **order = malloc(((size_t)n + 1) * sizeof *order);
   if (!order) return;
-  for (int i = 0; i < x->n_thunks; i++) {
-    order[i] = &x->thunks[i];
-    total += x->thunks[i].ns;
-    if (x->thunks[i].runs > runs) runs = x->thunks[i].runs;
-  }
-  if (runs == 0 || total == 0) {
-    free(order);
-    return;
-  }
-  qsort(order, (size_t)x->n_thunks, sizeof *order, by_time);
-  static const char *const kinds[] = {"kernel", "onednn", "copy", "evaluator", "native"};
-  fprintf(stderr, "cpu profile of %s: %d thunks, %.3f ms per run over %lld runs; the most expensive:\n",
-          x->module->name, x->n_thunks, (double)total / 1e6 / (double)runs, (long long)runs);
-  for (int i = 0; i < x->n_thunks && i < 15; i++) {
+  gather_thunks(entry, order, &m);
+  qsort(order, (size_t)n, sizeof *order, by_time);
+  static const char *const kinds[] = {"kernel", "onednn", "copy", "evaluator", "native", "loop", "branch"};
+  fprintf(stderr, "cpu profile of %s: %d thunks, %.3f ms per run over %lld runs; the most expensive%s:\n",
+          x->module->name, n, (double)total / 1e6 / (double)runs, (long long)runs,
+          n > entry->n_thunks ? " (a loop's or conditional's time includes the thunks it runs)" : "");
+  for (int i = 0; i < n && i < 15; i++) {
     const thunk *t = order[i];
     char *shape = shape_to_string(&t->ins->shape);
     const char *fk = fusion_kind_of(t);
     fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s %s%s%s %s\n", 100.0 * (double)t->ns / (double)total,
-            (double)t->ns / 1e6 / (double)(t->runs ? t->runs : 1), kinds[t->kind], t->ins->name,
+            (double)t->ns / 1e6 / (double)runs, kinds[t->kind], t->ins->name,
             hlo_opcode_name(t->ins->op), fk[0] ? ":" : "", fk, shape);
     free(shape);
   }
   /* Then the whole run by what computes it (kernel fusion:kLoop, onednn convolution,
-   * ...), so the shares of the thunks below the top ones are visible too. */
-  profile_group *groups = calloc((size_t)x->n_thunks + 1, sizeof *groups);
+   * ...), so the shares of the thunks below the top ones are visible too. Loops and
+   * conditionals are left out: their time is that of the thunks they run. */
+  profile_group *groups = calloc((size_t)n + 1, sizeof *groups);
   int n_groups = 0;
-  for (int i = 0; groups && i < x->n_thunks; i++) {
-    const thunk *t = &x->thunks[i];
+  for (int i = 0; groups && i < n; i++) {
+    const thunk *t = order[i];
+    if (is_control(t)) continue;
     const char *op = hlo_opcode_name(t->ins->op);
     const char *fk = fusion_kind_of(t);
     int g = 0;
@@ -207,21 +271,41 @@ static void print_profile(const cpu_executable *x) {
   free(order);
 }
 
+static void program_free(cpu_program *p);
+
+static void thunk_free(thunk *t) {
+  free(t->refs);
+  if (t->prim) cpu_dnnl_destroy(t->prim);
+  cpu_eval_destroy(t->eval);
+  cpu_native_destroy(t->native);
+  for (int k = 0; k < t->n_progs; k++) program_free(t->progs[k]);
+  free(t->progs);
+  free(t->leaf_bytes);
+  free(t->moves);
+  free(t->stage_at);
+  free(t->arg_leaf);
+  free(t->arg_packed);
+  free(t->scratch);
+  memset(t, 0, sizeof *t);
+}
+
+static void program_free(cpu_program *p) {
+  if (!p) return;
+  for (int i = 0; i < p->n_thunks; i++) thunk_free(&p->thunks[i]);
+  free(p->thunks);
+  free(p->results);
+  if (p->assignment) hlo_buffer_assignment_free(p->assignment);
+  free(p->arena);
+  free(p);
+}
+
 static void executable_free(cpu_executable *x) {
   if (!x) return;
-  for (int i = 0; i < x->n_thunks; i++) {
-    free(x->thunks[i].refs);
-    if (x->thunks[i].prim) cpu_dnnl_destroy(x->thunks[i].prim);
-    cpu_eval_destroy(x->thunks[i].eval);
-    cpu_native_destroy(x->thunks[i].native);
-  }
-  free(x->thunks);
+  program_free(x->entry); /* its native kernels hold addresses of code in the JIT */
   free(x->outputs);
   cpu_jit_destroy(x->jit);
-  if (x->assignment) hlo_buffer_assignment_free(x->assignment);
   if (x->module) hlo_module_free(x->module);
   pthread_mutex_destroy(&x->run_lock);
-  free(x->arena);
   free(x->evaluated);
   free(x->fingerprint);
   free(x);
@@ -478,9 +562,8 @@ static kiln_status kernel_module_for(kernel_modules *km, const hlo_instr *ins, c
 
 /* refs: the instruction's outputs (each leaf of a packed tuple result), then its
  * operands. */
-static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins, thunk_kind kind,
-                             thunk **out) {
-  thunk *t = &x->thunks[x->n_thunks];
+static kiln_status add_thunk(cpu_program *p, const hlo_instr *ins, thunk_kind kind, thunk **out) {
+  thunk *t = &p->thunks[p->n_thunks];
   memset(t, 0, sizeof *t);
   t->kind = kind;
   t->ins = ins;
@@ -488,29 +571,40 @@ static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, co
   t->n_refs = n_out + ins->n_operands;
   t->refs = calloc((size_t)t->n_refs, sizeof *t->refs);
   if (!t->refs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  x->n_thunks++;
-  TRY(resolve(entry, x->assignment, ins, &t->refs[0]));
+  p->n_thunks++;
+  TRY(resolve(p->comp, p->assignment, ins, &t->refs[0]));
   for (int k = 1; k < n_out; k++) {
     t->refs[k] = t->refs[0];
     t->refs[k].offset += hlo_buffer_packed_element_offset(&ins->shape, k, CPU_ALIGNMENT);
   }
   for (int k = 0; k < ins->n_operands; k++)
-    TRY(resolve(entry, x->assignment, ins->operands[k], &t->refs[n_out + k]));
+    TRY(resolve(p->comp, p->assignment, ins->operands[k], &t->refs[n_out + k]));
   *out = t;
   return NULL;
+}
+
+static int instr_index(const hlo_computation *c, const hlo_instr *ins) {
+  for (int k = 0; k < c->n_instrs; k++)
+    if (c->instrs[k] == ins) return k;
+  return -1;
+}
+
+/* Whether ins's value has storage of its own (an array, or a packed tuple block), as
+ * opposed to a `tuple` instruction that only groups its operands' storage. */
+static bool has_block(const cpu_program *p, const hlo_instr *ins) {
+  int i = instr_index(p->comp, ins), base;
+  int64_t offset;
+  return i >= 0 && hlo_buffer_resolve(p->comp, p->assignment, i, &base, &offset);
 }
 
 /* The storage of every array leaf of ins's value, depth-first, appended to refs at
  * *n: a value with storage (an array, or a packed tuple: a while, a sort, a parameter)
  * gives its leaves at their packed offsets; a `tuple` instruction has none and gives
  * its operands' leaves; a get-tuple-element of one gives that operand's. */
-static kiln_status collect_leaves(const hlo_computation *entry, const hlo_buffer_assignment *a, const hlo_instr *ins,
-                                  buffer_ref *refs, int *n) {
-  int i = -1;
-  for (int k = 0; k < entry->n_instrs; k++)
-    if (entry->instrs[k] == ins) i = k;
+static kiln_status collect_leaves(const cpu_program *p, const hlo_instr *ins, buffer_ref *refs, int *n) {
+  int i = instr_index(p->comp, ins);
   buffer_ref base;
-  if (i >= 0 && hlo_buffer_resolve(entry, a, i, &base.base, &base.offset)) {
+  if (i >= 0 && hlo_buffer_resolve(p->comp, p->assignment, i, &base.base, &base.offset)) {
     int leaves = cpu_eval_leaf_count(&ins->shape);
     for (int k = 0; k < leaves; k++) {
       refs[*n] = base;
@@ -519,7 +613,7 @@ static kiln_status collect_leaves(const hlo_computation *entry, const hlo_buffer
     return NULL;
   }
   if (ins->op == HLO_OP_TUPLE) {
-    for (int k = 0; k < ins->n_operands; k++) TRY(collect_leaves(entry, a, ins->operands[k], refs, n));
+    for (int k = 0; k < ins->n_operands; k++) TRY(collect_leaves(p, ins->operands[k], refs, n));
     return NULL;
   }
   if (ins->op == HLO_OP_GET_TUPLE_ELEMENT && ins->n_operands == 1 && shape_is_tuple(&ins->operands[0]->shape) &&
@@ -530,7 +624,7 @@ static kiln_status collect_leaves(const hlo_computation *entry, const hlo_buffer
     buffer_ref *tmp = calloc((size_t)all + 1, sizeof *tmp);
     if (!tmp) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
     int m = 0;
-    kiln_status st = collect_leaves(entry, a, ins->operands[0], tmp, &m);
+    kiln_status st = collect_leaves(p, ins->operands[0], tmp, &m);
     for (int e = 0; e < ins->tuple_index; e++) skip += cpu_eval_leaf_count(&ts->elems[e]);
     int take = cpu_eval_leaf_count(&ins->shape);
     for (int k = 0; !st && k < take; k++) refs[first + k] = tmp[skip + k];
@@ -542,11 +636,11 @@ static kiln_status collect_leaves(const hlo_computation *entry, const hlo_buffer
                       hlo_opcode_name(ins->op));
 }
 
-/* An evaluator or native thunk: refs[0..n_out) the result's leaves, then every
- * operand's leaves in operand order (see cpu_eval_run, cpu_native_run). */
-static kiln_status add_leaf_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins,
-                                  thunk_kind kind, thunk **out) {
-  thunk *t = &x->thunks[x->n_thunks];
+/* A thunk working on leaves (evaluator, native, while, conditional): refs[0..n_out)
+ * the result's leaves, then every operand's leaves in operand order (see cpu_eval_run,
+ * cpu_native_run). */
+static kiln_status add_leaf_thunk(cpu_program *p, const hlo_instr *ins, thunk_kind kind, thunk **out) {
+  thunk *t = &p->thunks[p->n_thunks];
   memset(t, 0, sizeof *t);
   t->kind = kind;
   t->ins = ins;
@@ -554,27 +648,26 @@ static kiln_status add_leaf_thunk(cpu_executable *x, const hlo_computation *entr
   for (int k = 0; k < ins->n_operands; k++) n += cpu_eval_leaf_count(&ins->operands[k]->shape);
   t->refs = calloc((size_t)n + 1, sizeof *t->refs);
   if (!t->refs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  x->n_thunks++;
-  TRY(collect_leaves(entry, x->assignment, ins, t->refs, &t->n_refs));
+  p->n_thunks++;
+  TRY(collect_leaves(p, ins, t->refs, &t->n_refs));
   t->n_out = t->n_refs;
-  for (int k = 0; k < ins->n_operands; k++)
-    TRY(collect_leaves(entry, x->assignment, ins->operands[k], t->refs, &t->n_refs));
+  for (int k = 0; k < ins->n_operands; k++) TRY(collect_leaves(p, ins->operands[k], t->refs, &t->n_refs));
   *out = t;
   return NULL;
 }
 
-static kiln_status add_eval_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins) {
+static kiln_status add_eval_thunk(cpu_executable *x, cpu_program *p, const hlo_instr *ins) {
   thunk *t;
-  TRY(add_leaf_thunk(x, entry, ins, THUNK_EVAL, &t));
+  TRY(add_leaf_thunk(p, ins, THUNK_EVAL, &t));
   return cpu_eval_create(x->module, ins, &t->eval);
 }
 
-static kiln_status add_native_thunk(cpu_executable *x, kernel_modules *km, const hlo_computation *entry,
-                                    const hlo_instr *ins, bool *has_kernels) {
+static kiln_status add_native_thunk(cpu_executable *x, kernel_modules *km, cpu_program *p, const hlo_instr *ins,
+                                    bool *has_kernels) {
   thunk *t;
-  TRY(add_leaf_thunk(x, entry, ins, THUNK_NATIVE, &t));
+  TRY(add_leaf_thunk(p, ins, THUNK_NATIVE, &t));
   char prefix[48];
-  snprintf(prefix, sizeof prefix, "kiln_x%llu_n%d_", (unsigned long long)x->id, x->n_thunks - 1);
+  snprintf(prefix, sizeof prefix, "kiln_x%llu_n%d_", (unsigned long long)x->id, x->n_kernels++);
   cpu_jit_module *jm;
   TRY(kernel_module_for(km, ins, &jm));
   bool uses_jit = false;
@@ -585,8 +678,8 @@ static kiln_status add_native_thunk(cpu_executable *x, kernel_modules *km, const
 
 /* The operand of thunk T whose arena block T's result takes over (buffer assignment's
  * in-place reuse), or -1. */
-static int in_place_operand(const cpu_executable *x, const thunk *t) {
-  const hlo_buffer_slot *slots = x->assignment->slots, *out = &slots[t->refs[0].base];
+static int in_place_operand(const cpu_program *p, const thunk *t) {
+  const hlo_buffer_slot *slots = p->assignment->slots, *out = &slots[t->refs[0].base];
   if (out->kind != HLO_BUFFER_ARENA || !out->in_place) return -1;
   for (int k = 0; k < t->ins->n_operands; k++) {
     const buffer_ref *r = &t->refs[1 + k];
@@ -600,9 +693,11 @@ static int in_place_operand(const cpu_executable *x, const thunk *t) {
  * into their own blocked copy, biases and other operands copied) are never read from
  * the module again, so their literal data is released once the last primitive reading
  * them exists: a compile then holds each weight once, not twice (vit_b_16: ~330 MB).
- * readers[i] counts the operand slots reading constant i; creating a primitive that
- * captures the constant takes its slots off, and any other reader (a kernel, an alias
- * such as a reshape, a tuple, the root) is never taken off, which pins the data. */
+ * readers[i] counts the operand slots reading constant i of the entry; creating a
+ * primitive that captures the constant takes its slots off, and any other reader (a
+ * kernel, an alias such as a reshape, a tuple, the root) is never taken off, which pins
+ * the data. Constants of loop bodies and branches are left alone (readers is NULL
+ * there). */
 static int *constant_readers(const hlo_module *m) {
   const hlo_computation *entry = m->entry;
   int *index_of_id = malloc(((size_t)m->next_id + 1) * sizeof *index_of_id);
@@ -622,12 +717,12 @@ static int *constant_readers(const hlo_module *m) {
 }
 
 /* After the primitive of thunk T captured its constant operands. */
-static void release_captured_constants(const cpu_executable *x, const thunk *t, int *readers) {
+static void release_captured_constants(const cpu_program *p, const thunk *t, int *readers) {
   if (!readers) return;
   for (int k = 0; k < t->ins->n_operands; k++) {
     hlo_instr *c = t->ins->operands[k];
     int i = t->refs[1 + k].base;
-    if (c->op != HLO_OP_CONSTANT || x->module->entry->instrs[i] != c || !c->literal) continue;
+    if (c->op != HLO_OP_CONSTANT || p->comp->instrs[i] != c || !c->literal) continue;
     if (--readers[i] == 0) {
       free(c->literal->data);
       c->literal->data = NULL;
@@ -635,14 +730,176 @@ static void release_captured_constants(const cpu_executable *x, const thunk *t, 
   }
 }
 
-static kiln_status build_thunk_list(cpu_executable *x, kernel_modules *km, bool *has_kernels, int *readers) {
-  const hlo_computation *entry = x->module->entry;
-  for (int p = 0; p < entry->n_params; p++)
-    if (!shape_is_array(&entry->params[p]->shape))
-      return status_error(KILN_UNIMPLEMENTED, "cpu: parameter %s has a tuple shape", entry->params[p]->name);
-  for (int i = 0; i < entry->n_instrs; i++) {
-    const hlo_instr *ins = entry->instrs[i];
-    const hlo_buffer_slot *slot = &x->assignment->slots[i];
+/* The shape of array leaf k of s, depth-first. */
+static const hlo_shape *leaf_shape(const hlo_shape *s, int k) {
+  if (!shape_is_tuple(s)) return s;
+  for (int e = 0; e < s->n_elems; e++) {
+    int n = cpu_eval_leaf_count(&s->elems[e]);
+    if (k < n) return leaf_shape(&s->elems[e], k);
+    k -= n;
+  }
+  return s;
+}
+
+static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hlo_computation *comp, int *readers,
+                                 bool *has_kernels, cpu_program **out);
+
+/* The sizes of the result's leaves, for the copies control thunks make. */
+static kiln_status set_leaf_bytes(thunk *t) {
+  t->leaf_bytes = calloc((size_t)t->n_out + 1, sizeof *t->leaf_bytes);
+  if (!t->leaf_bytes) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int k = 0; k < t->n_out; k++) t->leaf_bytes[k] = shape_byte_size(leaf_shape(&t->ins->shape, k));
+  return NULL;
+}
+
+static bool same_ref(buffer_ref a, buffer_ref b) { return a.base == b.base && a.offset == b.offset; }
+
+/* Whether any thunk of p from index `from` on has a ref starting inside bytes [lo, hi)
+ * of the storage of instruction `base`. Refs name where each array value starts (leaf
+ * thunks list every leaf of a tuple), so a value inside the range is always seen. */
+static bool touched_from(const cpu_program *p, int from, int base, int64_t lo, int64_t hi) {
+  for (int i = from; i < p->n_thunks; i++) {
+    const thunk *t = &p->thunks[i];
+    for (int r = 0; r < t->n_refs; r++)
+      if (t->refs[r].base == base && t->refs[r].offset >= lo && t->refs[r].offset < hi) return true;
+  }
+  return false;
+}
+
+/* A loop carrying a buffer it updates one slice of per step (a scan's stacked outputs)
+ * would copy the whole buffer twice per iteration: the dynamic-update-slice into its
+ * own block, then that block back into the state. When the body's result leaf k is a
+ * dynamic-update-slice of state leaf k, and nothing after it in the body reads that
+ * leaf or the slice's own result, the slice writes straight into the state: its output
+ * is redirected to the leaf (the native kernel then copies only the window) and the
+ * leaf stays where it is. */
+static void update_state_in_place(thunk *w, int k) {
+  if (w->moves[k] != LEAF_COPY) return;
+  cpu_program *body = w->progs[1];
+  buffer_ref src = body->results[k];
+  int at = -1;
+  for (int i = 0; i < body->n_thunks && at < 0; i++)
+    if (body->thunks[i].kind == THUNK_NATIVE && body->thunks[i].ins->op == HLO_OP_DYNAMIC_UPDATE_SLICE &&
+        same_ref(body->thunks[i].refs[0], src))
+      at = i;
+  if (at < 0) return;
+  thunk *t = &body->thunks[at];
+  buffer_ref leaf = t->refs[t->n_out]; /* operand 0 */
+  int64_t lo = cpu_eval_leaf_offset(&w->ins->shape, k, CPU_ALIGNMENT), hi = lo + w->leaf_bytes[k];
+  if (body->assignment->slots[leaf.base].kind != HLO_BUFFER_PARAMETER || leaf.offset != lo) return;
+  if (touched_from(body, at + 1, leaf.base, lo, hi) || touched_from(body, at + 1, src.base, 0, INT64_MAX)) return;
+  for (int j = 0; j < w->n_out; j++) {
+    const buffer_ref *r = &body->results[j];
+    if (j == k) continue;
+    if (same_ref(*r, src) || (r->base == leaf.base && r->offset >= lo && r->offset < hi)) return;
+  }
+  t->refs[0] = leaf;
+  body->results[k] = leaf;
+  w->moves[k] = LEAF_KEEP;
+}
+
+/* A while loop run natively: the condition and the body become programs of their own
+ * that take the loop state -- the while's own packed block -- as their parameter. The
+ * init value is copied into the block once; after each body run its result leaves are
+ * moved into the block (see leaf_move), so the state never lives anywhere else. */
+static kiln_status build_while(cpu_executable *x, kernel_modules *km, cpu_program *p, thunk *t, bool *has_kernels) {
+  const hlo_instr *ins = t->ins;
+  if (ins->n_called != 2 || ins->n_operands != 1 || t->n_out == 0)
+    return ERR_UNIMPLEMENTED("cpu: %s: not a while with a condition, a body and state", ins->name);
+  t->progs = calloc(2, sizeof *t->progs);
+  if (!t->progs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  t->n_progs = 2;
+  TRY(build_program(x, km, ins->called[0], NULL, has_kernels, &t->progs[0]));
+  TRY(build_program(x, km, ins->called[1], NULL, has_kernels, &t->progs[1]));
+  const cpu_program *cond = t->progs[0], *body = t->progs[1];
+  if (cond->n_results != 1 || leaf_shape(&cond->comp->root->shape, 0)->type != HLO_PRED)
+    return ERR_UNIMPLEMENTED("cpu: %s: its condition does not return one pred", ins->name);
+  if (body->n_results != t->n_out)
+    return ERR_INTERNAL("cpu: %s: the body returns %d leaves for a state of %d", ins->name, body->n_results, t->n_out);
+  TRY(set_leaf_bytes(t));
+  t->moves = calloc((size_t)t->n_out, sizeof *t->moves);
+  t->stage_at = calloc((size_t)t->n_out, sizeof *t->stage_at);
+  if (!t->moves || !t->stage_at) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  int64_t staged = 0;
+  for (int k = 0; k < t->n_out; k++) {
+    const buffer_ref *r = &body->results[k];
+    if (body->assignment->slots[r->base].kind != HLO_BUFFER_PARAMETER) {
+      t->moves[k] = LEAF_COPY;
+    } else if (r->offset == cpu_eval_leaf_offset(&ins->shape, k, CPU_ALIGNMENT)) {
+      t->moves[k] = LEAF_KEEP;
+    } else {
+      t->moves[k] = LEAF_STAGE;
+      t->stage_at[k] = staged;
+      staged += (t->leaf_bytes[k] + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+    }
+  }
+  if (staged > 0 && !(t->scratch = aligned_alloc(CPU_ALIGNMENT, (size_t)staged)))
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int k = 0; k < t->n_out; k++) update_state_in_place(t, k);
+  return NULL;
+}
+
+/* A conditional run natively: each branch is a program of its own. A branch's operand
+ * is handed over as one block: its own storage when it has one, else (a `tuple` of
+ * separately stored values) packed into scratch memory first. */
+static kiln_status build_conditional(cpu_executable *x, kernel_modules *km, cpu_program *p, thunk *t,
+                                     bool *has_kernels) {
+  const hlo_instr *ins = t->ins;
+  int n = ins->n_called;
+  if (n < 1 || ins->n_operands != n + 1) return ERR_UNIMPLEMENTED("cpu: %s: malformed conditional", ins->name);
+  hlo_type sel = ins->operands[0]->shape.type;
+  if (!shape_is_array(&ins->operands[0]->shape) || ins->operands[0]->shape.rank != 0 ||
+      !(sel == HLO_S32 || (sel == HLO_PRED && n == 2)))
+    return ERR_UNIMPLEMENTED("cpu: %s: the selector is not pred[] (two branches) or s32[]", ins->name);
+  t->progs = calloc((size_t)n, sizeof *t->progs);
+  t->arg_leaf = calloc((size_t)n, sizeof *t->arg_leaf);
+  t->arg_packed = calloc((size_t)n, sizeof *t->arg_packed);
+  if (!t->progs || !t->arg_leaf || !t->arg_packed) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  t->n_progs = n;
+  int64_t scratch = 0;
+  int leaf = t->n_out + 1; /* after the result's leaves and the selector's */
+  for (int b = 0; b < n; b++) {
+    TRY(build_program(x, km, ins->called[b], NULL, has_kernels, &t->progs[b]));
+    if (t->progs[b]->n_results != t->n_out)
+      return ERR_INTERNAL("cpu: %s: branch %d returns %d leaves for a result of %d", ins->name, b,
+                          t->progs[b]->n_results, t->n_out);
+    const hlo_instr *arg = ins->operands[b + 1];
+    t->arg_leaf[b] = leaf;
+    t->arg_packed[b] = has_block(p, arg) && cpu_eval_leaf_count(&arg->shape) > 0;
+    leaf += cpu_eval_leaf_count(&arg->shape);
+    int64_t bytes = hlo_buffer_packed_bytes(&arg->shape, CPU_ALIGNMENT);
+    if (bytes < 0) return ERR_UNIMPLEMENTED("cpu: %s: operand %d is too large", ins->name, b + 1);
+    if (!t->arg_packed[b] && bytes > scratch) scratch = bytes;
+  }
+  TRY(set_leaf_bytes(t));
+  scratch = (scratch + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+  if (!(t->scratch = aligned_alloc(CPU_ALIGNMENT, (size_t)(scratch > 0 ? scratch : CPU_ALIGNMENT))))
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  return NULL;
+}
+
+/* A while or conditional as a thunk running programs of its own. UNIMPLEMENTED when a
+ * called computation cannot be compiled; nothing is left behind then (the caller runs
+ * the instruction through the evaluator instead). */
+static kiln_status add_control_thunk(cpu_executable *x, kernel_modules *km, cpu_program *p, const hlo_instr *ins,
+                                     bool *has_kernels) {
+  thunk *t;
+  kiln_status st = add_leaf_thunk(p, ins, ins->op == HLO_OP_WHILE ? THUNK_WHILE : THUNK_CONDITIONAL, &t);
+  if (!st) st = ins->op == HLO_OP_WHILE ? build_while(x, km, p, t, has_kernels)
+                                        : build_conditional(x, km, p, t, has_kernels);
+  if (st && p->n_thunks > 0 && &p->thunks[p->n_thunks - 1] == t) {
+    thunk_free(t);
+    p->n_thunks--;
+  }
+  return st;
+}
+
+static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_modules *km, bool *has_kernels,
+                                    int *readers) {
+  const hlo_computation *comp = p->comp;
+  for (int i = 0; i < comp->n_instrs; i++) {
+    const hlo_instr *ins = comp->instrs[i];
+    const hlo_buffer_slot *slot = &p->assignment->slots[i];
     if (slot->kind != HLO_BUFFER_ARENA) {
       if (ins->op == HLO_OP_PARAMETER || ins->op == HLO_OP_CONSTANT || ins->op == HLO_OP_TUPLE ||
           ins->op == HLO_OP_GET_TUPLE_ELEMENT || ins->op == HLO_OP_BITCAST || ins->op == HLO_OP_RESHAPE)
@@ -650,14 +907,21 @@ static kiln_status build_thunk_list(cpu_executable *x, kernel_modules *km, bool 
       return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): no storage was assigned to it", ins->name,
                           hlo_opcode_name(ins->op));
     }
-    /* Tuple-shaped results other than a variadic reduce's are the evaluator's. */
+    /* Tuple-shaped results other than a variadic reduce's, a loop's or a branch's
+     * are the evaluator's. */
     bool tuple = !shape_is_array(&ins->shape) && ins->op != HLO_OP_REDUCE;
     if (tuple ? hlo_buffer_packed_bytes(&ins->shape, CPU_ALIGNMENT) == 0
               : shape_elements(cpu_kernel_output_shape(ins, 0)) == 0)
       continue;
     thunk *t;
+    if (ins->op == HLO_OP_WHILE || ins->op == HLO_OP_CONDITIONAL) {
+      kiln_status st = add_control_thunk(x, km, p, ins, has_kernels);
+      if (!st) continue;
+      if (kiln_status_code(st) != KILN_UNIMPLEMENTED) return st;
+      kiln_status_free(st); /* a called computation cannot be compiled: evaluated below */
+    }
     if (cpu_native_supports(ins, NULL)) {
-      TRY(add_native_thunk(x, km, entry, ins, has_kernels));
+      TRY(add_native_thunk(x, km, p, ins, has_kernels));
     } else if (tuple) {
       strbuf why;
       strbuf_init(&why);
@@ -668,15 +932,15 @@ static kiln_status build_thunk_list(cpu_executable *x, kernel_modules *km, bool 
         return st;
       }
       strbuf_free(&why);
-      TRY(add_eval_thunk(x, entry, ins));
+      TRY(add_eval_thunk(x, p, ins));
     } else if (ins->op == HLO_OP_COPY) {
-      TRY(add_thunk(x, entry, ins, THUNK_COPY, &t));
+      TRY(add_thunk(p, ins, THUNK_COPY, &t));
       t->bytes = shape_byte_size(&ins->shape);
     } else if (cpu_dnnl_supports(ins)) {
-      TRY(add_thunk(x, entry, ins, THUNK_DNNL, &t));
-      kiln_status st = cpu_dnnl_create(ins, in_place_operand(x, t), &t->prim);
+      TRY(add_thunk(p, ins, THUNK_DNNL, &t));
+      kiln_status st = cpu_dnnl_create(ins, in_place_operand(p, t), &t->prim);
       if (st) return status_wrap(st, "cpu: %s", ins->name);
-      release_captured_constants(x, t, readers);
+      release_captured_constants(p, t, readers);
     } else {
       strbuf why;
       strbuf_init(&why);
@@ -685,7 +949,7 @@ static kiln_status build_thunk_list(cpu_executable *x, kernel_modules *km, bool 
         strbuf_append(&why, "; ");
         if (cpu_eval_supports(ins, &why)) {
           strbuf_free(&why);
-          TRY(add_eval_thunk(x, entry, ins));
+          TRY(add_eval_thunk(x, p, ins));
           continue;
         }
         kiln_status st = status_error(KILN_UNIMPLEMENTED, "cpu: cannot compile %s: %s", ins->name, strbuf_cstr(&why));
@@ -693,9 +957,10 @@ static kiln_status build_thunk_list(cpu_executable *x, kernel_modules *km, bool 
         return st;
       }
       strbuf_free(&why);
-      TRY(add_thunk(x, entry, ins, THUNK_KERNEL, &t));
+      TRY(add_thunk(p, ins, THUNK_KERNEL, &t));
+      t->kernel = x->n_kernels++;
       char name[48];
-      snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, x->n_thunks - 1);
+      snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, t->kernel);
       cpu_jit_module *jm;
       TRY(kernel_module_for(km, ins, &jm));
       TRY(cpu_codegen_add_kernel(jm, ins, name, &t->space));
@@ -705,67 +970,112 @@ static kiln_status build_thunk_list(cpu_executable *x, kernel_modules *km, bool 
   return NULL;
 }
 
-static kiln_status build_thunks(cpu_executable *x, kernel_modules *km, bool *has_kernels) {
+/* Assigns comp's buffers and turns it into thunks. readers: see constant_readers
+ * (entry only). A sub-program (not the entry) also records its root's leaves. */
+static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hlo_computation *comp, int *readers,
+                                 bool *has_kernels, cpu_program **out) {
+  *out = NULL;
+  cpu_program *p = calloc(1, sizeof *p);
+  if (!p) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  p->comp = comp;
+  kiln_status st = hlo_assign_buffers(comp, CPU_ALIGNMENT, &p->assignment);
+  if (!st && !(p->thunks = calloc((size_t)comp->n_instrs + 1, sizeof *p->thunks)))
+    st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  if (!st) st = build_thunk_list(x, p, km, has_kernels, readers);
+  if (!st && comp != x->module->entry) {
+    int n = cpu_eval_leaf_count(&comp->root->shape);
+    if (!(p->results = calloc((size_t)n + 1, sizeof *p->results)))
+      st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    if (!st) st = collect_leaves(p, comp->root, p->results, &p->n_results);
+  }
+  if (st) {
+    program_free(p);
+    return st;
+  }
+  *out = p;
+  return NULL;
+}
+
+static kiln_status build_entry(cpu_executable *x, kernel_modules *km, bool *has_kernels) {
   const hlo_computation *entry = x->module->entry;
-  x->thunks = calloc((size_t)entry->n_instrs + 1, sizeof *x->thunks);
-  if (!x->thunks) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < entry->n_params; i++)
+    if (!shape_is_array(&entry->params[i]->shape))
+      return status_error(KILN_UNIMPLEMENTED, "cpu: parameter %s has a tuple shape", entry->params[i]->name);
   int *readers = constant_readers(x->module); /* NULL (out of memory): nothing is released */
-  kiln_status st = build_thunk_list(x, km, has_kernels, readers);
+  kiln_status st = build_program(x, km, entry, readers, has_kernels, &x->entry);
   free(readers);
   return st;
+}
+
+/* Calls fn on every thunk of p and of the programs its thunks run. */
+static kiln_status each_thunk(cpu_program *p, kiln_status (*fn)(thunk *t, void *ctx), void *ctx) {
+  for (int i = 0; i < p->n_thunks; i++) {
+    TRY(fn(&p->thunks[i], ctx));
+    for (int k = 0; k < p->thunks[i].n_progs; k++) TRY(each_thunk(p->thunks[i].progs[k], fn, ctx));
+  }
+  return NULL;
+}
+
+typedef struct evaluated_list {
+  strbuf *b;
+  int n, listed;
+} evaluated_list;
+
+static kiln_status note_evaluated(thunk *t, void *ctx) {
+  evaluated_list *l = ctx;
+  if (t->kind != THUNK_EVAL) return NULL;
+  if (l->b && l->listed < 8) {
+    strbuf_printf(l->b, "%s %s (%s)", l->listed ? "," : "", t->ins->name, hlo_opcode_name(t->ins->op));
+    l->listed++;
+  }
+  l->n++;
+  return NULL;
 }
 
 /* The warning about evaluator thunks, or NULL when there are none: they are slow (the
  * evaluator is the oracle, not a fast path), so whoever compiles should know which. */
 static char *describe_evaluated(const cpu_executable *x) {
-  int n = 0;
-  for (int i = 0; i < x->n_thunks; i++) n += x->thunks[i].kind == THUNK_EVAL;
-  if (!n) return NULL;
+  evaluated_list count = {NULL, 0, 0};
+  each_thunk(x->entry, note_evaluated, &count);
+  if (!count.n) return NULL;
   strbuf b;
   strbuf_init(&b);
   strbuf_printf(&b,
                 "device cpu runs %d instruction%s of %s through the evaluator (the interpreter's code), the rest "
                 "compiled:",
-                n, n == 1 ? "" : "s", x->module->name);
-  int listed = 0;
-  for (int i = 0; i < x->n_thunks && listed < 8; i++) {
-    const thunk *t = &x->thunks[i];
-    if (t->kind != THUNK_EVAL) continue;
-    strbuf_printf(&b, "%s %s (%s)", listed ? "," : "", t->ins->name, hlo_opcode_name(t->ins->op));
-    listed++;
-  }
-  if (n > listed) strbuf_printf(&b, " and %d more", n - listed);
+                count.n, count.n == 1 ? "" : "s", x->module->name);
+  evaluated_list list = {&b, 0, 0};
+  each_thunk(x->entry, note_evaluated, &list);
+  if (list.n > list.listed) strbuf_printf(&b, " and %d more", list.n - list.listed);
   return strbuf_take(&b);
 }
 
-static kiln_status link_kernels(cpu_executable *x) {
-  for (int i = 0; i < x->n_thunks; i++) {
-    thunk *t = &x->thunks[i];
-    if (t->kind == THUNK_NATIVE) TRY(cpu_native_link(t->native, x->jit));
-    if (t->kind != THUNK_KERNEL) continue;
-    char name[48];
-    snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, i);
-    void *addr;
-    TRY(cpu_jit_lookup(x->jit, name, &addr));
-    t->fn = (cpu_kernel_fn)addr;
-  }
+static kiln_status link_thunk(thunk *t, void *ctx) {
+  const cpu_executable *x = ctx;
+  if (t->kind == THUNK_NATIVE) return cpu_native_link(t->native, x->jit);
+  if (t->kind != THUNK_KERNEL) return NULL;
+  char name[48];
+  snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, t->kernel);
+  void *addr;
+  TRY(cpu_jit_lookup(x->jit, name, &addr));
+  t->fn = (cpu_kernel_fn)addr;
   return NULL;
 }
 
 static kiln_status build_outputs(cpu_executable *x) {
-  const hlo_computation *entry = x->module->entry;
-  const hlo_buffer_assignment *a = x->assignment;
+  const cpu_program *p = x->entry;
+  const hlo_buffer_assignment *a = p->assignment;
   x->n_outputs = a->n_outputs;
   x->outputs = calloc((size_t)a->n_outputs + 1, sizeof *x->outputs);
   if (!x->outputs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   for (int k = 0; k < a->n_outputs; k++) {
-    const hlo_instr *ins = entry->instrs[a->output_instr[k]];
+    const hlo_instr *ins = p->comp->instrs[a->output_instr[k]];
     /* Only a packed tuple (a variadic reduce, a while, ...) can be copied out leaf by
      * leaf; a `tuple` instruction inside the root tuple has no block of its own. */
     if (ins->op == HLO_OP_TUPLE)
       return status_error(KILN_UNIMPLEMENTED, "cpu: output %s (%s) is a nested tuple", ins->name,
                           hlo_opcode_name(ins->op));
-    TRY(resolve(entry, a, ins, &x->outputs[k]));
+    TRY(resolve(p->comp, a, ins, &x->outputs[k]));
   }
   return NULL;
 }
@@ -775,16 +1085,20 @@ static kiln_status build_outputs(cpu_executable *x) {
  * through the evaluator as a whole. Such a fusion is split back into its instructions,
  * so only the one the code generator lacks is evaluated and the rest become kernels:
  * relabelled a call (same operands, one called computation), the call inliner does the
- * split. Fusions inside loop bodies stay: the evaluator runs those bodies anyway. */
+ * split. This holds in the entry and in loop bodies and branches alike. */
 static kiln_status unfuse_uncompilable(hlo_module *m) {
   bool any = false;
-  for (int i = 0; i < m->entry->n_instrs; i++) {
-    hlo_instr *ins = m->entry->instrs[i];
-    if (ins->op != HLO_OP_FUSION || ins->n_called != 1 || cpu_dnnl_supports(ins) || cpu_elemental_supports(ins, NULL))
-      continue;
-    ins->op = HLO_OP_CALL;
-    ins->fusion_kind = NULL;
-    any = true;
+  for (int c = 0; c < m->n_comps; c++) {
+    if (m->comps[c]->is_fusion_computation) continue;
+    for (int i = 0; i < m->comps[c]->n_instrs; i++) {
+      hlo_instr *ins = m->comps[c]->instrs[i];
+      if (ins->op != HLO_OP_FUSION || ins->n_called != 1 || cpu_dnnl_supports(ins) ||
+          cpu_elemental_supports(ins, NULL))
+        continue;
+      ins->op = HLO_OP_CALL;
+      ins->fusion_kind = NULL;
+      any = true;
+    }
   }
   bool changed;
   return any ? status_wrap(hlo_pass_call_inliner(m, &changed), "cpu: splitting a fusion") : NULL;
@@ -814,17 +1128,16 @@ static kiln_status compile_module(const hlo_module *m, const backend_compile_opt
     hlo_pipeline_free(p);
   }
   if (!st) st = unfuse_uncompilable(x->module);
-  if (!st) st = hlo_assign_buffers(x->module->entry, CPU_ALIGNMENT, &x->assignment);
   kernel_modules km;
   kernel_modules_init(&km, x->module->name);
   bool has_kernels = false;
-  if (!st) st = build_thunks(x, &km, &has_kernels);
+  if (!st) st = build_entry(x, &km, &has_kernels);
   if (!st) st = build_outputs(x);
   if (!st) x->evaluated = describe_evaluated(x);
   if (!st && has_kernels) {
     st = cpu_jit_create_many(km.m, km.n, &x->jit); /* takes the modules */
     km.n = 0;
-    if (!st) st = link_kernels(x);
+    if (!st) st = each_thunk(x->entry, link_thunk, x);
   } else {
     kernel_modules_discard(&km);
   }
@@ -965,28 +1278,85 @@ static kiln_status check_args(const hlo_computation *entry, hlo_literal *const *
   return NULL;
 }
 
-static char *buffer_address(const cpu_executable *x, char *arena, hlo_literal *const *args, buffer_ref r) {
-  const hlo_instr *base = x->module->entry->instrs[r.base];
-  const hlo_buffer_slot *slot = &x->assignment->slots[r.base];
-  char *p;
+/* The address of a buffer of program p, whose parameters are at params[]. */
+static char *buffer_address(const cpu_program *p, char *const *params, buffer_ref r) {
+  const hlo_buffer_slot *slot = &p->assignment->slots[r.base];
+  char *a;
   switch (slot->kind) {
-    case HLO_BUFFER_PARAMETER: p = args[slot->param_index]->data; break;
-    case HLO_BUFFER_CONSTANT: p = base->literal->data; break;
-    default: p = arena + slot->offset; break;
+    case HLO_BUFFER_PARAMETER: a = params[slot->param_index]; break;
+    case HLO_BUFFER_CONSTANT: a = p->comp->instrs[r.base]->literal->data; break;
+    default: a = p->arena + slot->offset; break;
   }
-  return p ? p + r.offset : NULL; /* NULL: a constant a primitive captured (never read) */
+  return a ? a + r.offset : NULL; /* NULL: a constant a primitive captured (never read) */
 }
 
-static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const *args) {
+static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *params);
+
+/* bufs[0..n_out): the state leaves (the while's block); bufs[n_out..): the init's. */
+static kiln_status run_while(cpu_executable *x, thunk *t, char *const *bufs) {
+  for (int k = 0; k < t->n_out; k++)
+    if (bufs[k] != bufs[t->n_out + k]) memmove(bufs[k], bufs[t->n_out + k], (size_t)t->leaf_bytes[k]);
+  char *state = bufs[0]; /* leaf 0 sits at the start of the block */
+  cpu_program *cond = t->progs[0], *body = t->progs[1];
+  for (;;) {
+    TRY(run_program(x, cond, &state));
+    if (!*(const uint8_t *)buffer_address(cond, &state, cond->results[0])) return NULL;
+    TRY(run_program(x, body, &state));
+    /* Leaves the body took from other state leaves are read before any is written. */
+    for (int k = 0; k < t->n_out; k++)
+      if (t->moves[k] == LEAF_STAGE)
+        memcpy(t->scratch + t->stage_at[k], buffer_address(body, &state, body->results[k]), (size_t)t->leaf_bytes[k]);
+    for (int k = 0; k < t->n_out; k++) {
+      if (t->moves[k] == LEAF_COPY)
+        memcpy(bufs[k], buffer_address(body, &state, body->results[k]), (size_t)t->leaf_bytes[k]);
+      else if (t->moves[k] == LEAF_STAGE)
+        memcpy(bufs[k], t->scratch + t->stage_at[k], (size_t)t->leaf_bytes[k]);
+    }
+  }
+}
+
+/* bufs[0..n_out): the result's leaves; then the selector, then each branch operand's
+ * leaves. Out-of-range s32 selectors run the last branch, as XLA specifies. */
+static kiln_status run_conditional(cpu_executable *x, thunk *t, char *const *bufs) {
+  int n = t->n_progs, b;
+  if (t->ins->operands[0]->shape.type == HLO_PRED) {
+    b = *(const uint8_t *)bufs[t->n_out] ? 0 : 1;
+  } else {
+    int32_t v;
+    memcpy(&v, bufs[t->n_out], sizeof v);
+    b = v < 0 || v >= n ? n - 1 : v;
+  }
+  const hlo_instr *operand = t->ins->operands[b + 1];
+  char *arg = t->scratch;
+  if (t->arg_packed[b]) {
+    arg = bufs[t->arg_leaf[b]];
+  } else {
+    int leaves = cpu_eval_leaf_count(&operand->shape);
+    for (int k = 0; k < leaves; k++)
+      memcpy(arg + cpu_eval_leaf_offset(&operand->shape, k, CPU_ALIGNMENT), bufs[t->arg_leaf[b] + k],
+             (size_t)shape_byte_size(leaf_shape(&operand->shape, k)));
+  }
+  cpu_program *branch = t->progs[b];
+  TRY(run_program(x, branch, &arg));
+  for (int k = 0; k < t->n_out; k++)
+    memmove(bufs[k], buffer_address(branch, &arg, branch->results[k]), (size_t)t->leaf_bytes[k]);
+  return NULL;
+}
+
+static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *params) {
+  int64_t bytes = (p->assignment->arena_bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+  /* Allocated on the first run and kept: fresh memory would page-fault on every run. */
+  if (bytes > 0 && !p->arena && !(p->arena = aligned_alloc(CPU_ALIGNMENT, (size_t)bytes)))
+    return status_error(KILN_RESOURCE_EXHAUSTED, "cpu: cannot allocate a %lld-byte arena", (long long)bytes);
   char *ptrs[64];
   char **bufs = ptrs;
-  for (int i = 0; i < x->n_thunks; i++) {
-    thunk *t = &x->thunks[i];
+  for (int i = 0; i < p->n_thunks; i++) {
+    thunk *t = &p->thunks[i];
     if (t->n_refs > 64) {
       bufs = malloc((size_t)t->n_refs * sizeof *bufs);
       if (!bufs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
     }
-    for (int k = 0; k < t->n_refs; k++) bufs[k] = buffer_address(x, arena, args, t->refs[k]);
+    for (int k = 0; k < t->n_refs; k++) bufs[k] = buffer_address(p, params, t->refs[k]);
     kiln_status st = NULL;
     struct timespec t0 = {0}, t1;
     if (x->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -998,6 +1368,8 @@ static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const
       case THUNK_DNNL: st = cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]); break;
       case THUNK_EVAL: st = cpu_eval_run(t->eval, bufs, bufs + t->n_out); break;
       case THUNK_NATIVE: st = cpu_native_run(t->native, bufs, bufs + t->n_out); break;
+      case THUNK_WHILE: st = run_while(x, t, bufs); break;
+      case THUNK_CONDITIONAL: st = run_conditional(x, t, bufs); break;
     }
     if (x->profile) {
       clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -1039,22 +1411,22 @@ static kiln_status output_literal(const hlo_shape *shape, const char *src, hlo_l
   return NULL;
 }
 
-static kiln_status make_result(const cpu_executable *x, char *arena, hlo_literal *const *args, hlo_literal **out) {
-  const hlo_computation *entry = x->module->entry;
-  const hlo_buffer_assignment *a = x->assignment;
+static kiln_status make_result(const cpu_executable *x, char *const *params, hlo_literal **out) {
+  const cpu_program *p = x->entry;
+  const hlo_buffer_assignment *a = p->assignment;
   hlo_literal **elems = calloc((size_t)x->n_outputs + 1, sizeof *elems);
   if (!elems) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   kiln_status st = NULL;
   for (int k = 0; k < x->n_outputs && !st; k++) {
-    const hlo_instr *ins = entry->instrs[a->output_instr[k]];
-    st = output_literal(&ins->shape, buffer_address(x, arena, args, x->outputs[k]), &elems[k]);
+    const hlo_instr *ins = p->comp->instrs[a->output_instr[k]];
+    st = output_literal(&ins->shape, buffer_address(p, params, x->outputs[k]), &elems[k]);
   }
   if (st) {
     for (int k = 0; k < x->n_outputs; k++) literal_free(elems[k]);
     free(elems);
     return st;
   }
-  if (entry->root->op == HLO_OP_TUPLE) {
+  if (p->comp->root->op == HLO_OP_TUPLE) {
     *out = literal_tuple(x->n_outputs, elems);
   } else {
     *out = elems[0];
@@ -1067,19 +1439,15 @@ static kiln_status cpu_execute(backend_executable *h, hlo_literal *const *args, 
   cpu_executable *x = h->x;
   *out = NULL;
   TRY(check_args(x->module->entry, args, n_args));
-  int64_t bytes = (x->assignment->arena_bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+  char *stack[16] = {0};
+  char **params = n_args <= 16 ? stack : malloc((size_t)n_args * sizeof *params);
+  if (!params) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < n_args; i++) params[i] = args[i]->data;
   pthread_mutex_lock(&x->run_lock);
-  /* Reusing the arena saves the page faults of fresh memory on every run. */
-  if (bytes > 0 && !x->arena) {
-    x->arena = aligned_alloc(CPU_ALIGNMENT, (size_t)bytes);
-    if (!x->arena) {
-      pthread_mutex_unlock(&x->run_lock);
-      return status_error(KILN_RESOURCE_EXHAUSTED, "cpu: cannot allocate a %lld-byte arena", (long long)bytes);
-    }
-  }
-  kiln_status st = run_thunks(x, x->arena, args);
-  if (!st) st = make_result(x, x->arena, args, out);
+  kiln_status st = run_program(x, x->entry, params);
+  if (!st) st = make_result(x, params, out);
   pthread_mutex_unlock(&x->run_lock);
+  if (params != stack) free(params);
   return st;
 }
 

@@ -10,6 +10,7 @@ struct cpu_native {
 };
 
 static const cpu_native_kind *const kinds[] = {
+    &cpu_native_update_slice,
     NULL, /* end of the table */
 };
 
