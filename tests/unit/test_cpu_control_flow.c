@@ -8,9 +8,11 @@
  * (written in place) and the same with a later reader of the old buffer (must not be),
  * nested loops, data-dependent trip counts, and conditionals with pred and s32
  * selectors (out of range runs the last branch) and tuple operands that must be packed. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/backend.h"
 #include "check.h"
 #include "check_util.h"
 
@@ -187,7 +189,26 @@ static void test_switch_runs_the_last_branch_when_out_of_range(void) {
   check_cpu_like_evaluator(SWITCH, (const char *const[]){"branch c conditional", COMPILED, NULL});
 }
 
-TEST_MAIN(TEST(test_fori_loop_with_nested_tuple_state_is_compiled),
+/* Graph placement asks supports() about every instruction of every computation: loops,
+ * conditionals, their tuple-shaped parameters and the plumbing around them are now the
+ * cpu backend's, so placement keeps such modules on cpu. */
+static void test_supports_accepts_loops_and_branches(void) {
+  const char *const texts[] = {WHILE, WHILE_ROOT, SWAP, SCAN, NESTED, CONDITIONAL, SWITCH};
+  const backend *cpu = backend_find("cpu");
+  CHECK(cpu != NULL);
+  for (size_t t = 0; cpu && t < sizeof texts / sizeof texts[0]; t++) {
+    hlo_module *m = check_parse_hlo(texts[t]);
+    for (int c = 0; m && c < m->n_comps; c++)
+      for (int i = 0; i < m->comps[c]->n_instrs; i++) {
+        bool ok = cpu->supports(cpu, m->comps[c]->instrs[i]);
+        if (!ok) fprintf(stderr, "cpu refuses %s in %s\n", m->comps[c]->instrs[i]->name, m->name);
+        CHECK(ok);
+      }
+    hlo_module_free(m);
+  }
+}
+
+TEST_MAIN(TEST(test_fori_loop_with_nested_tuple_state_is_compiled), TEST(test_supports_accepts_loops_and_branches),
           TEST(test_while_as_root_with_data_dependent_start_is_compiled),
           TEST(test_loop_state_leaves_that_swap_places_are_staged), TEST(test_scan_writes_its_stacked_rows_in_place),
           TEST(test_scan_with_a_later_reader_of_the_old_buffer_keeps_it),

@@ -152,19 +152,39 @@ static int cache_size;
 
 /* ------------------------------------------------------------- supports -------- */
 
+/* A value made of arrays and tuples of them (no tokens). */
+static bool arrays_and_tuples(const hlo_shape *s) {
+  if (!shape_is_tuple(s)) return shape_is_array(s);
+  for (int k = 0; k < s->n_elems; k++)
+    if (!arrays_and_tuples(&s->elems[k])) return false;
+  return true;
+}
+
+/* Values with a packed block of their own, which an output tuple can copy out. */
+static bool has_packed_result(const hlo_instr *ins) {
+  return shape_is_array(&ins->shape) || ins->op == HLO_OP_REDUCE || ins->op == HLO_OP_WHILE ||
+         ins->op == HLO_OP_CONDITIONAL;
+}
+
 static bool supported_plumbing(const hlo_instr *ins) {
+  bool entry = ins->parent && ins->parent->is_entry;
   switch (ins->op) {
-    case HLO_OP_PARAMETER: return shape_is_array(&ins->shape);
+    /* The entry's arguments are arrays; a loop body's or branch's parameter is the
+     * packed block its caller hands over. */
+    case HLO_OP_PARAMETER: return entry ? shape_is_array(&ins->shape) : arrays_and_tuples(&ins->shape);
     case HLO_OP_CONSTANT: return shape_is_array(&ins->shape);
-    /* Outputs are copied out one level deep: a tuple may hold arrays and variadic
-     * reduce results (packed tuples of arrays), not other tuples. */
+    /* The entry's outputs are copied out one level deep: its root tuple may hold arrays
+     * and packed results, not other `tuple`s. Other tuples only group leaves. */
     case HLO_OP_TUPLE:
       for (int k = 0; k < ins->n_operands; k++)
-        if (!shape_is_array(&ins->operands[k]->shape) && ins->operands[k]->op != HLO_OP_REDUCE) return false;
+        if (entry && ins == ins->parent->root ? !has_packed_result(ins->operands[k])
+                                              : !arrays_and_tuples(&ins->operands[k]->shape))
+          return false;
       return true;
-    /* Elements of tuples and of variadic reduces (packed in one block) are aliases. */
-    case HLO_OP_GET_TUPLE_ELEMENT:
-      return ins->operands[0]->op == HLO_OP_TUPLE || ins->operands[0]->op == HLO_OP_REDUCE;
+    case HLO_OP_GET_TUPLE_ELEMENT: return arrays_and_tuples(&ins->shape);
+    /* Their computations' instructions are asked about one by one. */
+    case HLO_OP_WHILE:
+    case HLO_OP_CONDITIONAL: return arrays_and_tuples(&ins->shape);
     default: return false;
   }
 }
