@@ -137,6 +137,7 @@ typedef struct cpu_executable {
   int n_outputs;
   buffer_ref *outputs;
   char *evaluated; /* the warning naming the evaluator thunks (repeated by every compile), or NULL */
+  int n_evaluated;  /* how many thunks that is */
   pthread_mutex_t run_lock; /* one run at a time: the arenas are the executable's */
   struct cpu_executable *next; /* cache list, most recently used first */
 } cpu_executable;
@@ -1057,6 +1058,7 @@ static kiln_status note_evaluated(thunk *t, void *ctx) {
 static char *describe_evaluated(const cpu_executable *x) {
   evaluated_list count = {NULL, 0, 0};
   each_thunk(x->entry, note_evaluated, &count);
+  ((cpu_executable *)x)->n_evaluated = count.n;
   if (!count.n) return NULL;
   strbuf b;
   strbuf_init(&b);
@@ -1471,6 +1473,8 @@ static kiln_status cpu_execute(backend_executable *h, hlo_literal *const *args, 
   return st;
 }
 
+static int cpu_evaluated_instructions(const backend_executable *h) { return h->x->n_evaluated; }
+
 const backend cpu_backend = {
     .name = "cpu",
     .priority = 50,
@@ -1479,4 +1483,5 @@ const backend cpu_backend = {
     .compile = cpu_compile,
     .execute = cpu_execute,
     .destroy = cpu_destroy,
+    .evaluated_instructions = cpu_evaluated_instructions,
 };
