@@ -822,7 +822,12 @@ static LLVMValueRef convert_value(cpu_emitter *e, hlo_type from, hlo_type to, LL
   if (from == HLO_F32 && to == HLO_F64) return LLVMBuildFPExt(e->b, v, e->f64, "");
   if (from == HLO_F64 && to == HLO_F32) return LLVMBuildFPTrunc(e->b, v, e->f32, "");
   if (from == HLO_F32 && to == HLO_F16) return narrow_half(e, to, v);
-  if (is_half(from) && to == HLO_F32) return widen_half(e, from, v);
+  if (is_half(from) && to == HLO_F32) {
+    /* a signalling NaN comes out quiet, as the evaluator's conversion through double
+     * (and XLA:CPU's fpext) makes it */
+    LLVMValueRef w = widen_half(e, from, v);
+    return LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, "");
+  }
   /* An integer of up to 32 bits to f32/f64: converting the value itself rounds exactly
    * as converting its 64-bit carrier does, and only this form vectorizes well (a vector
    * i64 -> float conversion is scalarized without AVX-512DQ: a dequantizing u8 -> s32 ->
