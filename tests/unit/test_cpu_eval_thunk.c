@@ -1,6 +1,6 @@
 /* Unit tests for the cpu backend's evaluator thunks (src/backends/cpu/cpu_eval.c): an
  * instruction that neither the code generator nor oneDNN takes (sort, scatter, while,
- * conditional, reduce-precision, ...) runs alone through the evaluator while the rest of
+ * conditional, ...) runs alone through the evaluator while the rest of
  * the module stays compiled, so compile succeeds on cpu instead of answering
  * UNIMPLEMENTED. Every module here is built from exact operations (integer math,
  * + - * on floats, data movement) around the evaluated instruction, so the cpu result
@@ -58,8 +58,9 @@ static void compile_run_compare(void) {
 }
 
 /* Runs text on several seeds; the captured stderr of the first (compile warning and
- * profile) must contain every string of `expect` (NULL-terminated). */
-static void check_module(const char *text, const char *const *expect) {
+ * profile) must contain every string of `expect` and none of `reject` (both
+ * NULL-terminated; reject may be NULL). */
+static void check_module_without(const char *text, const char *const *expect, const char *const *reject) {
   current_text = text;
   for (uint64_t seed = 1; seed <= 3; seed++) {
     current_seed = seed * 101;
@@ -69,10 +70,17 @@ static void check_module(const char *text, const char *const *expect) {
       if (!found) fprintf(stderr, "expected \"%s\" in:\n%s\n", expect[k], err);
       CHECK(found);
     }
+    for (int k = 0; seed == 1 && err && reject && reject[k]; k++) {
+      bool found = strstr(err, reject[k]) != NULL;
+      if (found) fprintf(stderr, "did not expect \"%s\" in:\n%s\n", reject[k], err);
+      CHECK(!found);
+    }
     CHECK(!err || strstr(err, "error") == NULL);
     free(err);
   }
 }
+
+static void check_module(const char *text, const char *const *expect) { check_module_without(text, expect, NULL); }
 
 /* supports() still refuses the instruction named `name` of text's entry. */
 static void check_refused(const char *text, const char *name) {
@@ -193,10 +201,9 @@ static void test_conditional(void) {
   check_module(CONDITIONAL, (const char *const[]){"c (conditional)", "evaluator c conditional", NULL});
 }
 
-/* An elementwise op the code generator lacks: fusion puts it in one loop fusion with
- * its neighbours, which compile splits again so only it is evaluated; buffer
- * assignment may let it write over its operand's block, which the thunk's copies make
- * safe. */
+/* reduce-precision was the elementwise op the code generator lacked (a loop fusion
+ * holding it was split again so only it was evaluated); now the code generator emits
+ * it, so the fusion stays whole, one kernel, and nothing is evaluated. */
 static const char *const REDUCE_PRECISION =
     "HloModule rp\n\n"
     "ENTRY main {\n  a = f32[100] parameter(0)\n  b = f32[100] parameter(1)\n"
@@ -204,9 +211,9 @@ static const char *const REDUCE_PRECISION =
     "  rp = f32[100] reduce-precision(m), exponent_bits=5, mantissa_bits=10\n"
     "  ROOT r = f32[100] add(rp, b)\n}\n";
 
-static void test_reduce_precision(void) {
-  check_module(REDUCE_PRECISION,
-               (const char *const[]){"runs 1 instruction", "(reduce-precision)", "kernel", NULL});
+static void test_reduce_precision_now_compiled(void) {
+  check_module_without(REDUCE_PRECISION, (const char *const[]){"1 thunks", "kernel fusion", NULL},
+                       (const char *const[]){"through the evaluator", "evaluator", NULL});
 }
 
 /* What the evaluator cannot run either still makes compile answer UNIMPLEMENTED naming
@@ -230,5 +237,5 @@ static void test_custom_call_still_refused(void) {
 }
 
 TEST_MAIN(TEST(test_sort_between_compiled_ops), TEST(test_tuple_shaped_sort), TEST(test_scatter),
-          TEST(test_while_loop), TEST(test_while_as_root), TEST(test_conditional), TEST(test_reduce_precision),
+          TEST(test_while_loop), TEST(test_while_as_root), TEST(test_conditional), TEST(test_reduce_precision_now_compiled),
           TEST(test_custom_call_still_refused))

@@ -5,7 +5,10 @@
  * through the linear position, dynamic-slice and gather through clamped starts read
  * from their index operands); pad, concatenate and dynamic-update-slice branch so that
  * no operand is ever read outside its bounds; reduce (variadic too), reduce-window, dot
- * and convolution loop over the contracted positions in the evaluator's order. Values already emitted for
+ * and convolution loop over the contracted positions in the evaluator's order (dot and
+ * convolution operands of another element type are converted to the result type first,
+ * as the evaluator does); bitcast-convert between widths splits or joins little-endian
+ * pieces along a minor dimension. Values already emitted for
  * the same (instruction, index object) are reused, which keeps fused graphs with shared
  * subexpressions linear in size; index objects are never reused across basic-block
  * regions, so a cached value always dominates its reuse.
@@ -14,7 +17,8 @@
  * division by zero gives -1 (all ones), INT_MIN / -1 gives INT_MIN, shifts by the width
  * or more give 0 or the sign fill, float -> int converts truncate and saturate with
  * NaN -> 0, maximum/minimum propagate the left NaN, + - * / keep the first NaN
- * operand's payload, pred arithmetic is boolean. */
+ * operand's payload, pred arithmetic is boolean, reduce-precision is the evaluator's
+ * bit recipe (halves through f32). */
 #include "backends/cpu/cpu_elemental.h"
 
 #include <stdio.h>
