@@ -17,8 +17,9 @@ transcriptions of the semantics: reduce-precision is the bit recipe of XLA's eva
 those at or below its smallest normal exponent to a signed zero; NaN stays the input NaN,
 or +inf with no mantissa bits; f16/bf16 are reduced in f32, as kiln's evaluator does);
 bitcasts read little-endian bytes through numpy views; float dots use values whose
-products and sums are exact in float64, so the one rounding to the result type is the
-whole error and any summation order gives the same bits.
+products and sums are exact even in float32, so the one rounding to the result type is
+the whole error and any summation order or accumulator width gives the same bits (a
+bf16 x bf16 -> f32 dot runs on oneDNN's bf16 matmul, f32 accumulators).
 """
 
 import os
@@ -242,11 +243,13 @@ def dot_attrs(lb, lc, rb, rc):
 
 
 def exact_floats(t, shape):
-    """Values of type t with 4 significant bits and exponents in [-4, 4]: products of two
-    have 8 significant bits, and sums of a few hundred of them are exact in float64."""
+    """Values of type t with 4 significant bits and exponents in [-2, 2]: products of two
+    are multiples of 2^-11 below 2^6, so sums of up to 64 of them fit 23 bits and are
+    exact even in float32 -- oneDNN's bf16 matmul (f32 accumulators, its own order) and
+    the code generator (double) must then give the same bits."""
     n = int(np.prod(shape)) if shape else 1
     sig = g.rng.integers(8, 16, n) / 8.0
-    exp = np.exp2(g.rng.integers(-4, 5, n))
+    exp = np.exp2(g.rng.integers(-2, 3, n))
     sign = np.where(g.rng.integers(0, 2, n) == 1, -1.0, 1.0)
     return kt.round_to((sig * exp * sign).reshape(shape), t)
 
@@ -259,6 +262,7 @@ def add_dot():
     cases = [
         ('bf16_x_bf16_to_f32', 'bf16', 'bf16', 'f32', mm),
         ('bf16_x_bf16_to_f32_batched', 'bf16', 'bf16', 'f32', batched),
+        ('bf16_x_bf16_to_f32_k64', 'bf16', 'bf16', 'f32', ((24, 64), (64, 40), [], [1], [], [0])),
         ('f16_x_f16_to_f32', 'f16', 'f16', 'f32', minor_both),
         ('bf16_x_f32_to_f32', 'bf16', 'f32', 'f32', mm),
         ('s8_x_s8_to_s32', 's8', 's8', 's32', mm),
