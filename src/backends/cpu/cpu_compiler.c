@@ -584,9 +584,9 @@ static kiln_status build_outputs(cpu_executable *x) {
   return NULL;
 }
 
-/* Fusion groups the ops the code generator has rules for by opcode, but it lacks a few
- * of them (reduce-precision, some element types): a fusion holding one would run
- * through the evaluator as a whole. Such a fusion is split back into its instructions,
+/* Fusion groups ops by opcode, but the code generator may lack a case the fusion rules
+ * let in (an element type, an attribute; none is known today): a fusion holding one
+ * would run through the evaluator as a whole. Such a fusion is split back into its instructions,
  * so only the one the code generator lacks is evaluated and the rest become kernels:
  * relabelled a call (same operands, one called computation), the call inliner does the
  * split. This holds in the entry and in loop bodies and branches alike. */
