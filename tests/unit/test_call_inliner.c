@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "backends/backend.h"
+#include "backends/cpu/cpu_pipeline.h"
 #include "check.h"
 #include "check_util.h"
 #include "eval/constant_folding.h"
@@ -271,7 +272,7 @@ static void test_fresh_names(void) {
 /* The optimize and cpu pipelines start with the inliner: nothing after it sees a call. */
 static void test_cpu_pipeline_and_backend(void) {
   hlo_module *m = check_parse_hlo(relu_twice_text);
-  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, NULL);
+  hlo_pipeline *p = cpu_pipeline_new();
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   CHECK(count_op_in_module(m, HLO_OP_CALL) == 0);

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu_quantize.h"
+#include "backends/cpu/cpu_pipeline.h"
 #include "check.h"
 #include "check_util.h"
 #include "eval/constant_folding.h"
@@ -124,7 +125,7 @@ static void test_qdq_conv_becomes_integer_product(void) {
 static void test_cpu_pipeline_forms_one_int8_fusion(void) {
   char *text = qdq_conv_text("{0, 0, 0, 0, 0, 0, 0, 0}");
   hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, cpu_pass_quantized_products);
+  hlo_pipeline *p = cpu_pipeline_new();
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   int int8_fusions = 0;

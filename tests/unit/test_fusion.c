@@ -2,13 +2,14 @@
  * kOutput groups, the kCustom softmax, no duplication of expensive producers, nothing fused across dots or
  * parameters, XLA-style names, print/parse round trip), dot canonicalization (batch dims
  * moved to the front, several contracting dims merged, matrix-vector products), and the
- * whole hlo_pipeline_new_cpu pipeline over every module of tests/hlo/corpus. The oracle
+ * whole cpu_pipeline_new pipeline over every module of tests/hlo/corpus. The oracle
  * is the evaluator: each rewritten module must compute bit-identical results to the
  * module as written on deterministic pseudo-random inputs. */
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_pipeline.h"
 #include "check.h"
 #include "check_util.h"
 #include "eval/constant_folding.h"
@@ -44,7 +45,7 @@ static void loop_fusion_of_elementwise_chain(void) {
       "  mul = f32[4,3] multiply(a, b)\n"
       "  ROOT add = f32[4,3] add(mul, c)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   CHECK(m->entry->n_instrs == 4);
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && f->fusion_kind && strcmp(f->fusion_kind, "kLoop") == 0);
@@ -79,7 +80,7 @@ static void loop_fusion_pulls_cheap_producers(void) {
       "  s = f32[4,3] subtract(t, cb)\n"
       "  ROOT r = f32[4,3] multiply(s, kb)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   CHECK(m->entry->n_instrs == 3 && m->entry->root->op == HLO_OP_FUSION);
   hlo_computation *fc = m->entry->root->called[0];
   CHECK(check_count_op(fc, HLO_OP_CONSTANT) == 1 && check_count_op(fc, HLO_OP_BROADCAST) == 1);
@@ -102,7 +103,7 @@ static void input_fusion_of_reduce(void) {
       "  z = f32[] constant(0)\n"
       "  ROOT r = f32[5] reduce(e, z), dimensions={1}, to_apply=add_f32\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kInput") == 0);
   hlo_computation *fc = f->called[0];
@@ -125,7 +126,7 @@ static void output_fusion_dot_bias_relu(void) {
       "  zb = f32[8,4] broadcast(z), dimensions={}\n"
       "  ROOT r = f32[8,4] maximum(a, zb)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kOutput") == 0);
   CHECK(check_count_op(m->entry, HLO_OP_DOT) == 0 && m->entry->n_instrs == 4);
@@ -152,7 +153,7 @@ static void no_output_fusion_for_transposed_convolution(void) {
       "  bb = f32[1,8,8,1] broadcast(bias), dimensions={3}\n"
       "  ROOT a = f32[1,8,8,1] add(c, bb)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kLoop") == 0);
   CHECK(check_count_op(m->entry, HLO_OP_CONVOLUTION) == 1);
@@ -176,7 +177,7 @@ static void output_fusion_residual_and_scale(void) {
       "  hi = f32[] constant(0.5)\n"
       "  ROOT r = f32[1,5,5,2] clamp(lo, mu, hi)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kOutput") == 0);
   hlo_computation *fc = f->called[0];
@@ -198,7 +199,7 @@ static void post_op_reading_two_dots(void) {
       "  d2 = f32[4,5] dot(x, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
       "  ROOT a2 = f32[4,5] add(a1, d2)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   CHECK(check_count_op(m->entry, HLO_OP_FUSION) == 1 && check_count_op(m->entry, HLO_OP_DOT) == 1);
   hlo_computation *fc = m->entry->root->called[0];
   CHECK(check_count_op(fc, HLO_OP_DOT) == 1 && check_count_op(fc, HLO_OP_ADD) == 2 && fc->n_params == 4);
@@ -217,7 +218,7 @@ static void expensive_producer_not_duplicated(void) {
       "  b = f32[6] multiply(e, n)\n"
       "  ROOT r = (f32[6], f32[6]) tuple(a, b)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   CHECK(count_op_module(m, HLO_OP_EXP) == 1);
   /* the cheap negate is copied into both consumers' fusions */
   CHECK(count_op_module(m, HLO_OP_NEGATE) == 2 && check_count_op(m->entry, HLO_OP_NEGATE) == 0);
@@ -262,7 +263,7 @@ static void long_chain_split_into_bounded_kernels(void) {
    * stay bit-identical (check_run_pass evaluates both). */
   enum { N = 1000 };
   char *text = elementwise_chain(N);
-  hlo_module *m = check_run_pass(text, hlo_pass_fusion, true);
+  hlo_module *m = check_run_pass(text, cpu_pass_fusion, true);
   int fusions = 0, chain_ops = 0, total_cost = 0;
   for (int i = 0; i < m->entry->n_instrs; i++) {
     const hlo_instr *ins = m->entry->instrs[i];
@@ -295,7 +296,7 @@ static uint64_t fusion_work_on_chain(int n) {
   char *text = elementwise_chain(n);
   hlo_module *m = check_parse_hlo(text);
   bool changed = false;
-  CHECK_OK(hlo_pass_fusion(m, &changed));
+  CHECK_OK(cpu_pass_fusion(m, &changed));
   CHECK(changed);
   uint64_t work = hlo_pass_fusion_last_work();
   hlo_module_free(m);
@@ -326,7 +327,7 @@ static void residual_stream_not_recomputed(void) {
       "  h3 = f32[4,8] add(h2, c)\n"
       "  ROOT n = f32[4,8] negate(h3)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   CHECK(count_op_module(m, HLO_OP_ADD) == 3);
   hlo_module_free(m);
 }
@@ -350,7 +351,7 @@ static void output_fusion_swish_and_logistic(void) {
       "  d = f32[1,6,6,8] convolution(s, w2), window={size=1x1}, dim_labels=b01f_01io->b01f\n"
       "  ROOT g = f32[1,6,6,8] logistic(d)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   CHECK(check_count_op(m->entry, HLO_OP_FUSION) == 2 && check_count_op(m->entry, HLO_OP_CONVOLUTION) == 0);
   CHECK(check_count_op(m->entry, HLO_OP_LOGISTIC) == 0 && check_count_op(m->entry, HLO_OP_MULTIPLY) == 0);
   hlo_instr *f = m->entry->root;
@@ -374,7 +375,7 @@ static void output_fusion_swish_and_logistic(void) {
       "  mn = f32[4,8] minimum(oneb, t)\n  mx = f32[4,8] maximum(mn, zb)\n"
       "  ROOT r = f32[4,8] multiply(mx, d)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   CHECK(m->entry->n_instrs == 3 && m->entry->root->op == HLO_OP_FUSION);
   CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && check_count_op(m->entry->root->called[0], HLO_OP_DOT) == 1);
   hlo_module_free(m);
@@ -395,7 +396,7 @@ static void output_fusion_swish_and_logistic(void) {
       "  m1 = f32[4,8] multiply(a, e1)\n"
       "  ROOT g = f32[4,8] multiply(m1, hb)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   CHECK(m->entry->n_instrs == 4 && m->entry->root->op == HLO_OP_FUSION);
   CHECK(strcmp(m->entry->root->fusion_kind, "kOutput") == 0 && check_count_op(m->entry->root->called[0], HLO_OP_ERF) == 1);
   hlo_module_free(m);
@@ -428,7 +429,7 @@ static int count_fusion_kind(const hlo_computation *c, const char *kind) {
 static void softmax_custom_fusion(void) {
   char text[2048];
   snprintf(text, sizeof text, softmax_text, 7, 2, 7, 7, 7, 7, 7, "f32[3,5,7] negate(y)");
-  hlo_module *m = check_run_pass(text, hlo_pass_fusion, true);
+  hlo_module *m = check_run_pass(text, cpu_pass_fusion, true);
   hlo_instr *f = m->entry->root->operands[0];
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->fusion_kind, "kCustom") == 0 && f->n_operands == 1);
   CHECK(count_fusion_kind(m->entry, "kCustom") == 1);
@@ -437,12 +438,12 @@ static void softmax_custom_fusion(void) {
   hlo_module_free(m);
   /* the exponentials also feed the root tuple */
   snprintf(text, sizeof text, softmax_text, 7, 2, 7, 7, 7, 7, 7, "(f32[3,5,7], f32[3,5,7]) tuple(y, e)");
-  m = check_run_pass(text, hlo_pass_fusion, true);
+  m = check_run_pass(text, cpu_pass_fusion, true);
   CHECK(count_fusion_kind(m->entry, "kCustom") == 0);
   hlo_module_free(m);
   /* the max taken over dim 1: not a softmax over one dim */
   snprintf(text, sizeof text, softmax_text, 5, 1, 5, 5, 5, 5, 5, "f32[3,5,5] negate(y)");
-  m = check_run_pass(text, hlo_pass_fusion, true);
+  m = check_run_pass(text, cpu_pass_fusion, true);
   CHECK(count_fusion_kind(m->entry, "kCustom") == 0);
   hlo_module_free(m);
 }
@@ -457,7 +458,7 @@ static void expensive_producer_not_under_broadcast(void) {
       "  b = f32[4,6] broadcast(e), dimensions={1}\n"
       "  ROOT r = f32[4,6] add(b, y)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   CHECK(check_count_op(m->entry, HLO_OP_EXP) == 1);
   hlo_computation *fc = m->entry->root->called[0];
   CHECK(check_count_op(fc, HLO_OP_BROADCAST) == 1 && check_count_op(fc, HLO_OP_EXP) == 0);
@@ -474,7 +475,7 @@ static void nothing_fused_across_dot_or_parameter(void) {
       "  d = f32[3,2] dot(na, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
       "  ROOT e = f32[3,2] exponential(d)\n"
       "}\n",
-      hlo_pass_fusion, false);
+      cpu_pass_fusion, false);
   CHECK(check_count_op(m->entry, HLO_OP_DOT) == 1 && check_count_op(m->entry, HLO_OP_NEGATE) == 1);
   CHECK(check_count_op(m->entry, HLO_OP_FUSION) == 0 && check_count_op(m->entry, HLO_OP_PARAMETER) == 2);
   hlo_module_free(m);
@@ -491,7 +492,7 @@ static void side_effects_and_tuples_stay(void) {
       "  g1 = f32[4] get-tuple-element(p), index=1\n"
       "  ROOT t = (f32[4], f32[4]) tuple(g1, g0)\n"
       "}\n",
-      hlo_pass_fusion, false);
+      cpu_pass_fusion, false);
   CHECK(check_count_op(m->entry, HLO_OP_FUSION) == 0);
   hlo_module_free(m);
 }
@@ -509,7 +510,7 @@ static void names_avoid_existing_ones(void) {
       "  a = f32[2] abs(fusion)\n"
       "  ROOT s = f32[2] sqrt(a)\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   hlo_instr *f = m->entry->root;
   CHECK(f->op == HLO_OP_FUSION && strcmp(f->name, "fusion.1") == 0);
   CHECK(strcmp(f->called[0]->name, "fused_computation.1") == 0);
@@ -545,7 +546,7 @@ static void fusion_inside_while_body(void) {
       "  w = (s32[], f32[3]) while(init), condition=cond, body=body\n"
       "  ROOT r = f32[3] get-tuple-element(w), index=1\n"
       "}\n",
-      hlo_pass_fusion, true);
+      cpu_pass_fusion, true);
   hlo_computation *body = hlo_module_find_computation(m, "body");
   CHECK(body && check_count_op(body, HLO_OP_FUSION) == 1 && check_count_op(body, HLO_OP_MULTIPLY) == 0);
   hlo_module_free(m);
@@ -650,7 +651,7 @@ static void cpu_pipeline_keeps_dots_canonical(void) {
       "  ROOT r = (f32[3], f32[2,6,5,5]) tuple(e, bd)\n"
       "}\n";
   hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, NULL);
+  hlo_pipeline *p = cpu_pipeline_new();
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   CHECK_OK(hlo_verify_module(m));
@@ -692,7 +693,7 @@ static void cpu_pipeline_over_corpus(void) {
   }
   closedir(dp);
   int compared = 0, fusions = 0;
-  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, NULL);
+  hlo_pipeline *p = cpu_pipeline_new();
   for (int i = 0; i < n; i++) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -839,7 +840,7 @@ static char *random_program(void) {
 }
 
 static void cpu_pipeline_on_random_programs(void) {
-  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, NULL);
+  hlo_pipeline *p = cpu_pipeline_new();
   int fused = 0, output_fusions = 0;
   for (int t = 0; t < 150; t++) {
     char *text = random_program();

@@ -1,4 +1,4 @@
-/* Unit tests for the conv-layout pass (src/hlo/passes/layout_assignment.c): small NCHW
+/* Unit tests for the conv-layout pass (src/backends/cpu/cpu_conv_layout.c): small NCHW
  * convolution chains as ONNX lowers them (bias + relu, pooling + pad, a residual add
  * with a depthwise and a constant kernel, two concatenated branches with a global
  * average pool and a classifier, a squeeze-excite block) must come out with every
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_pipeline.h"
 #include "check.h"
 #include "check_util.h"
 #include "eval/constant_folding.h"
@@ -22,7 +23,7 @@
  * transposed constants fold, duplicates merge, bypassed instructions go). */
 static bool run_layout(hlo_module *m) {
   bool changed = false;
-  CHECK_OK(hlo_pass_conv_layout(m, &changed));
+  CHECK_OK(cpu_pass_conv_layout(m, &changed));
   CHECK_OK(hlo_verify_module(m));
   hlo_pipeline *p = hlo_pipeline_new("cleanup");
   hlo_pipeline *fix = hlo_pipeline_new("fix");
@@ -304,7 +305,7 @@ static void channels_last_untouched(void) {
       "}\n";
   hlo_module *m = check_parse_hlo(text);
   bool changed = true;
-  CHECK_OK(hlo_pass_conv_layout(m, &changed));
+  CHECK_OK(cpu_pass_conv_layout(m, &changed));
   CHECK(!changed);
   hlo_module_free(m);
 }
@@ -321,7 +322,7 @@ static void lone_conv_untouched(void) {
       "}\n";
   hlo_module *m = check_parse_hlo(text);
   bool changed = true;
-  CHECK_OK(hlo_pass_conv_layout(m, &changed));
+  CHECK_OK(cpu_pass_conv_layout(m, &changed));
   CHECK(!changed);
   CHECK(check_count_op(m->entry, HLO_OP_TRANSPOSE) == 0);
   hlo_module_free(m);
@@ -348,7 +349,7 @@ static void in_cpu_pipeline(void) {
       "  ROOT %c2 = f32[1,2,8,8] convolution(%mn, %k2), window={size=1x1}, dim_labels=bf01_oi01->bf01\n"
       "}\n";
   hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, NULL);
+  hlo_pipeline *p = cpu_pipeline_new();
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   check_same_eval(orig, m, 101);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_pipeline.h"
 #include "check.h"
 #include "check_util.h"
 #include "eval/constant_folding.h"
@@ -514,7 +515,7 @@ static void reduction_splitter_splits_column_reductions(void) {
   static const char *cases[][3] = {{"f32", "-inf", "max_f32"}, {"s32", "0", "add_s32"}};
   for (int i = 0; i < 2; i++) {
     split_module(text, sizeof text, cases[i][0], cases[i][1], cases[i][2], "1,2", "[1,64,64,8]", "[1,8]");
-    hlo_module *m = check_run_pass(text, hlo_pass_reduction_splitter, true);
+    hlo_module *m = check_run_pass(text, cpu_pass_reduction_splitter, true);
     CHECK(check_count_op(m->entry, HLO_OP_REDUCE) == 2 && check_count_op(m->entry, HLO_OP_RESHAPE) == 1);
     const hlo_instr *outer = m->entry->root, *inner = outer->operands[0];
     CHECK(outer->op == HLO_OP_REDUCE && outer->dimensions.n == 1 && outer->dimensions.v[0] == 1);
@@ -530,18 +531,18 @@ static void reduction_splitter_splits_column_reductions(void) {
 static void reduction_splitter_leaves_others(void) {
   char text[2048];
   split_module(text, sizeof text, "f32", "1", "add_f32", "1,2", "[1,64,64,8]", "[1,8]");
-  hlo_module_free(check_run_pass(text, hlo_pass_reduction_splitter, false));
+  hlo_module_free(check_run_pass(text, cpu_pass_reduction_splitter, false));
   split_module(text, sizeof text, "f32", "0", "add_f32", "2,3", "[1,8,64,64]", "[1,8]");
-  hlo_module_free(check_run_pass(text, hlo_pass_reduction_splitter, false));
+  hlo_module_free(check_run_pass(text, cpu_pass_reduction_splitter, false));
   split_module(text, sizeof text, "f32", "-inf", "max_f32", "1,2", "[1,16,16,8]", "[1,8]");
-  hlo_module_free(check_run_pass(text, hlo_pass_reduction_splitter, false));
+  hlo_module_free(check_run_pass(text, cpu_pass_reduction_splitter, false));
   split_module(text, sizeof text, "f32", "-inf", "max_f32", "1,2", "[1,64,64,512]", "[1,512]");
-  hlo_module_free(check_run_pass(text, hlo_pass_reduction_splitter, false));
+  hlo_module_free(check_run_pass(text, cpu_pass_reduction_splitter, false));
   const char *first = "HloModule t\n"
                       "first {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT c = f32[] copy(a)\n}\n"
                       "ENTRY main {\n  x = f32[1,64,64,8] parameter(0)\n  i = f32[] constant(0)\n"
                       "  ROOT r = f32[1,8] reduce(x, i), dimensions={1,2}, to_apply=first\n}\n";
-  hlo_module_free(check_run_pass(first, hlo_pass_reduction_splitter, false));
+  hlo_module_free(check_run_pass(first, cpu_pass_reduction_splitter, false));
 }
 
 /* A float sum (a global average pool) is split too; its result differs from the single
@@ -552,7 +553,7 @@ static void reduction_splitter_float_sum_close(void) {
   split_module(text, sizeof text, "f32", "0", "add_f32", "1,2", "[1,64,64,8]", "[1,8]");
   hlo_module *before = check_parse_hlo(text), *m = check_parse_hlo(text);
   bool changed = false;
-  CHECK_OK(hlo_pass_reduction_splitter(m, &changed));
+  CHECK_OK(cpu_pass_reduction_splitter(m, &changed));
   CHECK(changed);
   CHECK_OK(hlo_verify_module(m));
   hlo_literal *a = check_eval_random(before, 23, NULL), *b = check_eval_random(m, 23, NULL);

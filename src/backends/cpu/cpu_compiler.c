@@ -6,12 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cpu_quantize.h"
+#include "backends/cpu/cpu_pipeline.h"
 #include "backends/cpu/cpu_elemental.h"
 #include "base/log.h"
-#include "eval/constant_folding.h"
 #include "hlo/clone.h"
-#include "hlo/passes/pipeline.h"
 
 /* OpenMP's runtime call, declared here rather than through <omp.h>: clang builds
  * (fuzzing) compile against gcc's libgomp, whose omp.h clang cannot parse. */
@@ -617,7 +615,7 @@ kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_op
   pthread_mutex_init(&x->run_lock, NULL);
   kiln_status st = hlo_module_clone(m, &x->module);
   if (!st) {
-    hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, cpu_pass_quantized_products);
+    hlo_pipeline *p = cpu_pipeline_new();
     hlo_pipeline_options po = hlo_pipeline_options_default();
     po.dump_to = opts->dump_to;
     po.dump_pass_re = opts->dump_pass_re;

@@ -19,6 +19,7 @@
  * creates the primitive descriptor so that "yes" means oneDNN has an optimized
  * implementation for exactly this configuration. */
 #include "backends/cpu/cpu_dnnl.h"
+#include "backends/cpu/cpu_patterns.h"
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
@@ -541,13 +542,13 @@ static kiln_status add_min(const hlo_instr *ins, plan *p, const leaf *l) {
   return NULL;
 }
 
-/* For an activation's final multiply (hlo_pass_match_activation): the activated value;
+/* For an activation's final multiply (cpu_match_activation): the activated value;
  * else NULL. */
-static const hlo_instr *activation_input(const hlo_instr *x, hlo_activation *kind) {
-  const hlo_instr *v = NULL, *inner[HLO_ACTIVATION_MAX_INNER];
+static const hlo_instr *activation_input(const hlo_instr *x, cpu_activation *kind) {
+  const hlo_instr *v = NULL, *inner[CPU_ACTIVATION_MAX_INNER];
   int n = 0;
-  *kind = hlo_pass_match_activation(x, &v, inner, &n);
-  return *kind == HLO_ACTIVATION_NONE ? NULL : v;
+  *kind = cpu_match_activation(x, &v, inner, &n);
+  return *kind == CPU_ACTIVATION_NONE ? NULL : v;
 }
 
 static kiln_status add_scalar_binary(const hlo_instr *ins, plan *p, dnnl_alg_kind_t alg, float v);
@@ -559,13 +560,13 @@ static kiln_status add_post(const hlo_instr *ins, plan *p, const hlo_instr *x, i
   /* oneDNN's round is half to even, as round-nearest-even. */
   if (x->op == HLO_OP_ROUND_NEAREST_EVEN) return add_eltwise(ins, p, dnnl_eltwise_round, 0.0f, 0.0f);
   if (x->op == HLO_OP_CONVERT) return NULL; /* checked by quantized_chain: no arithmetic */
-  hlo_activation act;
+  cpu_activation act;
   if (activation_input(x, &act))
     return add_eltwise(ins, p,
-                       act == HLO_ACTIVATION_SWISH       ? dnnl_eltwise_swish
-                       : act == HLO_ACTIVATION_HARDSWISH ? dnnl_eltwise_hardswish
+                       act == CPU_ACTIVATION_SWISH       ? dnnl_eltwise_swish
+                       : act == CPU_ACTIVATION_HARDSWISH ? dnnl_eltwise_hardswish
                                                          : dnnl_eltwise_gelu_erf,
-                       act == HLO_ACTIVATION_SWISH ? 1.0f : 0.0f, 0.0f);
+                       act == CPU_ACTIVATION_SWISH ? 1.0f : 0.0f, 0.0f);
   if (x->op == HLO_OP_CLAMP) {
     TRY(analyze_leaf(ins, p, x->operands[0], &a));
     TRY(analyze_leaf(ins, p, x->operands[2], &b));
@@ -619,7 +620,7 @@ static kiln_status plan_fusion_chain(const hlo_instr *ins, const hlo_instr **cor
     if (!is_chain_op(x))
       return unsupported(ins, "the fused computation is not a dot/convolution with an elementwise epilogue");
     if (*n_chain >= MAX_POST_OPS) return unsupported(ins, "too many epilogue operations");
-    hlo_activation act;
+    cpu_activation act;
     const hlo_instr *act_in = activation_input(x, &act), *next;
     int ci = 0; /* the chain operand; add_post does not use it for activations */
     bool unary = x->op == HLO_OP_LOGISTIC || x->op == HLO_OP_ROUND_NEAREST_EVEN || x->op == HLO_OP_CONVERT;
@@ -742,9 +743,9 @@ static kiln_status absorb_bias(const hlo_instr *ins, plan *p) {
 /* A kCustom fusion holding a softmax over the minor dimension of its one parameter
  * (formed by the fusion pass): oneDNN's softmax primitive over the row-major buffer. */
 static kiln_status plan_softmax(const hlo_instr *ins, plan *p) {
-  const hlo_instr *x = NULL, *inner[HLO_SOFTMAX_INNER];
+  const hlo_instr *x = NULL, *inner[CPU_SOFTMAX_INNER];
   if (ins->n_called != 1 || !ins->called[0] || !ins->called[0]->root ||
-      !hlo_pass_match_softmax(ins->called[0]->root, &x, inner))
+      !cpu_match_softmax(ins->called[0]->root, &x, inner))
     return unsupported(ins, "a kCustom fusion that is not a softmax");
   if (!resolve_leaf(ins, x, &p->src) || p->src.constant)
     return unsupported(ins, "the softmax input is not a fusion parameter");

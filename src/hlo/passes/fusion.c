@@ -10,11 +10,11 @@
  *   kOutput - a dot or convolution followed by a chain of add / multiply / maximum /
  *             minimum / clamp whose other operands are fusion parameters, broadcasts of
  *             them or broadcasts of scalar constants, logistic, and the activations
- *             hlo_pass_match_activation finds (swish, hardswish, GELU): what oneDNN
- *             post-ops express; for an integer product (the cpu backend's quantized
+ *             the backend's policy matches (the cpu backend's: swish, hardswish, GELU),
+ *             what oneDNN post-ops express; for an integer product (the cpu backend's quantized
  *             products) also the widening of its 8-bit operands, an int32 bias, the
  *             convert to f32 and a requantization ending in a convert to 8 bits;
- *   kCustom - a softmax over the minor dimension (hlo_pass_match_softmax), for
+ *   kCustom - a softmax over the minor dimension (the policy's match_softmax), for
  *             oneDNN's softmax primitive.
  * The decision procedure: output chains are found first, then softmaxes; then instructions are visited
  * consumers-first (reverse definition order) and every instruction whose value is still
@@ -235,6 +235,7 @@ typedef struct fusion_ctx {
   int *queued;                  /* the queue_tag a producer was last queued under */
   int queue_tag;                /* one per grow_group call (group indices are reused) */
   hlo_instr **clone;            /* build_group's copies by instruction index, else NULL */
+  const hlo_fusion_policy *policy; /* the backend's activation and softmax patterns (may be NULL) */
 } fusion_ctx;
 
 /* Work the last hlo_pass_fusion on this thread did (see pipeline.h). */
@@ -374,18 +375,18 @@ static bool transposed_convolution(const hlo_instr *d) {
   return false;
 }
 
-/* An activation oneDNN applies as one post-op (hlo_pass_match_activation) on t: found
+/* An activation one post-op applies (the policy's match_activation) on t: found
  * by following single-user chains from t's users; t's users are all inside it and each
  * inner instruction has one user. Returns its final multiply and the inner
  * instructions. */
 static hlo_instr *activation_of(const fusion_ctx *x, const hlo_instr *t, const hlo_instr **inner, int *n_inner) {
   int ti = x->index_of_id[t->id];
-  if (n_users(x, ti) != 2) return NULL;
+  if (!x->policy || !x->policy->match_activation || n_users(x, ti) != 2) return NULL;
   for (int k = 0; k < 2; k++) {
     hlo_instr *m = x->c->instrs[x->user_idx[x->user_start[ti] + k]];
-    for (int step = 0; step <= HLO_ACTIVATION_MAX_INNER; step++) {
+    for (int step = 0; step <= HLO_FUSION_MAX_ACTIVATION_INNER; step++) {
       const hlo_instr *v = NULL;
-      if (hlo_pass_match_activation(m, &v, inner, n_inner) && v == t) {
+      if (x->policy->match_activation(m, &v, inner, n_inner) && v == t) {
         bool ok = true;
         for (int i = 0; i < *n_inner && ok; i++)
           ok = inner[i] != x->c->root && n_users(x, x->index_of_id[inner[i]->id]) == 1;
@@ -466,10 +467,10 @@ static void form_output_groups(fusion_ctx *x) {
     if (transposed_convolution(d)) continue;
     bool quantized = hlo_type_is_int(d->shape.type);
     /* Walk the chain of single-use post-ops (an activation's two uses counted as one). */
-    int chain[64], n_side[64], side[64][HLO_ACTIVATION_MAX_INNER], n_chain = 0;
+    int chain[64], n_side[64], side[64][HLO_FUSION_MAX_ACTIVATION_INNER], n_chain = 0;
     hlo_instr *t = d;
     while (n_chain < 64 && t != c->root) {
-      const hlo_instr *inner[HLO_ACTIVATION_MAX_INNER];
+      const hlo_instr *inner[HLO_FUSION_MAX_ACTIVATION_INNER];
       int n_inner = 0;
       hlo_instr *u = activation_of(x, t, inner, &n_inner);
       if (u) {
@@ -535,7 +536,7 @@ static void form_output_groups(fusion_ctx *x) {
 
 /* ---- kCustom: softmax ---- */
 
-/* Softmax over the minor dimension (hlo_pass_match_softmax: max, subtract, exp, sum,
+/* Softmax over the minor dimension (the policy's match_softmax: max, subtract, exp, sum,
  * divide) becomes one kCustom fusion reading only x, which the cpu backend runs as
  * oneDNN's softmax primitive: one pass over each row for the max and one for the
  * exponentials and their sum, instead of four kernels (two reductions, the
@@ -543,24 +544,25 @@ static void form_output_groups(fusion_ctx *x) {
  * intermediate value is read inside the pattern. */
 static void form_softmax_groups(fusion_ctx *x) {
   hlo_computation *c = x->c;
+  if (!x->policy || !x->policy->match_softmax) return;
   for (int i = 0; i < x->n; i++) {
-    const hlo_instr *v = NULL, *inner[HLO_SOFTMAX_INNER];
-    if (x->in_output_chain[i] || !hlo_pass_match_softmax(c->instrs[i], &v, inner)) continue;
-    int idx[HLO_SOFTMAX_INNER];
+    const hlo_instr *v = NULL, *inner[HLO_FUSION_SOFTMAX_INNER];
+    if (x->in_output_chain[i] || !x->policy->match_softmax(c->instrs[i], &v, inner)) continue;
+    int idx[HLO_FUSION_SOFTMAX_INNER];
     bool ok = true;
-    for (int k = 0; k < HLO_SOFTMAX_INNER && ok; k++) {
+    for (int k = 0; k < HLO_FUSION_SOFTMAX_INNER && ok; k++) {
       idx[k] = x->index_of_id[inner[k]->id];
       ok = idx[k] >= 0 && inner[k] != c->root && !x->in_output_chain[idx[k]] && x->group_of_root[idx[k]] < 0;
     }
     if (!ok) continue;
     group *g = new_group(x, i, "kCustom");
-    for (int k = 0; k < HLO_SOFTMAX_INNER; k++) set_state(x, g, idx[k], MEMBER_EXCL);
-    for (int k = 0; k < HLO_SOFTMAX_INNER && ok; k++) ok = all_users_exclusive(x, g, idx[k]);
+    for (int k = 0; k < HLO_FUSION_SOFTMAX_INNER; k++) set_state(x, g, idx[k], MEMBER_EXCL);
+    for (int k = 0; k < HLO_FUSION_SOFTMAX_INNER && ok; k++) ok = all_users_exclusive(x, g, idx[k]);
     if (!ok) {
       drop_last_group(x);
       continue;
     }
-    for (int k = 0; k < HLO_SOFTMAX_INNER; k++) { /* the reductions' init constants */
+    for (int k = 0; k < HLO_FUSION_SOFTMAX_INNER; k++) { /* the reductions' init constants */
       const hlo_instr *r = inner[k];
       if (r->op == HLO_OP_REDUCE) add_member(x, g, x->index_of_id[r->operands[1]->id]);
     }
@@ -772,10 +774,12 @@ static kiln_status build_group(fusion_ctx *x, const group *g, name_set *names, h
 
 /* ------------------------------------------------------------ driver ---- */
 
-static kiln_status fuse_computation(hlo_computation *c, name_set *names, bool *changed) {
+static kiln_status fuse_computation(hlo_computation *c, const hlo_fusion_policy *policy, name_set *names,
+                                    bool *changed) {
   fusion_ctx x;
   memset(&x, 0, sizeof x);
   x.c = c;
+  x.policy = policy;
   x.n = c->n_instrs;
   hlo_module *m = c->module;
   x.index_of_id = malloc(((size_t)m->next_id + 1) * sizeof(int));
@@ -917,7 +921,9 @@ static int collect_program_computations(hlo_module *m, hlo_computation **out) {
   return n;
 }
 
-kiln_status hlo_pass_fusion(hlo_module *m, bool *changed) {
+kiln_status hlo_pass_fusion(hlo_module *m, bool *changed) { return hlo_pass_fusion_with(m, NULL, changed); }
+
+kiln_status hlo_pass_fusion_with(hlo_module *m, const hlo_fusion_policy *policy, bool *changed) {
   *changed = false;
   fusion_work = 0;
   name_set names;
@@ -932,7 +938,7 @@ kiln_status hlo_pass_fusion(hlo_module *m, bool *changed) {
   if (!progs) abort();
   int n_progs = collect_program_computations(m, progs);
   kiln_status st = NULL;
-  for (int i = 0; i < n_progs && !st; i++) st = fuse_computation(progs[i], &names, changed);
+  for (int i = 0; i < n_progs && !st; i++) st = fuse_computation(progs[i], policy, &names, changed);
   free(progs);
   free(names.slots);
   free(names.bases);

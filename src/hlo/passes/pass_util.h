@@ -49,37 +49,10 @@ bool hlo_pass_is_int_constant(const hlo_instr *ins, int64_t value);
 /* Float constant equal to value with the given sign bit (distinguishes -0.0 and +0.0). */
 bool hlo_pass_is_float_constant(const hlo_instr *ins, double value, bool negative);
 
-/* Activations a dot/convolution epilogue can end with as one oneDNN post-op, matched on
- * the multiply that produces them: swish x * logistic(x); hardswish
- * x * clamp(x * (1/6) + 0.5, 0, 1) as PyTorch's HardSwish lowers (the clamp as
- * maximum(minimum(., 1), 0), minimum(maximum(., 0), 1) or clamp); GELU
- * (x * (erf(x / sqrt(2)) + 1)) * 0.5 (or x * (1/sqrt(2)) inside the erf). Operands of
- * the commutative ops in either order, the constants scalar or broadcast. Sets *x to
- * the activated value and inner[0 .. *n_inner) to the instructions between x and m, the
- * one reading x first (at most HLO_ACTIVATION_MAX_INNER); fusing them is only right
- * when each has one user, which the caller checks. */
-typedef enum {
-  HLO_ACTIVATION_NONE,
-  HLO_ACTIVATION_SWISH,
-  HLO_ACTIVATION_HARDSWISH,
-  HLO_ACTIVATION_GELU
-} hlo_activation;
-#define HLO_ACTIVATION_MAX_INNER 4
-hlo_activation hlo_pass_match_activation(const hlo_instr *m, const hlo_instr **x, const hlo_instr **inner,
-                                         int *n_inner);
 
 /* The binary op a reduce's computation applies to its two scalar parameters of type t
  * (p0 op p1 or p1 op p0), or false when it is anything else. */
 bool hlo_pass_reducer_op(const hlo_computation *r, hlo_type t, hlo_opcode *op);
 
-/* Softmax over the minor dimension as the op library lowers it, matched on the final
- * divide d: d = e / broadcast(reduce_add(e, 0)), e = exp(x - broadcast(reduce_max(x,
- * -inf))), both reductions over the last dim and both broadcasts restoring the other
- * dims in order, f32 throughout. Sets *x and fills inner with the six instructions
- * between x and d (max reduce, its broadcast, subtract, exp, sum reduce, its broadcast);
- * fusing them is only right when their users are all among them and d, which the
- * caller checks. */
-#define HLO_SOFTMAX_INNER 6
-bool hlo_pass_match_softmax(const hlo_instr *d, const hlo_instr **x, const hlo_instr **inner);
 
 #endif

@@ -271,7 +271,7 @@ hlo_pipeline *hlo_pipeline_new_default(void) {
 }
 
 /* fix(algsimp, constant-folding when given, cse, dce) named `name`, appended to p. */
-static void add_simplification(hlo_pipeline *p, const char *name, hlo_pass_fn constant_folding) {
+void hlo_pipeline_add_simplification(hlo_pipeline *p, const char *name, hlo_pass_fn constant_folding) {
   hlo_pipeline *simplify = hlo_pipeline_new(name);
   hlo_pipeline_add_pass(simplify, "algsimp", hlo_pass_algebraic_simplifier);
   if (constant_folding) hlo_pipeline_add_pass(simplify, "constant-folding", constant_folding);
@@ -281,12 +281,12 @@ static void add_simplification(hlo_pipeline *p, const char *name, hlo_pass_fn co
 }
 
 /* The optimize pipeline's passes, appended to p. */
-static void add_optimize_passes(hlo_pipeline *p, hlo_pass_fn constant_folding) {
+void hlo_pipeline_add_optimize_passes(hlo_pipeline *p, hlo_pass_fn constant_folding) {
   /* First: JAX wraps every named function in a call, and no later pass or backend
    * looks inside calls (the cpu code generator refuses them). */
   hlo_pipeline_add_pass(p, "call-inliner", hlo_pass_call_inliner);
   hlo_pipeline_add_pass(p, "batchnorm-expander", hlo_pass_batchnorm_expander);
-  add_simplification(p, "simplification", constant_folding);
+  hlo_pipeline_add_simplification(p, "simplification", constant_folding);
   hlo_pipeline_add_pass(p, "transpose-folding", hlo_pass_transpose_folding);
   hlo_pipeline *cleanup = hlo_pipeline_new("cleanup");
   hlo_pipeline_add_pass(cleanup, "algsimp", hlo_pass_algebraic_simplifier);
@@ -297,40 +297,6 @@ static void add_optimize_passes(hlo_pipeline *p, hlo_pass_fn constant_folding) {
 
 hlo_pipeline *hlo_pipeline_new_optimize(hlo_pass_fn constant_folding) {
   hlo_pipeline *p = hlo_pipeline_new("optimizations");
-  add_optimize_passes(p, constant_folding);
-  return p;
-}
-
-hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding, hlo_pass_fn quantized_products) {
-  hlo_pipeline *p = hlo_pipeline_new("optimizations");
-  /* Before everything: the code generator reads every bitcast as a reshape of a
-   * row-major buffer, and the call inliner would replace a callee parameter's layout
-   * (which a bitcast in the callee is defined by) with its argument's. */
-  hlo_pipeline_add_pass(p, "bitcast-layouts", hlo_pass_bitcast_layouts);
-  /* Before constant folding, which would fold dequantized weights into f32 constants. */
-  if (quantized_products) hlo_pipeline_add_pass(p, "quantized-products", quantized_products);
-  add_optimize_passes(p, constant_folding);
-  /* NHWC convolutions: the transposes left between convolutions cancel in algsimp,
-   * transposed constant kernels fold into relayouted constants, and CSE merges the
-   * input transposes of convolutions sharing an operand. */
-  hlo_pipeline_add_pass(p, "conv-layout", hlo_pass_conv_layout);
-  add_simplification(p, "conv-layout-cleanup", constant_folding);
-  hlo_pipeline_add_pass(p, "dot-canonicalize", hlo_pass_dot_canonicalize);
-  /* Canonicalization's reshapes and transposes often cancel against neighbours, and
-   * those it puts on constant weights fold into relayouted constants (which the
-   * backend then pre-packs) instead of running on every execution. */
-  hlo_pipeline *tidy = hlo_pipeline_new("dot-cleanup");
-  hlo_pipeline_add_pass(tidy, "algsimp", hlo_pass_algebraic_simplifier);
-  if (constant_folding) hlo_pipeline_add_pass(tidy, "constant-folding", constant_folding);
-  hlo_pipeline_add_pass(tidy, "dce", hlo_pass_dce);
-  hlo_pipeline_add_fix(p, tidy, HLO_FIX_DEFAULT_MAX_ITERS);
-  /* The barriers kept the simplifiers (CSE above all) from merging jax.checkpoint's
-   * recomputation into the saved values; that is done now. Before fusion, and dead
-   * tuples swept at once, so the values behind a barrier fuse with their users. */
-  hlo_pipeline_add_pass(p, "opt-barrier-expander", hlo_pass_opt_barrier_expander);
-  hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
-  hlo_pipeline_add_pass(p, "reduction-splitter", hlo_pass_reduction_splitter);
-  hlo_pipeline_add_pass(p, "fusion", hlo_pass_fusion);
-  hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
+  hlo_pipeline_add_optimize_passes(p, constant_folding);
   return p;
 }

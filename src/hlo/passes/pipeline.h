@@ -100,11 +100,24 @@ kiln_status hlo_pass_batchnorm_expander(hlo_module *m, bool *changed);
 /* dot(transpose(a), b) -> dot(a, b) with renamed dimension numbers, when exact. */
 kiln_status hlo_pass_transpose_folding(hlo_module *m, bool *changed);
 
-/* CPU instruction fusion (fusion.c): kLoop / kInput (reduce root) / kOutput (dot or
+/* Instruction fusion (fusion.c): kLoop / kInput (reduce root) / kOutput (dot or
  * convolution + elementwise post-op chain) / kCustom (a softmax over the minor
  * dimension) fusion instructions calling fused computations; bit-identical, originals
- * left for DCE. */
+ * left for DCE. What a product's epilogue may end with beyond plain elementwise ops
+ * (an activation one post-op applies) and which softmaxes become kCustom groups is the
+ * backend's policy; hlo_pass_fusion has none (no activations, no kCustom groups). */
+#define HLO_FUSION_MAX_ACTIVATION_INNER 4
+#define HLO_FUSION_SOFTMAX_INNER 6
+typedef struct hlo_fusion_policy {
+  /* An activation ending at multiply m: sets *x to the activated value and
+   * inner[0 .. *n_inner) (at most HLO_FUSION_MAX_ACTIVATION_INNER) to the instructions
+   * between, the one reading x first. NULL: none. */
+  bool (*match_activation)(const hlo_instr *m, const hlo_instr **x, const hlo_instr **inner, int *n_inner);
+  /* A softmax ending at d: sets *x and the HLO_FUSION_SOFTMAX_INNER instructions between. NULL: none. */
+  bool (*match_softmax)(const hlo_instr *d, const hlo_instr **x, const hlo_instr **inner);
+} hlo_fusion_policy;
 kiln_status hlo_pass_fusion(hlo_module *m, bool *changed);
+kiln_status hlo_pass_fusion_with(hlo_module *m, const hlo_fusion_policy *policy, bool *changed);
 
 /* The most code a kLoop / kInput fusion grows to, in hlo_pass_fusion_code_cost units
  * summed over its instructions. LLVM's optimiser and register allocator take time
@@ -122,11 +135,6 @@ int hlo_pass_fusion_code_cost(const hlo_instr *ins);
  * size without timing it. */
 uint64_t hlo_pass_fusion_last_work(void);
 
-/* Splits reduces that keep the input's minor dimension and have too few outputs to
- * spread over the cpu backend's threads into two reduces, one dim split in two
- * (reduction_splitter.c). Float sums are reassociated. */
-kiln_status hlo_pass_reduction_splitter(hlo_module *m, bool *changed);
-
 /* Removes every opt-barrier, its uses redirected to its operand (get-tuple-elements of a
  * tuple through it read the tuple's elements), as XLA does at the end of optimization
  * (opt_barrier_expander.c). */
@@ -136,24 +144,16 @@ kiln_status hlo_pass_opt_barrier_expander(hlo_module *m, bool *changed);
  * contracting dimension, plus reshapes/transposes around it (dot_canonicalize.c). */
 kiln_status hlo_pass_dot_canonicalize(hlo_module *m, bool *changed);
 
-/* Layout assignment for convolutions (layout_assignment.c): channels-first 2-D
- * convolutions (bf01_oi01->bf01) compute channels-last (b01f_01io->b01f) between
- * transposes, which are then sunk through elementwise ops, reductions, pooling, pad,
- * concatenate and slice until consecutive convolutions' transposes cancel;
- * bit-identical. */
-kiln_status hlo_pass_conv_layout(hlo_module *m, bool *changed);
-
 /* Layout-changing bitcasts -> transpose / reshape / transpose (the reshape a
  * default-layout bitcast when the element type changes) with the evaluator's
  * physical-order semantics (bitcast_layouts.c); bitcasts with default layouts on both
  * sides stay. Afterwards no instruction's meaning depends on a layout. */
 kiln_status hlo_pass_bitcast_layouts(hlo_module *m, bool *changed);
 
-/* The CPU backend's pipeline: bitcast-layouts, quantized-products (when given: the cpu
- * backend's pass for dequantized convolutions/dots, which this layer cannot name), the
- * optimize pipeline above, then conv-layout, fix(algsimp, constant-folding, cse, dce),
- * dot-canonicalize, fix(algsimp, constant-folding, dce), opt-barrier-expander, dce,
- * reduction-splitter, fusion, dce. constant_folding as for hlo_pipeline_new_optimize. */
-hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding, hlo_pass_fn quantized_products);
+/* Building blocks for backends' pipelines (src/backends/cpu/cpu_pipeline.c): the
+ * optimize pipeline's passes appended to p, and fix(algsimp, constant-folding when
+ * given, cse, dce) named `name` appended to p. */
+void hlo_pipeline_add_optimize_passes(hlo_pipeline *p, hlo_pass_fn constant_folding);
+void hlo_pipeline_add_simplification(hlo_pipeline *p, const char *name, hlo_pass_fn constant_folding);
 
 #endif

@@ -421,7 +421,7 @@ static kiln_status unit_transposes_to_reshapes(hlo_computation *c, bool *changed
 
 /* ------------------------------------------------------------------ driver */
 
-kiln_status hlo_pass_conv_layout(hlo_module *m, bool *changed) {
+kiln_status cpu_pass_conv_layout(hlo_module *m, bool *changed) {
   *changed = false;
   for (int ci = 0; ci < m->n_comps; ci++) {
     hlo_computation *c = m->comps[ci];

@@ -106,6 +106,6 @@ static kiln_status split_instr(hlo_computation *c, hlo_instr *r, hlo_instr **out
   return plan_split(r, &d, &f) ? split(c, r, d, f, out) : NULL;
 }
 
-kiln_status hlo_pass_reduction_splitter(hlo_module *m, bool *changed) {
+kiln_status cpu_pass_reduction_splitter(hlo_module *m, bool *changed) {
   return hlo_pass_rewrite_each(m, split_instr, changed);
 }

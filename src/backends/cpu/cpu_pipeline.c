@@ -1,0 +1,58 @@
+/* The cpu backend's HLO pass pipeline, as XLA's CpuCompiler owns its passes: the
+ * generic optimize passes (src/hlo/passes) plus what is the cpu backend's policy --
+ * quantized products for oneDNN's int8 primitives, channels-last convolutions for
+ * oneDNN's direct kernels (cpu_conv_layout.c), dot canonicalisation, the reduction
+ * splitter that gives the thread pool work (cpu_reduction_splitter.c), and fusion with
+ * the activation and softmax patterns oneDNN executes whole (cpu_patterns.c). */
+#include "backends/cpu/cpu_pipeline.h"
+
+#include "backends/cpu/cpu_patterns.h"
+#include "backends/cpu/cpu_quantize.h"
+#include "eval/constant_folding.h"
+
+_Static_assert(CPU_ACTIVATION_MAX_INNER == HLO_FUSION_MAX_ACTIVATION_INNER, "activation patterns must fit fusion's");
+_Static_assert(CPU_SOFTMAX_INNER == HLO_FUSION_SOFTMAX_INNER, "softmax patterns must fit fusion's");
+
+static bool is_activation(const hlo_instr *m, const hlo_instr **x, const hlo_instr **inner, int *n_inner) {
+  return cpu_match_activation(m, x, inner, n_inner) != CPU_ACTIVATION_NONE;
+}
+
+static const hlo_fusion_policy cpu_fusion_policy = {.match_activation = is_activation,
+                                                     .match_softmax = cpu_match_softmax};
+
+kiln_status cpu_pass_fusion(hlo_module *m, bool *changed) { return hlo_pass_fusion_with(m, &cpu_fusion_policy, changed); }
+
+hlo_pipeline *cpu_pipeline_new(void) {
+  hlo_pass_fn constant_folding = eval_pass_constant_folding;
+  hlo_pipeline *p = hlo_pipeline_new("optimizations");
+  /* Before everything: the code generator reads every bitcast as a reshape of a
+   * row-major buffer, and the call inliner would replace a callee parameter's layout
+   * (which a bitcast in the callee is defined by) with its argument's. */
+  hlo_pipeline_add_pass(p, "bitcast-layouts", hlo_pass_bitcast_layouts);
+  /* Before constant folding, which would fold dequantized weights into f32 constants. */
+  hlo_pipeline_add_pass(p, "quantized-products", cpu_pass_quantized_products);
+  hlo_pipeline_add_optimize_passes(p, constant_folding);
+  /* NHWC convolutions: the transposes left between convolutions cancel in algsimp,
+   * transposed constant kernels fold into relayouted constants, and CSE merges the
+   * input transposes of convolutions sharing an operand. */
+  hlo_pipeline_add_pass(p, "conv-layout", cpu_pass_conv_layout);
+  hlo_pipeline_add_simplification(p, "conv-layout-cleanup", constant_folding);
+  hlo_pipeline_add_pass(p, "dot-canonicalize", hlo_pass_dot_canonicalize);
+  /* Canonicalization's reshapes and transposes often cancel against neighbours, and
+   * those it puts on constant weights fold into relayouted constants (which the
+   * backend then pre-packs) instead of running on every execution. */
+  hlo_pipeline *tidy = hlo_pipeline_new("dot-cleanup");
+  hlo_pipeline_add_pass(tidy, "algsimp", hlo_pass_algebraic_simplifier);
+  hlo_pipeline_add_pass(tidy, "constant-folding", constant_folding);
+  hlo_pipeline_add_pass(tidy, "dce", hlo_pass_dce);
+  hlo_pipeline_add_fix(p, tidy, HLO_FIX_DEFAULT_MAX_ITERS);
+  /* The barriers kept the simplifiers (CSE above all) from merging jax.checkpoint's
+   * recomputation into the saved values; that is done now. Before fusion, and dead
+   * tuples swept at once, so the values behind a barrier fuse with their users. */
+  hlo_pipeline_add_pass(p, "opt-barrier-expander", hlo_pass_opt_barrier_expander);
+  hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
+  hlo_pipeline_add_pass(p, "reduction-splitter", cpu_pass_reduction_splitter);
+  hlo_pipeline_add_pass(p, "fusion", cpu_pass_fusion);
+  hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
+  return p;
+}

@@ -1,0 +1,29 @@
+/* The cpu backend's HLO pipeline and the passes that are its own policy. */
+#ifndef KILN_BACKENDS_CPU_CPU_PIPELINE_H
+#define KILN_BACKENDS_CPU_CPU_PIPELINE_H
+
+#include "hlo/passes/pipeline.h"
+
+/* bitcast-layouts, quantized-products, the optimize pipeline, then conv-layout,
+ * fix(algsimp, constant-folding, cse, dce), dot-canonicalize, fix(algsimp,
+ * constant-folding, dce), opt-barrier-expander, dce, reduction-splitter, fusion (with
+ * the cpu patterns), dce. */
+hlo_pipeline *cpu_pipeline_new(void);
+
+/* Layout assignment for convolutions (cpu_conv_layout.c): channels-first 2-D
+ * convolutions (bf01_oi01->bf01) compute channels-last (b01f_01io->b01f) between
+ * transposes, which are then sunk through elementwise ops, reductions, pooling, pad,
+ * concatenate and slice until consecutive convolutions' transposes cancel;
+ * bit-identical. */
+kiln_status cpu_pass_conv_layout(hlo_module *m, bool *changed);
+
+/* Splits reduces that keep the input's minor dimension and have too few outputs to
+ * spread over the threads into two reduces, one dim split in two
+ * (cpu_reduction_splitter.c). Float sums are reassociated. */
+kiln_status cpu_pass_reduction_splitter(hlo_module *m, bool *changed);
+
+/* Fusion (hlo/passes/fusion.c) with the cpu backend's patterns (cpu_patterns.h):
+ * activations as kOutput epilogues, softmaxes as kCustom groups. */
+kiln_status cpu_pass_fusion(hlo_module *m, bool *changed);
+
+#endif
