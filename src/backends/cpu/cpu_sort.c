@@ -494,18 +494,32 @@ static bool sort_supports(const hlo_instr *ins, strbuf *why) {
 /* --- key comparators --- */
 
 /* The one parameter that x depends on (through operands), or -1 when none or several,
- * or when the subgraph calls computations (it could not be cloned). */
-static int64_t single_param(const hlo_instr *x, int depth) {
-  if (depth > 64) return -1;
-  if (x->n_called > 0) return -1;
+ * when the subgraph calls computations (it could not be cloned) or is too large. Each
+ * instruction is visited once (seen[] holds those visited): a subgraph that reuses
+ * values costs its size, not the number of its paths. */
+static int64_t single_param(const hlo_instr *x, const hlo_instr **seen, int *n_seen) {
+  for (int i = 0; i < *n_seen; i++)
+    if (seen[i] == x) return -2;
+  if (*n_seen == KEY_MAX_INSTRS || x->n_called > 0) return -1;
+  seen[(*n_seen)++] = x;
   if (x->op == HLO_OP_PARAMETER) return x->parameter_number;
-  int64_t p = -2; /* -2: none yet */
+  int64_t p = -2; /* -2: none yet (or only through instructions already visited) */
   for (int k = 0; k < x->n_operands; k++) {
-    int64_t q = single_param(x->operands[k], depth + 1);
+    int64_t q = single_param(x->operands[k], seen, n_seen);
     if (q == -2) continue;
     if (q < 0 || (p >= 0 && p != q)) return -1;
     p = q;
   }
+  return p;
+}
+
+/* single_param of the subgraph rooted at x, on its own. */
+static int64_t subgraph_param(const hlo_instr *x) {
+  const hlo_instr **seen = malloc(KEY_MAX_INSTRS * sizeof *seen);
+  if (!seen) return -1;
+  int n = 0;
+  int64_t p = single_param(x, seen, &n);
+  free(seen);
   return p;
 }
 
@@ -606,7 +620,7 @@ static bool find_key_comparator(const hlo_instr *ins, sort_state *st, const hlo_
   if (root->op != HLO_OP_COMPARE || root->n_operands != 2) return false;
   if (root->direction != HLO_DIR_LT && root->direction != HLO_DIR_GT) return false;
   const hlo_instr *a = root->operands[0], *b = root->operands[1];
-  int64_t pa = single_param(a, 0), pb = single_param(b, 0);
+  int64_t pa = subgraph_param(a), pb = subgraph_param(b);
   if (pa < 0 || pb < 0 || pa / 2 != pb / 2 || pa == pb) return false;
   hlo_type t = a->shape.type;
   if (b->shape.type != t || a->shape.rank != 0 || b->shape.rank != 0) return false;
