@@ -568,25 +568,32 @@ static hlo_instr *clone_into(hlo_computation *c, const hlo_instr *x, clone_map *
   return y;
 }
 
-/* Emits void NAME(const char *src, int64 stride, int64 n, char *dst): dst[j] = f(src[j *
- * stride]) where f is the comparator's subgraph x of one parameter (of type in_t). */
-static kiln_status emit_key_fn(cpu_jit_module *jm, const hlo_instr *sort, const hlo_instr *x, hlo_type in_t,
-                               const char *name) {
+/* A module holding computation f: the comparator's subgraph x of one parameter, cloned
+ * with that parameter as parameter 0 (the emitter binds arguments to a computation's
+ * own parameters). NULL when it cannot be made or emitted: the sort then keeps the
+ * merge sort alone. */
+static hlo_module *key_module(const hlo_instr *sort, const hlo_instr *x) {
   hlo_module *tm = hlo_module_new("sort_key");
-  if (!tm) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   hlo_computation *fc = hlo_computation_new(tm, "key");
   clone_map *map = calloc(1, sizeof *map);
-  kiln_status st = NULL;
-  if (!map || !(fc->root = clone_into(fc, x, map))) {
-    st = status_error(KILN_INTERNAL, "sort key function too large");
-  } else if ((st = hlo_computation_index_params(fc)) == NULL && !cpu_elemental_supports_scalar(sort, fc, 1, 1, NULL)) {
-    st = status_error(KILN_INTERNAL, "sort key function not supported");
-  }
+  bool ok = map && (fc->root = clone_into(fc, x, map)) != NULL;
   free(map);
-  if (st) {
-    hlo_module_free(tm);
-    return st;
+  if (ok) {
+    kiln_status st = hlo_computation_index_params(fc);
+    ok = !st && cpu_elemental_supports_scalar(sort, fc, 1, 1, NULL);
+    kiln_status_free(st);
   }
+  if (!ok) {
+    hlo_module_free(tm);
+    return NULL;
+  }
+  return tm;
+}
+
+/* Emits void NAME(const char *src, int64 stride, int64 n, char *dst): dst[j] = f(src[j *
+ * stride]) for f the key computation of tm (its parameter of type in_t). */
+static void emit_key_fn(cpu_jit_module *jm, hlo_module *tm, hlo_type in_t, const char *name) {
+  hlo_computation *fc = tm->comps[0];
   LLVMContextRef c = jm->ctx;
   LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0), i64 = LLVMInt64TypeInContext(c);
   LLVMTypeRef params[4] = {i8p, i64, i64, i8p};
@@ -595,7 +602,7 @@ static kiln_status emit_key_fn(cpu_jit_module *jm, const hlo_instr *sort, const 
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
   LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(c, fn, "entry"));
   cpu_emitter *e = cpu_emitter_new_scalar(jm->module, fn, b);
-  LLVMTypeRef it = cpu_llvm_type(c, in_t), ot = cpu_llvm_type(c, x->shape.type);
+  LLVMTypeRef it = cpu_llvm_type(c, in_t), ot = cpu_llvm_type(c, fc->root->shape.type);
   LLVMValueRef src = LLVMBuildBitCast(b, LLVMGetParam(fn, 0), LLVMPointerType(it, 0), "src");
   LLVMValueRef dst = LLVMBuildBitCast(b, LLVMGetParam(fn, 3), LLVMPointerType(ot, 0), "dst");
   cpu_loop l;
@@ -609,8 +616,6 @@ static kiln_status emit_key_fn(cpu_jit_module *jm, const hlo_instr *sort, const 
   LLVMBuildRetVoid(b);
   cpu_emitter_free(e);
   LLVMDisposeBuilder(b);
-  hlo_module_free(tm);
-  return NULL;
 }
 
 /* Recognises compare(f(lhs_i), f(rhs_i)) with a strict direction (see the header). */
@@ -704,12 +709,16 @@ static kiln_status sort_create(const hlo_instr *ins, cpu_jit_module *jm, const c
   const hlo_instr *sides[2];
   if (!s && find_key_comparator(ins, st, sides)) {
     st->keyed = true;
-    hlo_type in_t = ins->operands[st->key_op]->shape.type;
-    for (int k = 0; k < 2 && !st->identity && !s; k++) {
-      static const char *const suffix[2] = {"key_lhs", "key_rhs"};
-      st->key_names[k] = name_with(prefix, suffix[k]);
-      if (!st->key_names[k]) s = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-      else s = emit_key_fn(jm, ins, sides[k], in_t, st->key_names[k]);
+    if (!st->identity) {
+      hlo_module *tm[2] = {key_module(ins, sides[0]), key_module(ins, sides[1])};
+      st->key_names[0] = name_with(prefix, "key_lhs");
+      st->key_names[1] = name_with(prefix, "key_rhs");
+      if (!st->key_names[0] || !st->key_names[1]) s = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+      st->keyed = tm[0] && tm[1];
+      for (int k = 0; k < 2 && st->keyed && !s; k++)
+        emit_key_fn(jm, tm[k], ins->operands[st->key_op]->shape.type, st->key_names[k]);
+      hlo_module_free(tm[0]);
+      hlo_module_free(tm[1]);
     }
   }
   if (s) {
