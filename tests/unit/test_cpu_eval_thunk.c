@@ -1,5 +1,5 @@
 /* Unit tests for the cpu backend's evaluator thunks (src/backends/cpu/cpu_eval.c): an
- * instruction that neither the code generator nor oneDNN takes (sort, scatter, while,
+ * instruction that neither the code generator, oneDNN nor a native kernel takes (scatter, while,
  * conditional, reduce-precision, ...) runs alone through the evaluator while the rest of
  * the module stays compiled, so compile succeeds on cpu instead of answering
  * UNIMPLEMENTED. Every module here is built from exact operations (integer math,
@@ -94,9 +94,15 @@ static const char *const SORT =
     "  sorted = f32[4,33] sort(s), dimensions={1}, to_apply=lt\n"
     "  ROOT m = f32[4,33] multiply(sorted, b)\n}\n";
 
+/* Sorts no longer take an evaluator thunk: they are native kernels (cpu_sort.c), which
+ * supports() accepts; between compiled ops they must still agree with the evaluator. */
 static void test_sort_between_compiled_ops(void) {
-  check_module(SORT, (const char *const[]){"sorted (sort)", "evaluator sorted sort f32[4,33]", "kernel", NULL});
-  check_refused(SORT, "sorted");
+  check_module(SORT, (const char *const[]){"native sorted sort f32[4,33]", "kernel", NULL});
+  hlo_module *m = check_parse_hlo(SORT);
+  const backend *cpu = backend_find("cpu");
+  const hlo_instr *ins = m ? hlo_computation_find_instr(m->entry, "sorted") : NULL;
+  CHECK(ins && cpu && cpu->supports(cpu, ins));
+  hlo_module_free(m);
 }
 
 static const char *const KEY_VALUE_SORT =
@@ -112,7 +118,7 @@ static const char *const KEY_VALUE_SORT =
     "  ROOT t = (s32[64], f32[64], (s32[64], f32[64])) tuple(kk, vv, s)\n}\n";
 
 static void test_tuple_shaped_sort(void) {
-  check_module(KEY_VALUE_SORT, (const char *const[]){"s (sort)", "evaluator s sort (s32[64], f32[64])", NULL});
+  check_module(KEY_VALUE_SORT, (const char *const[]){"native s sort (s32[64], f32[64])", NULL});
 }
 
 static const char *const SCATTER =
