@@ -6,7 +6,7 @@ fall back to the evaluator for any instruction (its warning on stderr fails the 
 Covered: stable sorts with many ties (payload order kept), f32 keys with NaNs of both
 signs, -0.0 and infinities under JAX's comparator (NaNs made one NaN and -0 made +0,
 then TOTALORDER LT) and under plain TOTALORDER, key + payload and two-key lexicographic
-sorts, sorts along a non-minor dimension, computed comparators (GT on |x|, a
+sorts, sorts along a non-minor dimension (tiles of rows: partial, short, none), computed comparators (GT on |x|, a
 comparator that is no key order and takes the merge sort), IEEE LT with NaNs (which is
 no strict weak order: the reference replays the evaluator's merge sort), f16 / bf16 /
 s8 / u64 / s64 keys, empty and length-1 rows, rows long enough for the radix sort,
@@ -332,6 +332,22 @@ def add_non_minor():
                  stable_perm(ranks(y, 's32', 'ieee') * 100000 + ranks(z, 'f32', 'ieee'), dim))
 
 
+def add_tiles():
+    # Non-minor sorts run on tiles of up to 16 adjacent rows, fewer when rows are long
+    # (at most ~1 MiB of tile rows): a partial last tile, mixed element sizes, a tile of
+    # 3 rows and rows too long for any tile.
+    for shape, kt_, vt in [((40, 37), 's8', 'f64'), ((20000, 3), 'f32', 's32'), ((70000, 2), 'f32', 's32')]:
+        k = (tie_keys(kt_, shape, pool=(-4, 0, 5, 9)) if not kt.is_float(kt_)
+             else g.rng.standard_normal(shape).astype(np.float32))
+        v = iota(shape, vt)
+        add_sort('sort_non_minor_tiles/%s_%s/%s' % (kt_, vt, sname(shape)), [k, v], [kt_, vt], 0,
+                 key_comparator([kt_, vt], 2, 'LT'), stable_perm(ranks(k, kt_, 'ieee'), 0))
+    y = tie_keys('s32', (33, 19), pool=(1, 2, 3))
+    z = special_f('f32', (33, 19), nan=False)
+    add_sort('sort_non_minor_tiles/lexicographic/33x19', [y, z], ['s32', 'f32'], 0, lexicographic('s32', 'f32'),
+             stable_perm(ranks(y, 's32', 'ieee') * 100000 + ranks(z, 'f32', 'ieee'), 0))
+
+
 def add_custom():
     for t, shape in [('f32', (6, 100)), ('s32', (3, 31)), ('f16', (2, 20)), ('s8', (500,))]:
         x = (kt.storage(tie_keys('s32', shape, pool=(-3, 3, 2, -2, 0, 5)), t) if kt.is_float(t)
@@ -451,6 +467,7 @@ add_float_orders()
 add_ieee_nan_merge()
 add_multi_operand()
 add_non_minor()
+add_tiles()
 add_custom()
 add_types()
 add_edges()

@@ -201,32 +201,43 @@ static void radix_sort(uint64_t *v, int64_t *pos, uint64_t *v2, int64_t *p2, int
   }
 }
 
-/* radix_sort for words key << 32 | position with keys below 2^32: three passes of 11
- * bits at most (instead of four of 8), all histograms counted in one read, and a pass
- * skipped when one bucket holds every word. */
-#define PACKED_DIGIT 11
+/* radix_sort for words key << 32 | position with keys below 2^32: digits of 11 bits
+ * (three passes instead of four) for long rows, of 8 bits for short ones (whose passes
+ * would otherwise be dominated by the 2048-bucket prefix sums), all histograms counted
+ * in one read, and a pass skipped when one bucket holds every word. */
 static void radix_sort_packed(uint64_t *v, uint64_t *v2, int64_t n) {
-  enum { B = 1 << PACKED_DIGIT, M = B - 1 };
-  uint32_t count[3][B];
+  int digit = n >= 4096 ? 11 : 8, passes = (32 + digit - 1) / digit;
+  uint32_t buckets = (uint32_t)1 << digit, mask = buckets - 1;
+  uint32_t count[4][1 << 11];
   memset(count, 0, sizeof count);
-  for (int64_t j = 0; j < n; j++) {
-    uint32_t k = (uint32_t)(v[j] >> 32);
-    count[0][k & M]++;
-    count[1][(k >> PACKED_DIGIT) & M]++;
-    count[2][k >> (2 * PACKED_DIGIT)]++;
+  if (digit == 11) {
+    for (int64_t j = 0; j < n; j++) {
+      uint32_t k = (uint32_t)(v[j] >> 32);
+      count[0][k & 2047]++;
+      count[1][(k >> 11) & 2047]++;
+      count[2][k >> 22]++;
+    }
+  } else {
+    for (int64_t j = 0; j < n; j++) {
+      uint32_t k = (uint32_t)(v[j] >> 32);
+      count[0][k & 255]++;
+      count[1][(k >> 8) & 255]++;
+      count[2][(k >> 16) & 255]++;
+      count[3][k >> 24]++;
+    }
   }
   uint64_t *vs = v, *vd = v2;
-  for (int q = 0; q < 3; q++) {
-    int shift = 32 + q * PACKED_DIGIT;
+  for (int q = 0; q < passes; q++) {
+    int shift = 32 + q * digit;
     uint32_t *c = count[q];
-    if (c[(vs[0] >> shift) & M] == (uint32_t)n) continue;
+    if (c[(vs[0] >> shift) & mask] == (uint32_t)n) continue;
     uint32_t at = 0;
-    for (int d = 0; d < B; d++) {
+    for (uint32_t d = 0; d < buckets; d++) {
       uint32_t k = c[d];
       c[d] = at;
       at += k;
     }
-    for (int64_t j = 0; j < n; j++) vd[c[(vs[j] >> shift) & M]++] = vs[j];
+    for (int64_t j = 0; j < n; j++) vd[c[(vs[j] >> shift) & mask]++] = vs[j];
     uint64_t *tv = vs;
     vs = vd;
     vd = tv;
@@ -301,6 +312,7 @@ typedef struct sort_state {
   int n_ops;
   size_t *esize;         /* per operand */
   int64_t outer, len, inner; /* row element k of row (o, i) is at (o * len + k) * inner + i */
+  int64_t tile;              /* rows sorted together when inner > 1 (see sort_tile) */
   char *less_name;
   sort_less_fn less;
   /* key comparators: operand key_op ordered by ks.type values f(x); identity when the
@@ -317,7 +329,8 @@ typedef struct sort_scratch {
   int64_t *perm, *tmp;
   uint64_t *key, *key2;
   char *fa, *fb;
-  char **bases;
+  char **bases, **dsts;
+  char *tiles; /* tile rows: operand k's input tile, then its output tile (see sort_tile) */
 } sort_scratch;
 
 static void scratch_free(sort_scratch *s) {
@@ -328,6 +341,8 @@ static void scratch_free(sort_scratch *s) {
   free(s->fa);
   free(s->fb);
   free(s->bases);
+  free(s->dsts);
+  free(s->tiles);
   memset(s, 0, sizeof *s);
 }
 
@@ -337,7 +352,14 @@ static bool scratch_alloc(const sort_state *st, sort_scratch *s) {
   s->perm = malloc(n * sizeof *s->perm);
   s->tmp = malloc(n * sizeof *s->tmp);
   s->bases = malloc((size_t)st->n_ops * sizeof *s->bases);
-  bool ok = s->perm && s->tmp && s->bases;
+  s->dsts = malloc((size_t)st->n_ops * sizeof *s->dsts);
+  bool ok = s->perm && s->tmp && s->bases && s->dsts;
+  if (st->tile > 1) {
+    size_t bytes = 0;
+    for (int k = 0; k < st->n_ops; k++) bytes += 2 * (size_t)st->tile * (size_t)st->len * st->esize[k];
+    s->tiles = malloc(bytes);
+    ok = ok && s->tiles;
+  }
   if (st->keyed) {
     s->key = malloc(n * sizeof *s->key);
     s->key2 = malloc(n * sizeof *s->key2);
@@ -377,11 +399,10 @@ static void merge_sort(sort_less_fn less, char *const *bases, int64_t stride, in
   if (src != perm) memcpy(perm, src, (size_t)len * sizeof *perm);
 }
 
-/* Sorts row r (of outer * inner rows) of every operand into the outputs. */
-static void sort_row(const sort_state *st, sort_scratch *s, char *const *out, char *const *in, int64_t r) {
-  int64_t o = r / st->inner, i = r % st->inner, len = st->len, stride = st->inner;
-  int64_t first = o * len * stride + i; /* element index of the row's position 0 */
-  for (int k = 0; k < st->n_ops; k++) s->bases[k] = in[k] + first * (int64_t)st->esize[k];
+/* Sorts the row whose operand k starts at s->bases[k] (elements `stride` apart) into
+ * the rows starting at s->dsts[k] (same stride). */
+static void sort_one(const sort_state *st, sort_scratch *s, int64_t stride) {
+  int64_t len = st->len;
   for (int64_t k = 0; k < len; k++) s->perm[k] = k;
   bool sorted = false;
   if (st->keyed) {
@@ -401,8 +422,83 @@ static void sort_row(const sort_state *st, sort_scratch *s, char *const *out, ch
     }
   }
   if (!sorted) merge_sort(st->less, s->bases, stride, s->perm, s->tmp, len);
-  for (int k = 0; k < st->n_ops; k++)
-    gather_row(out[k] + first * (int64_t)st->esize[k], s->bases[k], st->esize[k], stride, s->perm, len);
+  for (int k = 0; k < st->n_ops; k++) gather_row(s->dsts[k], s->bases[k], st->esize[k], stride, s->perm, len);
+}
+
+/* Sorts row r (of outer * inner rows) of every operand into the outputs, in place in
+ * the strided layout (tile 1). */
+static void sort_row(const sort_state *st, sort_scratch *s, char *const *out, char *const *in, int64_t r) {
+  int64_t o = r / st->inner, i = r % st->inner;
+  int64_t first = o * st->len * st->inner + i; /* element index of the row's position 0 */
+  for (int k = 0; k < st->n_ops; k++) {
+    s->bases[k] = in[k] + first * (int64_t)st->esize[k];
+    s->dsts[k] = out[k] + first * (int64_t)st->esize[k];
+  }
+  sort_one(st, s, st->inner);
+}
+
+/* Copies n rows of len elements of `size` bytes between the strided layout (row t's
+ * element p at strided[p * inner + t]) and the packed one (at packed[t * len + p]). */
+static void transpose_rows(char *packed, char *strided, size_t size, int64_t len, int64_t inner, int64_t n,
+                           bool to_packed) {
+  /* One loop per element size, so that every copy is a plain load and store. */
+#define TRANSPOSE(S)                                                                   \
+  for (int64_t p = 0; p < len; p++)                                                    \
+    for (int64_t t = 0; t < n; t++) {                                                  \
+      char *a = packed + (t * len + p) * (S), *b = strided + (p * inner + t) * (S); \
+      if (to_packed) memcpy(a, b, S);                                                  \
+      else memcpy(b, a, S);                                                            \
+    }
+  switch (size) {
+    case 1: TRANSPOSE(1); break;
+    case 2: TRANSPOSE(2); break;
+    case 4: TRANSPOSE(4); break;
+    default: TRANSPOSE(8); break;
+  }
+#undef TRANSPOSE
+}
+
+/* Sorts rows (o, i0) .. (o, i0 + n - 1) along a non-minor dimension. Their elements lie
+ * `inner` apart, so each row read alone touches a cache line per element; read together,
+ * every line read serves n rows. The rows are copied into contiguous tile rows, sorted
+ * there, and copied back. */
+static void sort_tile(const sort_state *st, sort_scratch *s, char *const *out, char *const *in, int64_t o, int64_t i0,
+                      int64_t n) {
+  int64_t len = st->len, first = o * len * st->inner + i0;
+  char *tile = s->tiles;
+  for (int k = 0; k < st->n_ops; k++) {
+    size_t bytes = (size_t)(st->tile * len) * st->esize[k];
+    transpose_rows(tile, in[k] + first * (int64_t)st->esize[k], st->esize[k], len, st->inner, n, true);
+    tile += 2 * bytes;
+  }
+  for (int64_t t = 0; t < n; t++) {
+    tile = s->tiles;
+    for (int k = 0; k < st->n_ops; k++) {
+      size_t bytes = (size_t)(st->tile * len) * st->esize[k];
+      s->bases[k] = tile + (size_t)(t * len) * st->esize[k];
+      s->dsts[k] = tile + bytes + (size_t)(t * len) * st->esize[k];
+      tile += 2 * bytes;
+    }
+    sort_one(st, s, 1);
+  }
+  tile = s->tiles;
+  for (int k = 0; k < st->n_ops; k++) {
+    size_t bytes = (size_t)(st->tile * len) * st->esize[k];
+    transpose_rows(tile + bytes, out[k] + first * (int64_t)st->esize[k], st->esize[k], len, st->inner, n, false);
+    tile += 2 * bytes;
+  }
+}
+
+/* Work unit u: one row (tile 1) or one tile of rows. */
+static void sort_unit(const sort_state *st, sort_scratch *s, char *const *out, char *const *in, int64_t u) {
+  if (st->tile <= 1) {
+    sort_row(st, s, out, in, u);
+    return;
+  }
+  int64_t blocks = (st->inner + st->tile - 1) / st->tile;
+  int64_t o = u / blocks, i0 = (u % blocks) * st->tile;
+  int64_t n = st->inner - i0 < st->tile ? st->inner - i0 : st->tile;
+  sort_tile(st, s, out, in, o, i0, n);
 }
 
 static kiln_status sort_run(void *state, char *const *out, char *const *in) {
@@ -413,25 +509,26 @@ static kiln_status sort_run(void *state, char *const *out, char *const *in) {
     for (int k = 0; k < st->n_ops; k++) memcpy(out[k], in[k], (size_t)(rows * st->len) * st->esize[k]);
     return NULL;
   }
+  int64_t units = st->tile > 1 ? st->outer * ((st->inner + st->tile - 1) / st->tile) : rows;
   int threads = omp_get_max_threads();
-  if (threads <= 1 || rows < 2 || rows * st->len < SORT_PARALLEL_MIN_ELEMS) {
+  if (threads <= 1 || units < 2 || rows * st->len < SORT_PARALLEL_MIN_ELEMS) {
     sort_scratch s;
     if (!scratch_alloc(st, &s))
       return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory sorting rows of %lld elements", (long long)st->len);
-    for (int64_t r = 0; r < rows; r++) sort_row(st, &s, out, in, r);
+    for (int64_t u = 0; u < units; u++) sort_unit(st, &s, out, in, u);
     scratch_free(&s);
     return NULL;
   }
   int failed = 0;
-  int64_t chunk = rows / ((int64_t)threads * 8);
+  int64_t chunk = units / ((int64_t)threads * 8);
   if (chunk < 1) chunk = 1;
 #pragma omp parallel
   {
     sort_scratch s;
     bool ok = scratch_alloc(st, &s);
 #pragma omp for schedule(dynamic, chunk)
-    for (int64_t r = 0; r < rows; r++)
-      if (ok) sort_row(st, &s, out, in, r);
+    for (int64_t u = 0; u < units; u++)
+      if (ok) sort_unit(st, &s, out, in, u);
     if (!ok) {
 #pragma omp atomic write
       failed = 1;
@@ -704,6 +801,16 @@ static kiln_status sort_create(const hlo_instr *ins, cpu_jit_module *jm, const c
   for (int d = 0; d < s0->rank; d++) {
     if (d < dim) st->outer *= s0->dims[d];
     if (d > dim) st->inner *= s0->dims[d];
+  }
+  /* Tiles of up to 16 rows along a non-minor dimension, at most ~1 MiB of tile rows. */
+  st->tile = 1;
+  if (st->inner > 1) {
+    int64_t row_bytes = 0;
+    for (int k = 0; k < st->n_ops; k++) row_bytes += 2 * st->len * (int64_t)st->esize[k];
+    st->tile = row_bytes > 0 ? ((int64_t)1 << 20) / row_bytes : 1;
+    if (st->tile > 16) st->tile = 16;
+    if (st->tile > st->inner) st->tile = st->inner;
+    if (st->tile < 1) st->tile = 1;
   }
   kiln_status s = emit_less_fn(jm, ins, st->less_name);
   const hlo_instr *sides[2];
