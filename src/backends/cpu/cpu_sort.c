@@ -20,8 +20,10 @@
  * signed ints with the sign flipped, complemented for descending), and a stable LSD
  * radix sort of (key, position) pairs gives the one stable order, identical to the
  * merge sort's. IEEE float keys join this path only for rows without NaN (-0 and +0 are
- * made one key, as LT treats them). Rows are independent and split across the OpenMP
- * pool when the work is large enough.
+ * made one key, as LT treats them). Rows along a non-minor dimension (elements `inner`
+ * apart) are copied in tiles of adjacent rows into contiguous scratch, sorted there and
+ * copied back, so that each cache line read serves the whole tile. Rows (or tiles) are
+ * independent and split across the OpenMP pool when the work is large enough.
  *
  * Top-k (the k largest or smallest along the last dimension, ties lower index first,
  * floats in total order so +NaN is the largest) uses the same keys: a max-heap of the k
