@@ -6,7 +6,7 @@ fall back to the evaluator for any instruction (its warning on stderr fails the 
 Covered: stable sorts with many ties (payload order kept), f32 keys with NaNs of both
 signs, -0.0 and infinities under JAX's comparator (NaNs made one NaN and -0 made +0,
 then TOTALORDER LT) and under plain TOTALORDER, key + payload and two-key lexicographic
-sorts, sorts along a non-minor dimension (tiles of rows: partial, short, none), computed comparators (GT on |x|, a
+sorts (two and three keys, mixed directions, NaN rows), sorts along a non-minor dimension (tiles of rows: partial, short, none), computed comparators (GT on |x|, a
 comparator that is no key order and takes the merge sort), IEEE LT with NaNs (which is
 no strict weak order: the reference replays the evaluator's merge sort), f16 / bf16 /
 s8 / u64 / s64 keys, empty and length-1 rows, rows long enough for the radix sort,
@@ -137,6 +137,68 @@ def lexicographic(t1, t2, rest=()):
         lt2 = cm.op('compare', S('pred'), [a2, b2], 'direction=LT')
         return cm.op('or', S('pred'), [lt1, cm.op('and', S('pred'), [eq1, lt2])])
     return kt.shared('lex_%s_%s_%s' % (t1, t2, '_'.join(rest)), build)
+
+
+def lexicographic_n(types, directions, cmp_types, rest=(), canon_nan=False):
+    """Lexicographic over the first len(directions) operands, as JAX writes num_keys > 1:
+    or(lt1, and(eq1, or(lt2, and(eq2, ...)))), each key with its own direction and
+    compare type; canon_nan maps NaNs to one NaN and -0 to +0 first (JAX's floats)."""
+    name = 'lexn_%s_%s_%s_%s%s' % ('_'.join(types), ''.join(d[0] for d in directions),
+                                   '_'.join((c or 'd').lower() for c in cmp_types), '_'.join(rest),
+                                   '_canon' if canon_nan else '')
+
+    def build(cm):
+        ps = [(cm.param(S(t)), cm.param(S(t))) for t in types]
+        for x in rest:
+            cm.param(S(x))
+            cm.param(S(x))
+
+        def canon(v, t):
+            if not (canon_nan and kt.is_float(t)):
+                return v
+            nan, zero = cm.constant(float('nan'), t), cm.constant(0.0, t)
+            ne = cm.op('compare', S('pred'), [v, v], 'direction=NE')
+            eq = cm.op('compare', S('pred'), [v, zero], 'direction=EQ')
+            return cm.op('select', S(t), [ne, nan, cm.op('select', S(t), [eq, zero, v])])
+
+        def chain(i):
+            t = types[i]
+            a, b = canon(ps[i][0], t), canon(ps[i][1], t)
+            extra = ', type=%s' % cmp_types[i] if cmp_types[i] else ''
+            lt = cm.op('compare', S('pred'), [a, b], 'direction=%s%s' % (directions[i], extra))
+            if i == len(directions) - 1:
+                return lt
+            eq = cm.op('compare', S('pred'), [a, b], 'direction=EQ%s' % extra)
+            return cm.op('or', S('pred'), [lt, cm.op('and', S('pred'), [eq, chain(i + 1)])])
+        return chain(0)
+    return kt.shared(name, build)
+
+
+def add_lexicographic_keys():
+    # JAX's num_keys=3 sort: canonicalized floats under TOTALORDER, NaNs included.
+    shape = (5, 300)
+    a = tie_keys('s32', shape, pool=(0, 1))
+    b = special_f('f32', shape)
+    c = tie_keys('u8', shape, pool=(3, 9, 200))
+    r = (ranks(a, 's32', 'ieee') * 100 + ranks(b, 'f32', 'jax')) * 1000 + ranks(c, 'u8', 'ieee')
+    add_sort('sort_three_keys_jax_canonical_totalorder/s32_f32_u8', [a, b, c, iota(shape)], ['s32', 'f32', 'u8', 's32'],
+             1, lexicographic_n(['s32', 'f32', 'u8'], ['LT'] * 3, [None, 'TOTALORDER', None], ('s32',), True),
+             stable_perm(r, 1))
+    # Mixed directions: first key descending, second ascending.
+    a = tie_keys('s16', (4, 90), pool=(-2, 5, 7))
+    b = kt.storage(tie_keys('s32', (4, 90), pool=(-1, 0, 2, 6)), 'bf16')
+    r = -ranks(a, 's16', 'ieee') * 100 + ranks(b, 'bf16', 'ieee')
+    add_sort('sort_two_keys_mixed_directions/s16_bf16', [a, b, iota((4, 90))], ['s16', 'bf16', 's32'], 1,
+             lexicographic_n(['s16', 'bf16'], ['GT', 'LT'], [None, None], ('s32',)), stable_perm(r, 1))
+    # IEEE keys with NaNs: such rows leave the key path for the merge sort.
+    a = special_f('f32', (3, 40))
+    b = tie_keys('s32', (3, 40), pool=(1, 2, 3))
+    perm = np.zeros(a.shape, dtype=np.int64)
+    for i in range(3):
+        x, y = a[i].astype(np.float64), b[i]
+        perm[i] = evaluator_merge_perm(40, lambda p, q: x[p] < x[q] or (x[p] == x[q] and y[p] < y[q]))
+    add_sort('sort_two_keys_ieee_nans_match_evaluator_merge/f32_s32', [a, b], ['f32', 's32'], 1,
+             lexicographic_n(['f32', 's32'], ['LT', 'LT'], [None, None]), perm)
 
 
 def abs_gt(t, rest=()):
@@ -468,6 +530,7 @@ add_ieee_nan_merge()
 add_multi_operand()
 add_non_minor()
 add_tiles()
+add_lexicographic_keys()
 add_custom()
 add_types()
 add_edges()

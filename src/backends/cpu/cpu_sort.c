@@ -20,7 +20,9 @@
  * signed ints with the sign flipped, complemented for descending), and a stable LSD
  * radix sort of (key, position) pairs gives the one stable order, identical to the
  * merge sort's. IEEE float keys join this path only for rows without NaN (-0 and +0 are
- * made one key, as LT treats them). Rows along a non-minor dimension (elements `inner`
+ * made one key, as LT treats them). Lexicographic comparators over several such keys
+ * (JAX's num_keys > 1: or(lt1, and(eq1, lt2)) ...) are stable-sorted by the last key,
+ * then by each earlier one. Rows along a non-minor dimension (elements `inner`
  * apart) are copied in tiles of adjacent rows into contiguous scratch, sorted there and
  * copied back, so that each cache line read serves the whole tile. Rows (or tiles) are
  * independent and split across the OpenMP pool when the work is large enough.
@@ -247,11 +249,11 @@ static void radix_sort_packed(uint64_t *v, uint64_t *v2, int64_t n) {
   if (vs != v) memcpy(v, vs, (size_t)n * sizeof *v);
 }
 
-/* Orders pos[0..n) (row positions, ascending on entry, below 2^32) stably by key[j]
- * (below 2^bits); k2/p2 are scratch of n entries. Keys of up to 32 bits travel with
- * their position in one word, key << 32 | position: those words are all distinct and
- * their order is the stable order, so only the key bytes are radix sorted and every
- * pass moves 8 bytes per element instead of 16. Short rows take an insertion sort. */
+/* Orders pairs (key[j], pos[j]) stably by key[j] (below 2^bits); k2/p2 are scratch of
+ * n entries. Keys of up to 32 bits travel with their index in one word, key << 32 | j:
+ * those words are all distinct and their order is the stable order, so only the key
+ * bytes are radix sorted and every pass moves 8 bytes per element instead of 16; pos
+ * follows through the indices. Short rows take an insertion sort. */
 static void sort_pairs(uint64_t *key, int64_t *pos, uint64_t *k2, int64_t *p2, int64_t n, int bits) {
   if (n <= SORT_INSERTION_MAX) {
     for (int64_t i = 1; i < n; i++) {
@@ -267,12 +269,13 @@ static void sort_pairs(uint64_t *key, int64_t *pos, uint64_t *k2, int64_t *p2, i
     return;
   }
   if (bits <= 32 && n <= ((int64_t)1 << 32)) {
-    for (int64_t j = 0; j < n; j++) key[j] = key[j] << 32 | (uint64_t)pos[j];
+    for (int64_t j = 0; j < n; j++) key[j] = key[j] << 32 | (uint64_t)j;
     radix_sort_packed(key, k2, n);
     for (int64_t j = 0; j < n; j++) {
-      pos[j] = (int64_t)(key[j] & 0xffffffffu);
+      p2[j] = pos[key[j] & 0xffffffffu];
       key[j] >>= 32;
     }
+    memcpy(pos, p2, (size_t)n * sizeof *pos);
     return;
   }
   radix_sort(key, pos, k2, p2, n, 0, bits / 8);
@@ -310,26 +313,36 @@ static bool key_type_ok(hlo_type t) {
 
 /* ------------------------------------------------------------------ sort -------- */
 
+/* Most keys of a lexicographic key comparator. */
+#define SORT_MAX_KEYS 4
+
+/* One key of a key comparator: operand `op` ordered by the values f(x) (of type ks.type);
+ * identity when the compare reads the parameters themselves (no key functions). */
+typedef struct sort_key {
+  int op;
+  key_spec ks;
+  bool identity;
+  char *names[2];
+  sort_key_fn fns[2]; /* f on the lhs side, f on the rhs side */
+} sort_key;
+
 typedef struct sort_state {
   int n_ops;
-  size_t *esize;         /* per operand */
+  size_t *esize;             /* per operand */
   int64_t outer, len, inner; /* row element k of row (o, i) is at (o * len + k) * inner + i */
   int64_t tile;              /* rows sorted together when inner > 1 (see sort_tile) */
   char *less_name;
   sort_less_fn less;
-  /* key comparators: operand key_op ordered by ks.type values f(x); identity when the
-   * compare reads the parameters themselves (no key functions) */
-  bool keyed, identity;
-  int key_op;
-  key_spec ks;
-  char *key_names[2];
-  sort_key_fn key_fns[2]; /* f on the lhs side, f on the rhs side */
+  /* key comparators: n_keys keys, compared lexicographically (see sort_key) */
+  bool keyed;
+  int n_keys;
+  sort_key keys[SORT_MAX_KEYS];
 } sort_state;
 
 /* Per-thread scratch for rows of len elements. */
 typedef struct sort_scratch {
   int64_t *perm, *tmp;
-  uint64_t *key, *key2;
+  uint64_t *key, *key2, *raw;
   char *fa, *fb;
   char **bases, **dsts;
   char *tiles; /* tile rows: operand k's input tile, then its output tile (see sort_tile) */
@@ -340,6 +353,7 @@ static void scratch_free(sort_scratch *s) {
   free(s->tmp);
   free(s->key);
   free(s->key2);
+  free(s->raw);
   free(s->fa);
   free(s->fb);
   free(s->bases);
@@ -365,12 +379,10 @@ static bool scratch_alloc(const sort_state *st, sort_scratch *s) {
   if (st->keyed) {
     s->key = malloc(n * sizeof *s->key);
     s->key2 = malloc(n * sizeof *s->key2);
-    ok = ok && s->key && s->key2;
-    if (!st->identity) {
-      s->fa = malloc(n * hlo_type_size(st->ks.type));
-      s->fb = malloc(n * hlo_type_size(st->ks.type));
-      ok = ok && s->fa && s->fb;
-    }
+    s->raw = malloc(n * sizeof *s->raw);
+    s->fa = malloc(n * sizeof(uint64_t)); /* f values of any key type */
+    s->fb = malloc(n * sizeof(uint64_t));
+    ok = ok && s->key && s->key2 && s->raw && s->fa && s->fb;
   }
   if (!ok) scratch_free(s);
   return ok;
@@ -406,24 +418,36 @@ static void merge_sort(sort_less_fn less, char *const *bases, int64_t stride, in
 static void sort_one(const sort_state *st, sort_scratch *s, int64_t stride) {
   int64_t len = st->len;
   for (int64_t k = 0; k < len; k++) s->perm[k] = k;
-  bool sorted = false;
-  if (st->keyed) {
-    const char *src = s->bases[st->key_op];
+  bool sorted = st->keyed;
+  /* Lexicographic keys: stable sorts by the last key first, then by each earlier one
+   * (a stable sort keeps the order of the later keys among equal earlier keys). */
+  for (int q = st->n_keys - 1; q >= 0 && sorted; q--) {
+    const sort_key *kq = &st->keys[q];
+    const char *src = s->bases[kq->op];
     int64_t key_stride = stride;
-    bool same = true;
-    if (!st->identity) {
-      st->key_fns[0](src, stride, len, s->fa);
-      st->key_fns[1](src, stride, len, s->fb);
-      same = memcmp(s->fa, s->fb, (size_t)len * hlo_type_size(st->ks.type)) == 0;
+    if (!kq->identity) {
+      kq->fns[0](src, stride, len, s->fa);
+      kq->fns[1](src, stride, len, s->fb);
+      if (memcmp(s->fa, s->fb, (size_t)len * hlo_type_size(kq->ks.type)) != 0) {
+        sorted = false;
+        break;
+      }
       src = s->fa;
       key_stride = 1;
     }
-    if (same && make_keys(&st->ks, src, key_stride, len, s->key)) {
-      sort_pairs(s->key, s->perm, s->key2, s->tmp, len, key_bits(st->ks.type));
-      sorted = true;
+    bool first = q == st->n_keys - 1; /* perm is still the identity */
+    if (!make_keys(&kq->ks, src, key_stride, len, first ? s->key : s->raw)) {
+      sorted = false;
+      break;
     }
+    if (!first)
+      for (int64_t j = 0; j < len; j++) s->key[j] = s->raw[s->perm[j]];
+    sort_pairs(s->key, s->perm, s->key2, s->tmp, len, key_bits(kq->ks.type));
   }
-  if (!sorted) merge_sort(st->less, s->bases, stride, s->perm, s->tmp, len);
+  if (!sorted) {
+    for (int64_t k = 0; k < len; k++) s->perm[k] = k;
+    merge_sort(st->less, s->bases, stride, s->perm, s->tmp, len);
+  }
   for (int k = 0; k < st->n_ops; k++) gather_row(s->dsts[k], s->bases[k], st->esize[k], stride, s->perm, len);
 }
 
@@ -547,8 +571,10 @@ static void sort_destroy(void *state) {
   if (!st) return;
   free(st->esize);
   free(st->less_name);
-  free(st->key_names[0]);
-  free(st->key_names[1]);
+  for (int q = 0; q < SORT_MAX_KEYS; q++) {
+    free(st->keys[q].names[0]);
+    free(st->keys[q].names[1]);
+  }
   free(st);
 }
 
@@ -717,26 +743,55 @@ static void emit_key_fn(cpu_jit_module *jm, hlo_module *tm, hlo_type in_t, const
   LLVMDisposeBuilder(b);
 }
 
-/* Recognises compare(f(lhs_i), f(rhs_i)) with a strict direction (see the header). */
-static bool find_key_comparator(const hlo_instr *ins, sort_state *st, const hlo_instr **sides) {
-  const hlo_computation *c = ins->called[0];
-  const hlo_instr *root = c->root;
-  if (root->op != HLO_OP_COMPARE || root->n_operands != 2) return false;
-  if (root->direction != HLO_DIR_LT && root->direction != HLO_DIR_GT) return false;
-  const hlo_instr *a = root->operands[0], *b = root->operands[1];
-  int64_t pa = subgraph_param(a), pb = subgraph_param(b);
-  if (pa < 0 || pb < 0 || pa / 2 != pb / 2 || pa == pb) return false;
+/* Whether x is compare(f(lhs_i), f(rhs_i)) with a strict direction on one operand's
+ * pair (see the header); fills k and the two sides. */
+static bool key_compare(const hlo_instr *x, sort_key *k, const hlo_instr **sides) {
+  if (x->op != HLO_OP_COMPARE || x->n_operands != 2 || x->shape.rank != 0) return false;
+  if (x->direction != HLO_DIR_LT && x->direction != HLO_DIR_GT) return false;
+  const hlo_instr *a = x->operands[0], *b = x->operands[1];
   hlo_type t = a->shape.type;
   if (b->shape.type != t || a->shape.rank != 0 || b->shape.rank != 0) return false;
-  if (!key_kind_for(t, root->compare_type, &st->ks.kind)) return false;
-  st->ks.type = t;
+  if (!key_kind_for(t, x->compare_type, &k->ks.kind)) return false;
+  int64_t pa = subgraph_param(a), pb = subgraph_param(b);
+  if (pa < 0 || pb < 0 || pa / 2 != pb / 2 || pa == pb) return false;
+  k->ks.type = t;
   /* compare(f(rhs), f(lhs)) LT is "lhs after rhs": descending. */
-  st->ks.descending = (root->direction == HLO_DIR_GT) != (pa % 2 == 1);
-  st->key_op = (int)(pa / 2);
-  st->identity = a->op == HLO_OP_PARAMETER && b->op == HLO_OP_PARAMETER;
+  k->ks.descending = (x->direction == HLO_DIR_GT) != (pa % 2 == 1);
+  k->op = (int)(pa / 2);
+  k->identity = a->op == HLO_OP_PARAMETER && b->op == HLO_OP_PARAMETER;
   sides[0] = a;
   sides[1] = b;
   return true;
+}
+
+/* Whether e is compare(a, b) EQ on the values key compare c compares (either order). */
+static bool equal_sides(const hlo_instr *e, const hlo_instr *c) {
+  if (e->op != HLO_OP_COMPARE || e->n_operands != 2 || e->direction != HLO_DIR_EQ ||
+      e->compare_type != c->compare_type)
+    return false;
+  const hlo_instr *a = c->operands[0], *b = c->operands[1];
+  return (e->operands[0] == a && e->operands[1] == b) || (e->operands[0] == b && e->operands[1] == a);
+}
+
+/* The keys of a key comparator rooted at x, or 0: one key compare, or a lexicographic
+ * chain or(key_compare, and(equal on its values, rest)) as JAX writes sorts with
+ * num_keys > 1 (any operand order). Equality agrees with the key order for every kind
+ * of key (TOTALORDER equality is bit equality; IEEE rows with NaN leave the key path). */
+static int find_keys(const hlo_instr *x, sort_key *keys, const hlo_instr *(*sides)[2], int max) {
+  if (max < 1) return 0;
+  if (key_compare(x, &keys[0], sides[0])) return 1;
+  if (max < 2 || x->op != HLO_OP_OR || x->n_operands != 2 || x->shape.type != HLO_PRED) return 0;
+  for (int w = 0; w < 2; w++) {
+    const hlo_instr *c = x->operands[w], *and = x->operands[1 - w];
+    if (and->op != HLO_OP_AND || and->n_operands != 2 || and->shape.type != HLO_PRED) continue;
+    for (int v = 0; v < 2; v++) {
+      const hlo_instr *e = and->operands[v], *rest = and->operands[1 - v];
+      if (!key_compare(c, &keys[0], sides[0]) || !equal_sides(e, c)) continue;
+      int n = find_keys(rest, keys + 1, sides + 1, max - 1);
+      if (n > 0) return n + 1;
+    }
+  }
+  return 0;
 }
 
 static char *name_with(const char *prefix, const char *suffix) {
@@ -815,20 +870,23 @@ static kiln_status sort_create(const hlo_instr *ins, cpu_jit_module *jm, const c
     if (st->tile < 1) st->tile = 1;
   }
   kiln_status s = emit_less_fn(jm, ins, st->less_name);
-  const hlo_instr *sides[2];
-  if (!s && find_key_comparator(ins, st, sides)) {
-    st->keyed = true;
-    if (!st->identity) {
-      hlo_module *tm[2] = {key_module(ins, sides[0]), key_module(ins, sides[1])};
-      st->key_names[0] = name_with(prefix, "key_lhs");
-      st->key_names[1] = name_with(prefix, "key_rhs");
-      if (!st->key_names[0] || !st->key_names[1]) s = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-      st->keyed = tm[0] && tm[1];
-      for (int k = 0; k < 2 && st->keyed && !s; k++)
-        emit_key_fn(jm, tm[k], ins->operands[st->key_op]->shape.type, st->key_names[k]);
-      hlo_module_free(tm[0]);
-      hlo_module_free(tm[1]);
-    }
+  const hlo_instr *sides[SORT_MAX_KEYS][2];
+  st->n_keys = s ? 0 : find_keys(ins->called[0]->root, st->keys, sides, SORT_MAX_KEYS);
+  st->keyed = st->n_keys > 0;
+  for (int q = 0; q < st->n_keys && st->keyed && !s; q++) {
+    sort_key *kq = &st->keys[q];
+    if (kq->identity) continue;
+    char suffix[2][24];
+    snprintf(suffix[0], sizeof suffix[0], "key%d_lhs", q);
+    snprintf(suffix[1], sizeof suffix[1], "key%d_rhs", q);
+    hlo_module *tm[2] = {key_module(ins, sides[q][0]), key_module(ins, sides[q][1])};
+    kq->names[0] = name_with(prefix, suffix[0]);
+    kq->names[1] = name_with(prefix, suffix[1]);
+    if (!kq->names[0] || !kq->names[1]) s = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    st->keyed = tm[0] && tm[1];
+    for (int k = 0; k < 2 && st->keyed && !s; k++) emit_key_fn(jm, tm[k], ins->operands[kq->op]->shape.type, kq->names[k]);
+    hlo_module_free(tm[0]);
+    hlo_module_free(tm[1]);
   }
   if (s) {
     sort_destroy(st);
@@ -844,10 +902,10 @@ static kiln_status sort_link(void *state, cpu_jit *jit) {
   void *p;
   TRY(cpu_jit_lookup(jit, st->less_name, &p));
   st->less = (sort_less_fn)p;
-  if (st->keyed && !st->identity)
-    for (int k = 0; k < 2; k++) {
-      TRY(cpu_jit_lookup(jit, st->key_names[k], &p));
-      st->key_fns[k] = (sort_key_fn)p;
+  for (int q = 0; q < st->n_keys && st->keyed; q++)
+    for (int k = 0; k < 2 && !st->keys[q].identity; k++) {
+      TRY(cpu_jit_lookup(jit, st->keys[q].names[k], &p));
+      st->keys[q].fns[k] = (sort_key_fn)p;
     }
   return NULL;
 }
