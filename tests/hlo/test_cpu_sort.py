@@ -5,8 +5,9 @@ fall back to the evaluator for any instruction (its warning on stderr fails the 
 
 Covered: stable sorts with many ties (payload order kept), f32 keys with NaNs of both
 signs, -0.0 and infinities under JAX's comparator (NaNs made one NaN and -0 made +0,
-then TOTALORDER LT) and under plain TOTALORDER, key + payload and two-key lexicographic
-sorts (two and three keys, mixed directions, NaN rows), sorts along a non-minor dimension (tiles of rows: partial, short, none), computed comparators (GT on |x|, a
+then TOTALORDER LT) and under plain TOTALORDER, key + payload sorts, lexicographic
+sorts (two and three keys, mixed directions, NaN rows), sorts along a non-minor
+dimension (tiles of rows: partial, short, none), computed comparators (GT on |x|, a
 comparator that is no key order and takes the merge sort), IEEE LT with NaNs (which is
 no strict weak order: the reference replays the evaluator's merge sort), f16 / bf16 /
 s8 / u64 / s64 keys, empty and length-1 rows, rows long enough for the radix sort,
@@ -371,7 +372,9 @@ def add_multi_operand():
              key_comparator(['f32', 's16'], 2, 'GT', key=1), stable_perm(ranks(k2, 's16', 'ieee'), 1, True))
     for t1, t2, shape in [('s32', 'f32', (4, 90)), ('u8', 'bf16', (3, 33)), ('f64', 's8', (200,))]:
         a = tie_keys(t1, shape, pool=(0, 1, 2))
-        b = kt.storage(tie_keys('s32', shape, pool=(-3, 0, 4, 8)), t2) if kt.is_float(t2) else tie_keys(t2, shape, (-3, 0, 4, 8))
+        b = tie_keys('s32' if kt.is_float(t2) else t2, shape, pool=(-3, 0, 4, 8))
+        if kt.is_float(t2):
+            b = kt.storage(b, t2)
         if kt.is_float(t1):
             a = kt.storage(a, t1)
         r = ranks(a, t1, 'ieee') * 1000 + ranks(b, t2, 'ieee')
@@ -387,7 +390,8 @@ def add_non_minor():
                  ['f32', 's32'], dim, jax_comparator('f32', ('s32',)), stable_perm(ranks(x, 'f32', 'jax'), dim))
         y = tie_keys('s32', shape, pool=(7, -1, 3))
         add_sort('sort_along_non_minor_dimension/s32/%s/dim%d' % (sname(shape), dim), [y, iota(shape)],
-                 ['s32', 's32'], dim, key_comparator(['s32', 's32'], 2, 'GT'), stable_perm(ranks(y, 's32', 'ieee'), dim, True))
+                 ['s32', 's32'], dim, key_comparator(['s32', 's32'], 2, 'GT'),
+                 stable_perm(ranks(y, 's32', 'ieee'), dim, True))
         z = special_f('f32', shape, nan=False)
         add_sort('sort_along_non_minor_dimension/lexicographic/%s/dim%d' % (sname(shape), dim), [y, z],
                  ['s32', 'f32'], dim, lexicographic('s32', 'f32'),

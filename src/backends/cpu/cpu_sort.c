@@ -163,9 +163,10 @@ static bool make_keys(const key_spec *ks, const char *src, int64_t stride, int64
   return false;
 }
 
-/* Stable LSD radix sort of v[0..n) by its bytes [lo, hi), pos moving along; v2/p2 are scratch of n entries. One pass per byte in which the values differ
- * (small integer keys and same-sign floats skip most), every histogram counted in one
- * read beforehand; each pass is a stable counting sort. */
+/* Stable LSD radix sort of v[0..n) by its bytes [lo, hi), pos moving along; v2/p2 are
+ * scratch of n entries. One pass per byte in which the values differ (small integer
+ * keys and same-sign floats skip most), every histogram counted in one read beforehand;
+ * each pass is a stable counting sort. */
 static void radix_sort(uint64_t *v, int64_t *pos, uint64_t *v2, int64_t *p2, int64_t n, int lo, int hi) {
   uint64_t differ = 0;
   for (int64_t j = 1; j < n; j++) differ |= v[j] ^ v[0];
@@ -884,7 +885,8 @@ static kiln_status sort_create(const hlo_instr *ins, cpu_jit_module *jm, const c
     kq->names[1] = name_with(prefix, suffix[1]);
     if (!kq->names[0] || !kq->names[1]) s = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
     st->keyed = tm[0] && tm[1];
-    for (int k = 0; k < 2 && st->keyed && !s; k++) emit_key_fn(jm, tm[k], ins->operands[kq->op]->shape.type, kq->names[k]);
+    for (int k = 0; k < 2 && st->keyed && !s; k++)
+      emit_key_fn(jm, tm[k], ins->operands[kq->op]->shape.type, kq->names[k]);
     hlo_module_free(tm[0]);
     hlo_module_free(tm[1]);
   }
