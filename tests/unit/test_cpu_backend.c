@@ -672,8 +672,8 @@ static void test_outputs_and_aliases(void) {
 }
 
 /* What neither the code generator, oneDNN nor the evaluator runs (an unknown
- * custom-call) makes compile answer UNIMPLEMENTED naming it; a sort, which the
- * evaluator runs as a thunk (test_cpu_eval_thunk.c), is still refused by supports(). */
+ * custom-call) makes compile answer UNIMPLEMENTED naming it; a sort, a native kernel
+ * now (cpu_sort.c), is accepted by supports(). */
 static void test_unsupported_names_instruction(void) {
   const char *text =
       "HloModule u\n\nENTRY main {\n  a = f32[8] parameter(0)\n  e = f32[8] exponential(a)\n"
@@ -699,7 +699,8 @@ static void test_unsupported_names_instruction(void) {
       "ENTRY main {\n  a = f32[8] parameter(0)\n  e = f32[8] exponential(a)\n"
       "  ROOT my_sort = f32[8] sort(e), dimensions={0}, to_apply=cmp\n}\n");
   if (!m) return;
-  CHECK(!cpu->supports(cpu, m->entry->root));
+  /* Sort is a native kernel of the cpu backend (cpu_sort.c) now. */
+  CHECK(cpu->supports(cpu, m->entry->root));
   hlo_module_free(m);
 }
 

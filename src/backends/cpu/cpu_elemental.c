@@ -134,6 +134,8 @@ static bool supports_instr(const hlo_instr *ins, bool in_fusion, strbuf *why) {
     return why_not(why, ins, "result is not an array");
   for (int k = 0; k < ins->n_operands; k++)
     if (!shape_is_array(&ins->operands[k]->shape)) return why_not(why, ins, "operand is not an array");
+  if (ins->op == HLO_OP_BITCAST && hlo_type_size(ins->shape.type) != hlo_type_size(ins->operands[0]->shape.type))
+    return why_not(why, ins, "bitcast between element types of different widths");
   switch (ins->op) {
     case HLO_OP_PARAMETER:
     case HLO_OP_CONSTANT:
@@ -1643,9 +1645,13 @@ static LLVMValueRef emit_uncached(cpu_emitter *e, const hlo_instr *ins, const cp
     case HLO_OP_RESHAPE:
     case HLO_OP_BITCAST: {
       const hlo_shape *os = &ins->operands[0]->shape;
-      if (ix->flat) return operand_at(e, ins, 0, ix);
-      if (shape_elements(os) == 0) return operand_at(e, ins, 0, delinearize(e, os, linearize(e, &ins->shape, ix)));
-      return operand_at(e, ins, 0, reshape_index(e, &ins->shape, ix, os));
+      LLVMValueRef v;
+      if (ix->flat) v = operand_at(e, ins, 0, ix);
+      else if (shape_elements(os) == 0) v = operand_at(e, ins, 0, delinearize(e, os, linearize(e, &ins->shape, ix)));
+      else v = operand_at(e, ins, 0, reshape_index(e, &ins->shape, ix, os));
+      /* A bitcast may also reinterpret the element type (same width; XLA's optimised
+       * sort comparators bitcast f32 to s32): the bits stay, the LLVM type changes. */
+      return LLVMBuildBitCast(e->b, v, cpu_llvm_type(e->c, ins->shape.type), "");
     }
     case HLO_OP_TRANSPOSE: {
       cpu_index *oix = new_index(e, ix->rank, false);

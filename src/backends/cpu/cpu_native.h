@@ -32,8 +32,10 @@ typedef struct cpu_native_kind {
   void (*destroy)(void *state);
 } cpu_native_kind;
 
-/* The kinds (cpu_update_slice.c, ...). */
-extern const cpu_native_kind cpu_native_update_slice;
+/* The kinds (each defined in its own file). */
+extern const cpu_native_kind cpu_native_update_slice; /* dynamic-update-slice (cpu_update_slice.c) */
+extern const cpu_native_kind cpu_native_sort;         /* sort, any comparator (cpu_sort.c) */
+extern const cpu_native_kind cpu_native_topk;         /* topk (cpu_sort.c) */
 
 typedef struct cpu_native cpu_native;
 
