@@ -1131,7 +1131,8 @@ def jax_section(w, jx, fails):
             cell = fmt_median(a)
             warning = evaluator_warning(a)
             if warning:
-                cell += ' ‡ ' + fails.cell({'error': 'kiln warned: ' + warning}, label + ' kiln (evaluator)')
+                note = fails.cell({'error': 'kiln warned: ' + warning}, label + ' kiln (evaluator)')
+                cell += ' ‡ ' + note[len('failed '):]  # '[n]': a time, with the warning as note n
         cells = [label, str(e['batch']), cell, fails.cell(x, label + ' XLA:CPU') or fmt_median(x)]
         cells.append(fmt_ratio(a['median_ms'] / x['median_ms']) if ok(a) and ok(x) else '—')
         kc = a.get('compile_ms') if ok(a) else None
