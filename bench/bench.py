@@ -438,6 +438,35 @@ def check_kiln_outputs(res, out_dir, refs, ref_name='TensorFlow', short='TF', ex
         res['error'] = 'wrong output, checked against %s: ' % ref_name + '; '.join(bad)
 
 
+def in_forked_child(fn, res, *a, **kw):
+    """Runs fn(res, *a, **kw), which updates the dict res, in a forked child and copies
+    the result back. For the JAX set's output check: its outputs reach 25 MB and the
+    comparison's float64 temporaries several times that, and whatever this process's
+    resident set peaks at, every measuring process it starts afterwards inherits as its
+    own ru_maxrss (the kernel carries the peak over through fork and exec), which would
+    make all later peak RSS figures this process's."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, send res as JSON, exit without cleanup handlers
+        os.close(rfd)
+        status = 0
+        try:
+            fn(res, *a, **kw)
+            data = json.dumps(res).encode()
+        except BaseException as e:  # noqa: B902 (report anything to the parent)
+            data = json.dumps({'error': 'the output check failed: %s: %s' % (type(e).__name__, e)}).encode()
+            status = 1
+        with os.fdopen(wfd, 'wb') as f:
+            f.write(data)
+        os._exit(status)
+    os.close(wfd)
+    with os.fdopen(rfd, 'rb') as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    res.clear()
+    res.update(json.loads(data.decode()) if data else {'error': 'the output check died'})
+
+
 def check_peer_outputs(res):
     """TF XLA's outputs against TensorFlow's, XLA:CPU's against the JAX set's reference
     (tf_bench.py and jax_bench.py compare them themselves)."""
@@ -609,8 +638,8 @@ def run_config(name, batch, args, work):
         shutil.rmtree(out_dir, ignore_errors=True)
     entry['kiln'] = measure_kiln(args, prep, out_dir)
     if kind == 'jax':  # the one kiln run's outputs (the probe's) against JAX's
-        check_kiln_outputs(entry['kiln']['auto'], os.path.join(out_dir, 'kiln-probe'), prep['refs'],
-                           ref_name='JAX', short='JAX', exact_ints=True)
+        in_forked_child(check_kiln_outputs, entry['kiln']['auto'], os.path.join(out_dir, 'kiln-probe'), prep['refs'],
+                        ref_name='JAX', short='JAX', exact_ints=True)
     elif 'refs' in prep:  # checked once per jit mode: the probe's outputs (jit auto) and --jit off's
         check_kiln_outputs(entry['kiln']['auto'], os.path.join(out_dir, 'kiln-probe'), prep['refs'])
         check_kiln_outputs(entry['kiln']['off'], os.path.join(out_dir, 'kiln-off'), prep['refs'])
