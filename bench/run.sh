@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Entry point of kiln's benchmark: measures kiln next to ONNX Runtime, PyTorch,
-# TF.js-wasm and TensorFlow (plain and XLA auto-jit, in the tf-venv beside --kiln) on
-# this machine and writes bench/RESULTS.md (see bench/README.md). All the work is in
-# bench/bench.py; this wrapper exists so the benchmark runs with Debian's
-# python3 (where python3-torch and numpy live) whatever python is first on PATH.
+# TF.js-wasm, TensorFlow (plain and XLA auto-jit, in the tf-venv beside --kiln) and
+# XLA:CPU through JAX (the JAX set, in build-ref-env) on this machine and writes
+# bench/RESULTS.md (see bench/README.md). All the work is in bench/bench.py; this
+# wrapper exists so the benchmark runs with Debian's python3 (where python3-torch and
+# numpy live) whatever python is first on PATH.
 #
 #   bench/run.sh [--quick] [--models a,b] [--iters N] [--max-seconds T] [--repeats R] [--kiln PATH] [--device D]
-#                [--tf-venv DIR] [--results FILE] [--overhead | --overhead-only]
+#                [--tf-venv DIR] [--jax-env DIR] [--results FILE] [--overhead | --overhead-only]
+#
+# --models takes model names and the set name jax (every program of bench/jax_models.py):
+#   bench/run.sh --models jax
+#   bench/run.sh --models jax_convnet,jax_transformer --quick --results /tmp/jax.md
 #
 # --overhead also measures the per-call overhead of kiln's C and Python APIs next to ONNX
 # Runtime's (bench/overhead/run.sh, a few minutes; its libkiln.so is the one beside
