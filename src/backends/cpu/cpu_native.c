@@ -10,6 +10,9 @@ struct cpu_native {
 };
 
 static const cpu_native_kind *const kinds[] = {
+    &cpu_native_scatter,
+    &cpu_native_select_and_scatter,
+    &cpu_native_reduce_window,
     NULL, /* end of the table */
 };
 

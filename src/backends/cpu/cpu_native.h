@@ -43,4 +43,9 @@ kiln_status cpu_native_link(cpu_native *n, cpu_jit *jit);
 kiln_status cpu_native_run(const cpu_native *n, char *const *out, char *const *in);
 void cpu_native_destroy(cpu_native *n);
 
+/* cpu_scatter.c: scatter, select-and-scatter, tuple-shaped (variadic) reduce-window. */
+extern const cpu_native_kind cpu_native_scatter;
+extern const cpu_native_kind cpu_native_select_and_scatter;
+extern const cpu_native_kind cpu_native_reduce_window;
+
 #endif
