@@ -15,11 +15,16 @@ update wins), multiply / maximum / minimum, a combiner that is no single op
 index_vector_dim in the middle and implicit, update window dims before the scatter
 dims, batching dims, a variadic scatter of two operands with an argmax combiner,
 s64 / u8 / u64 indices (huge unsigned values are out of bounds), f16 / bf16 / s32 / u8 /
-pred data, and a scatter-add of 1M updates.
+pred data, a scatter-add of 1M updates, and rows of random floats with duplicate
+indices split across threads (order of updates per row kept: cpu == interpreter).
 select-and-scatter: max-pool gradients with padding and overlapping windows (ties
-select the first element of the window), min selection, bf16 / s32 data.
+select the first element of the window), min selection, bf16 / s32 data; big ones with
+disjoint windows (split across threads) and overlapping ones (sequential).
 reduce-window: a variadic argmax window (value, index) with padding, strides, base and
-window dilation, and three operands.
+window dilation, three operands, and a big argmax pool split across threads.
+
+The big cases (checked against the interpreter only) and the cpu runs use
+OMP_NUM_THREADS=4, so the thread splits run even on a small machine.
 
 Command line: --kiln PATH (required), -k SUBSTRING, --keep.
 """
@@ -238,6 +243,72 @@ def add_scatters():
              scatter_attrs([1], [0], [0], 1, comp))
     c.out(r, exp)
     CASES.append(c)
+    # Rows of 32 (whole trailing blocks): big enough for the thread split by operand
+    # rows. Random floats make the order of duplicate updates visible in the bits, so
+    # cpu == interpreter checks that every row still gets its updates in order; numpy's
+    # add.at is compared within rounding.
+    n, rows, w = 8192, 300, 32
+    x = rng.standard_normal((rows, w)).astype(np.float32)
+    u = rng.standard_normal((n, w)).astype(np.float32)
+    idx = rng.integers(-1, rows + 1, size=(n, 1)).astype(np.int64)
+    exp = x.copy()
+    ok = (idx[:, 0] >= 0) & (idx[:, 0] < rows)
+    np.add.at(exp, idx[ok, 0], u[ok])
+    c = kt.Case('scatter/big_rows_threads_keep_update_order/f32')
+    comp = c.use(kt.binary_comp('add', 'f32'))
+    r = c.op('scatter', S('f32', rows, w), [c.param(x, 'f32'), c.param(idx, 's64'), c.param(u, 'f32')],
+             scatter_attrs([1], [0], [0], 1, comp))
+    c.out(r, exp, kt.CLOSE(1e-5, 1e-4))
+    CASES.append(c)
+
+
+def interp_only_case(name, build):
+    """A case too big for a Python reference: cpu must equal the interpreter bit for
+    bit. build(case) returns the output values; the expected arrays are placeholders."""
+    c = kt.Case(name)
+    for v in build(c):
+        c.out(v, np.zeros(v.dims, kt.np_dtype(v.t)))
+    c.interp_only = True
+    CASES.append(c)
+
+
+def add_big_windows():
+    def maxpool_grad(c):
+        x = rng.standard_normal((8, 64, 64, 8)).astype(np.float32)
+        x[:, ::3, ::2, :] = 0.5  # ties inside some windows
+        src = rng.standard_normal((8, 32, 32, 8)).astype(np.float32)
+        sel = c.use(kt.compare_comp('GE', 'f32'))
+        add = c.use(kt.binary_comp('add', 'f32'))
+        attrs = '%s, select=%%%s, scatter=%%%s' % (kt.window_attr([1, 2, 2, 1], [1, 2, 2, 1]), sel.name, add.name)
+        return [c.op('select-and-scatter', S('f32', 8, 64, 64, 8),
+                     [c.param(x, 'f32'), c.param(src, 'f32'), c.param(np.float32(0), 'f32')], attrs)]
+
+    def maxpool_grad_overlapping(c):
+        x = rng.integers(-2, 3, size=(4, 33, 33, 8)).astype(np.float32)
+        src = rng.standard_normal((4, 16, 16, 8)).astype(np.float32)
+        sel = c.use(kt.compare_comp('GE', 'f32'))
+        add = c.use(kt.binary_comp('add', 'f32'))
+        attrs = '%s, select=%%%s, scatter=%%%s' % (
+            kt.window_attr([1, 3, 3, 1], [1, 2, 2, 1], [(0, 0), (0, 0), (0, 0), (0, 0)]), sel.name, add.name)
+        return [c.op('select-and-scatter', S('f32', 4, 33, 33, 8),
+                     [c.param(x, 'f32'), c.param(src, 'f32'), c.param(np.float32(0), 'f32')], attrs)]
+
+    def argmax_pool(c):
+        xv = rng.integers(-3, 4, size=(8, 40, 40, 16)).astype(np.float32)
+        xi = np.arange(xv.size, dtype=np.int32).reshape(xv.shape)
+        comp = c.use(argmax_comp('f32', 's32'))
+        attrs = '%s, to_apply=%%%s' % (kt.window_attr([1, 3, 3, 1], [1, 2, 2, 1], [(0, 0), (1, 1), (1, 1), (0, 0)]),
+                                       comp.name)
+        sh = [8, 20, 20, 16]
+        r = c.op('reduce-window', kt.Shape.tuple([S('f32', sh), S('s32', sh)]),
+                 [c.param(xv, 'f32'), c.param(xi, 's32'), c.param(np.float32(-np.inf), 'f32'),
+                  c.param(np.int32(-1), 's32')], attrs)
+        return [c.op('get-tuple-element', S('f32', sh), [r], 'index=0'),
+                c.op('get-tuple-element', S('s32', sh), [r], 'index=1')]
+
+    interp_only_case('select_and_scatter/big_disjoint_windows_threads/f32', maxpool_grad)
+    interp_only_case('select_and_scatter/big_overlapping_windows_sequential/f32', maxpool_grad_overlapping)
+    interp_only_case('reduce_window/big_variadic_argmax_threads/f32_s32', argmax_pool)
 
 
 def window_positions(d_in, o, size, stride, pad_lo, ld, rd):
@@ -377,7 +448,9 @@ def run_kiln(kiln, d, device, text, inputs, n_out):
     out = os.path.join(d, 'out_' + device)
     cmd += ['-o', out, '--device', device]
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
+        # Several OpenMP threads even on a small machine, so that the thread splits run.
+        env = dict(os.environ, OMP_NUM_THREADS='4')
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300, env=env)
     except subprocess.TimeoutExpired:
         return None, '%s: kiln timed out' % device
     err = proc.stderr.decode('utf-8', 'replace').strip()
@@ -401,8 +474,8 @@ def run_case(kiln, root, case):
         if err:
             return err
     msgs = []
-    for j, (v, exp, _) in enumerate(outputs):
-        m = kt.compare(got['cpu'][j], exp, v.t, kt.BITWISE)
+    for j, (v, exp, tol) in enumerate(outputs):
+        m = None if getattr(case, 'interp_only', False) else kt.compare(got['cpu'][j], exp, v.t, tol)
         if m:
             msgs.append('output %d vs numpy: %s' % (j, m))
         m = kt.compare(got['cpu'][j], got['interpreter'][j], v.t, kt.BITWISE)
@@ -420,6 +493,7 @@ def main():
     add_scatters()
     add_selects()
     add_reduce_windows()
+    add_big_windows()
     kiln = os.path.abspath(args.kiln)
     root = tempfile.mkdtemp(prefix='kilntest-cpu-scatter-')
     failed = 0

@@ -18,7 +18,12 @@
  * deterministic); windows are walked in row-major window order skipping padding and
  * base-dilation holes; select-and-scatter starts from the first valid element of a
  * window and calls select(current, candidate), keeping the current one on true, then
- * scatter(source, output). Nothing runs in parallel: scattered windows may collide.
+ * scatter(source, output). Threads only split work whose writes provably never meet,
+ * so results stay bit-identical to one thread's: reduce-window's output rows always;
+ * select-and-scatter's source rows when windows along the leading dims do not overlap
+ * (2x2/2 pooling, not 3x3/2); scatter's operand blocks when every window is one whole
+ * trailing block (embedding rows), each thread applying in order the updates that land
+ * in its blocks.
  *
  * supports() repeats every check the evaluator makes at run time, statically (shapes
  * are known at compile time), so a kernel is never built for an instruction the
@@ -28,15 +33,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_codegen.h"
 #include "backends/cpu/cpu_elemental.h"
 #include "backends/cpu/cpu_native.h"
+
+/* The one OpenMP runtime call used, declared here rather than through <omp.h> (as in
+ * cpu_codegen.c: clang builds compile against gcc's libgomp, whose omp.h clang cannot
+ * parse). */
+int omp_get_max_threads(void);
 
 /* The most operands of a variadic scatter / reduce-window (results of one kernel). */
 #define MAX_VARIADIC CPU_MAX_KERNEL_OUTPUTS
 
-/* The generated function: out and in are the leaf tables cpu_native_run gets; base is
- * scatter's table of window starts (NULL for the window kernels). */
-typedef void (*kernel_fn)(char *const *out, char *const *in, const int64_t *base);
+/* Every generated function is a cpu_kernel_fn, void f(char **buffers, int64_t begin,
+ * int64_t end), so that cpu_kernel_run can split window kernels across the OpenMP
+ * pool: buffers holds the output leaves, then the operand leaves (then, for scatter,
+ * the table of window starts); [begin, end) is a range of work units. */
 
 static bool why_not(strbuf *why, const hlo_instr *ins, const char *reason) {
   if (why) strbuf_printf(why, "%s (%s): %s", ins->name, hlo_opcode_name(ins->op), reason);
@@ -102,13 +114,13 @@ typedef struct gen {
 
 static LLVMValueRef k64(const gen *g, int64_t v) { return LLVMConstInt(g->i64, (unsigned long long)v, 1); }
 
-/* Starts function NAME of type kernel_fn. */
+/* Starts function NAME of type cpu_kernel_fn. */
 static void gen_begin(gen *g, cpu_jit_module *jm, const char *name) {
   g->c = jm->ctx;
   g->m = jm->module;
   g->i64 = LLVMInt64TypeInContext(g->c);
   g->i8p = LLVMPointerType(LLVMInt8TypeInContext(g->c), 0);
-  LLVMTypeRef params[3] = {LLVMPointerType(g->i8p, 0), LLVMPointerType(g->i8p, 0), LLVMPointerType(g->i64, 0)};
+  LLVMTypeRef params[3] = {LLVMPointerType(g->i8p, 0), g->i64, g->i64};
   LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(g->c), params, 3, 0);
   g->fn = LLVMAddFunction(g->m, name, fty);
   LLVMSetLinkage(g->fn, LLVMExternalLinkage);
@@ -121,13 +133,16 @@ static void gen_end(gen *g) {
   LLVMDisposeBuilder(g->b);
 }
 
-/* Buffer k of leaf table `param` (0: out, 1: in) as a pointer to element type t. */
-static LLVMValueRef gen_buffer(const gen *g, int param, int k, hlo_type t) {
+/* buffers[k] as a pointer to elements of LLVM type et, loaded once in the entry block
+ * (a load inside the loops could alias the stores and block vectorization). */
+static LLVMValueRef gen_buffer_as(const gen *g, int k, LLVMTypeRef et) {
   LLVMValueRef slot = k64(g, k);
-  LLVMValueRef at = LLVMBuildInBoundsGEP2(g->b, g->i8p, LLVMGetParam(g->fn, (unsigned)param), &slot, 1, "");
+  LLVMValueRef at = LLVMBuildInBoundsGEP2(g->b, g->i8p, LLVMGetParam(g->fn, 0), &slot, 1, "");
   LLVMValueRef raw = LLVMBuildLoad2(g->b, g->i8p, at, "buf");
-  return LLVMBuildBitCast(g->b, raw, LLVMPointerType(cpu_llvm_type(g->c, t), 0), "");
+  return LLVMBuildBitCast(g->b, raw, LLVMPointerType(et, 0), "");
 }
+
+static LLVMValueRef gen_buffer(const gen *g, int k, hlo_type t) { return gen_buffer_as(g, k, cpu_llvm_type(g->c, t)); }
 
 static LLVMValueRef gen_load(const gen *g, hlo_type t, LLVMValueRef base, LLVMValueRef i) {
   LLVMTypeRef et = cpu_llvm_type(g->c, t);
@@ -188,25 +203,48 @@ static bool window_ok(const hlo_instr *ins, const hlo_shape *in, const hlo_shape
   return true;
 }
 
-/* Loops over the iteration space then the window. gen_window_open emits the iteration
- * loops (it holds their row-major linear index in *iter_lin) and stops there so that
- * the caller can emit per-output code; gen_window_inner opens the window loops, one per
- * dim, each skipping positions outside the input (padding, dilation holes) before
- * opening the next, and gives the input element's linear index. Close with
- * gen_window_close_inner / gen_window_close_iter. */
+/* Loops over the iteration space then the window. The iteration space is split into
+ * units for the thread pool as cpu_codegen splits kernels: a unit is one row of the
+ * last dim (all outer indices fixed), so the function takes a [begin, end) range of
+ * units. gen_window_open emits the unit loop and the last dim's loop (it gives their
+ * row-major linear index) and stops there so that the caller can emit per-element
+ * code; gen_window_inner opens the window loops, one per dim, each skipping positions
+ * outside the input (padding, dilation holes) before opening the next, and gives the
+ * input element's linear index. Close with gen_window_close_inner /
+ * gen_window_close_iter. */
 typedef struct window_loops {
-  cpu_loop it[HLO_MAX_RANK], k[HLO_MAX_RANK];
+  cpu_loop unit, row, k[HLO_MAX_RANK];
   LLVMBasicBlockRef skip[HLO_MAX_RANK];
   LLVMValueRef o[HLO_MAX_RANK];
 } window_loops;
 
-static LLVMValueRef gen_window_open(gen *g, const window_geom *wg, window_loops *wl) {
-  LLVMValueRef lin = NULL;
+/* Units of a window kernel, and the elements each one computes. */
+static cpu_kernel_space window_space(const window_geom *wg) {
+  cpu_kernel_space sp = {.units = 1, .unit_cost = 1};
   for (int d = 0; d < wg->rank; d++) {
-    cpu_loop_begin(g->b, g->fn, &wl->it[d], k64(g, 0), k64(g, wg->iter_dims[d]), "o");
-    wl->o[d] = wl->it[d].index;
-    lin = gen_madd(g, lin, wg->iter_strides[d], wl->o[d]);
+    if (d < wg->rank - 1)
+      sp.units *= wg->iter_dims[d];
+    else
+      sp.unit_cost *= wg->iter_dims[d];
+    sp.unit_cost *= wg->w[d].size > 0 ? wg->w[d].size : 1;
   }
+  return sp;
+}
+
+static LLVMValueRef gen_window_open(gen *g, const window_geom *wg, window_loops *wl) {
+  int r = wg->rank;
+  cpu_loop_begin(g->b, g->fn, &wl->unit, LLVMGetParam(g->fn, 1), LLVMGetParam(g->fn, 2), "unit");
+  LLVMValueRef rest = wl->unit.index, lin = NULL;
+  for (int d = r - 2; d >= 0; d--) {
+    LLVMValueRef dim = k64(g, wg->iter_dims[d]);
+    wl->o[d] = d == 0 ? rest : LLVMBuildURem(g->b, rest, dim, "");
+    if (d > 0) rest = LLVMBuildUDiv(g->b, rest, dim, "");
+  }
+  if (r > 0) {
+    cpu_loop_begin(g->b, g->fn, &wl->row, k64(g, 0), k64(g, wg->iter_dims[r - 1]), "o");
+    wl->o[r - 1] = wl->row.index;
+  }
+  for (int d = 0; d < r; d++) lin = gen_madd(g, lin, wg->iter_strides[d], wl->o[d]);
   return or_zero(g, lin);
 }
 
@@ -247,14 +285,15 @@ static void gen_window_close_inner(gen *g, const window_geom *wg, window_loops *
 }
 
 static void gen_window_close_iter(gen *g, const window_geom *wg, window_loops *wl) {
-  for (int d = wg->rank - 1; d >= 0; d--) cpu_loop_end(g->b, &wl->it[d]);
+  if (wg->rank > 0) cpu_loop_end(g->b, &wl->row);
+  cpu_loop_end(g->b, &wl->unit);
 }
 
 /* ---------------------------------------------------------------- common state */
 
 typedef struct kernel {
   char name[96];
-  kernel_fn fn;
+  cpu_kernel_fn fn;
 } kernel;
 
 static kiln_status kernel_link(kernel *k, cpu_jit *jit) {
@@ -285,6 +324,7 @@ typedef struct scatter_plan {
   /* per updates dim: stride in the position space, in the operand, in the updates */
   int64_t cpos[HLO_MAX_RANK], coff[HLO_MAX_RANK], ustrides[HLO_MAX_RANK], udims[HLO_MAX_RANK];
   int last_batch_dim; /* the last updates dim that is not a window dim, -1 if none */
+  int64_t block, units; /* the thread split: `units` blocks of `block` operand elements */
   hlo_ints starts_from, batch_operand, batch_indices;
 } scatter_plan;
 
@@ -382,6 +422,18 @@ static bool scatter_plan_make(const hlo_instr *ins, scatter_plan *sp, strbuf *wh
   sp->batch_indices = dn->scatter_indices_batching_dims;
   sp->n_operand = shape_elements(os);
   sp->n_updates = shape_elements(us);
+  /* When every window is one whole block of the operand's trailing dims (window 1 up to
+   * dim j, the full dim after it: rows of an embedding table, single elements), the
+   * windows of any two positions are the same block or disjoint. Threads can then own
+   * ranges of blocks: each applies, in the sequential order, exactly the updates that
+   * land in its blocks, so every element sees the same updates in the same order and
+   * the result is bit-identical to one thread's. Otherwise there is one unit. */
+  int j = r - 1;
+  while (j >= 0 && sp->window[j] == sp->odims[j]) j--;
+  bool blocks = j >= 0 && sp->n_operand > 0;
+  for (int d = 0; d <= j && blocks; d++) blocks = sp->window[d] == 1;
+  sp->block = blocks ? sp->ostrides[j] : (sp->n_operand > 0 ? sp->n_operand : 1);
+  sp->units = sp->n_operand / sp->block;
   if (ins->n_called < 1) return why_not(why, ins, "no update computation");
   return scalar_fn_ok(ins, ins->called[0], 2 * n, sp->types, n, n, sp->types, why);
 }
@@ -404,10 +456,13 @@ static void scatter_generate(gen *g, const hlo_instr *ins, const scatter_plan *s
   int n = sp->n;
   LLVMValueRef out[MAX_VARIADIC], upd[MAX_VARIADIC];
   for (int i = 0; i < n; i++) {
-    out[i] = gen_buffer(g, 0, i, sp->types[i]);
-    upd[i] = gen_buffer(g, 1, n + 1 + i, sp->types[i]);
+    out[i] = gen_buffer(g, i, sp->types[i]);
+    upd[i] = gen_buffer(g, 2 * n + 1 + i, sp->types[i]);
   }
-  LLVMValueRef base = LLVMGetParam(g->fn, 2);
+  LLVMValueRef base = gen_buffer_as(g, 3 * n + 1, g->i64);
+  /* Windows start in [lo, hi): the block range [begin, end) of this call. */
+  LLVMValueRef lo = LLVMBuildMul(g->b, LLVMGetParam(g->fn, 1), k64(g, sp->block), "lo");
+  LLVMValueRef hi = LLVMBuildMul(g->b, LLVMGetParam(g->fn, 2), k64(g, sp->block), "hi");
   cpu_emitter *e = cpu_emitter_new_scalar(g->m, g->fn, g->b);
   cpu_loop loops[HLO_MAX_RANK];
   LLVMValueRef pos = NULL, off = NULL, ui = NULL;
@@ -422,7 +477,10 @@ static void scatter_generate(gen *g, const hlo_instr *ins, const scatter_plan *s
   LLVMValueRef start = LLVMBuildLoad2(g->b, g->i64, LLVMBuildInBoundsGEP2(g->b, g->i64, base, &p, 1, ""), "start");
   LLVMBasicBlockRef fits = LLVMAppendBasicBlockInContext(g->c, g->fn, "fits");
   LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(g->c, g->fn, "next");
-  LLVMBuildCondBr(g->b, LLVMBuildICmp(g->b, LLVMIntSGE, start, k64(g, 0), ""), fits, next);
+  /* lo >= 0, so this also skips the windows that do not fit (start -1). */
+  LLVMValueRef mine = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntSGE, start, lo, ""),
+                                   LLVMBuildICmp(g->b, LLVMIntSLT, start, hi, ""), "");
+  LLVMBuildCondBr(g->b, mine, fits, next);
   LLVMPositionBuilderAtEnd(g->b, fits);
   off = off ? LLVMBuildAdd(g->b, start, off, "") : start;
   for (int d = split; d < sp->ur; d++) {
@@ -518,9 +576,15 @@ static void scatter_starts(const scatter_plan *sp, const char *idx, int64_t *bas
   }
 }
 
+/* Update elements per position below which threads would spend more time scanning
+ * every position than applying their share of the updates. */
+#define SCATTER_PARALLEL_MIN_WINDOW 16
+#define SCATTER_PARALLEL_MIN_UPDATES 65536
+
 static kiln_status scatter_run(void *state, char *const *out, char *const *in) {
   const scatter_state *s = state;
   const scatter_plan *sp = &s->plan;
+  int n = sp->n;
   for (int i = 0; i < sp->n; i++)
     if (sp->operand_bytes[i] > 0) memcpy(out[i], in[i], (size_t)sp->operand_bytes[i]);
   /* Into an empty operand no window fits. */
@@ -528,8 +592,24 @@ static kiln_status scatter_run(void *state, char *const *out, char *const *in) {
   int64_t *base = malloc((size_t)sp->count * sizeof *base);
   if (!base) return status_error(KILN_RESOURCE_EXHAUSTED, "cpu: out of memory for %lld scatter positions",
                                  (long long)sp->count);
-  scatter_starts(sp, in[sp->n], base);
-  s->k.fn(out, in, base);
+  scatter_starts(sp, in[n], base);
+  char *bufs[4 * MAX_VARIADIC + 2];
+  for (int i = 0; i < n; i++) bufs[i] = out[i];
+  for (int i = 0; i < 2 * n + 1; i++) bufs[n + i] = in[i];
+  bufs[3 * n + 1] = (char *)base;
+  /* Every thread scans all positions (a load and a compare each) and applies the
+   * updates of its blocks: worth it only for windows of many elements. */
+  int64_t chunks = omp_get_max_threads();
+  if (chunks > sp->units) chunks = sp->units;
+  if (chunks < 2 || sp->n_updates < SCATTER_PARALLEL_MIN_UPDATES ||
+      sp->n_updates / sp->count < SCATTER_PARALLEL_MIN_WINDOW) {
+    s->k.fn(bufs, 0, sp->units);
+  } else {
+    int64_t units = sp->units;
+    cpu_kernel_fn fn = s->k.fn;
+#pragma omp parallel for schedule(static, 1)
+    for (int64_t c = 0; c < chunks; c++) fn(bufs, units * c / chunks, units * (c + 1) / chunks);
+  }
   free(base);
   return NULL;
 }
@@ -548,11 +628,25 @@ const cpu_native_kind cpu_native_scatter = {
 /* ------------------------------------------------------ select-and-scatter ---- */
 
 typedef struct sas_state {
-  hlo_type type;
   int64_t n_out;
   size_t esize;
+  cpu_kernel_space space;
+  bool parallel;
   kernel k;
 } sas_state;
+
+/* Whether rows of the source (the units) scatter into disjoint output elements: the
+ * windows of two positions that differ in a leading dim never overlap there (stride at
+ * least the dilated window, in the padded base-dilated space, so also in the input).
+ * Only then may units run in parallel; windows along the last dim may overlap, their
+ * positions run in order inside one unit. */
+static bool sas_rows_disjoint(const window_geom *wg) {
+  for (int d = 0; d + 1 < wg->rank; d++) {
+    const hlo_window_dim *w = &wg->w[d];
+    if (wg->iter_dims[d] > 1 && w->size > 0 && w->stride < (w->size - 1) * w->rhs_dilate + 1) return false;
+  }
+  return true;
+}
 
 static bool sas_check(const hlo_instr *ins, window_geom *wg, strbuf *why) {
   if (ins->n_operands != 3) return why_not(why, ins, "expected operand, source and init value");
@@ -582,7 +676,7 @@ static bool sas_supports(const hlo_instr *ins, strbuf *why) {
  * value into the output there. */
 static void sas_generate(gen *g, const hlo_instr *ins, const window_geom *wg) {
   hlo_type t = ins->shape.type;
-  LLVMValueRef out = gen_buffer(g, 0, 0, t), operand = gen_buffer(g, 1, 0, t), source = gen_buffer(g, 1, 1, t);
+  LLVMValueRef out = gen_buffer(g, 0, t), operand = gen_buffer(g, 1, t), source = gen_buffer(g, 2, t);
   cpu_emitter *e = cpu_emitter_new_scalar(g->m, g->fn, g->b);
   LLVMValueRef chosen = cpu_entry_alloca(g->fn, g->i64, "chosen");
   window_loops wl;
@@ -627,9 +721,10 @@ static kiln_status sas_create(const hlo_instr *ins, cpu_jit_module *jm, const ch
   strbuf_free(&why);
   sas_state *s = calloc(1, sizeof *s);
   if (!s) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  s->type = ins->shape.type;
-  s->esize = hlo_type_size(s->type);
+  s->esize = hlo_type_size(ins->shape.type);
   s->n_out = shape_elements(&ins->shape);
+  s->space = window_space(&wg);
+  s->parallel = sas_rows_disjoint(&wg);
   snprintf(s->k.name, sizeof s->k.name, "%sselect_and_scatter", prefix);
   gen g;
   gen_begin(&g, jm, s->k.name);
@@ -657,7 +752,11 @@ static void fill(char *d, const char *value, size_t esize, int64_t n) {
 static kiln_status sas_run(void *state, char *const *out, char *const *in) {
   const sas_state *s = state;
   fill(out[0], in[2], s->esize, s->n_out);
-  s->k.fn(out, in, NULL);
+  char *bufs[4] = {out[0], in[0], in[1], in[2]};
+  if (s->parallel)
+    cpu_kernel_run(s->k.fn, bufs, &s->space);
+  else
+    s->k.fn(bufs, 0, s->space.units);
   return NULL;
 }
 
@@ -709,9 +808,9 @@ static void rw_generate(gen *g, const hlo_instr *ins, const window_geom *wg) {
   hlo_type types[MAX_VARIADIC];
   for (int i = 0; i < n; i++) {
     types[i] = ins->shape.elems[i].type;
-    out[i] = gen_buffer(g, 0, i, types[i]);
-    input[i] = gen_buffer(g, 1, i, types[i]);
-    init[i] = gen_load(g, types[i], gen_buffer(g, 1, n + i, types[i]), k64(g, 0));
+    out[i] = gen_buffer(g, i, types[i]);
+    input[i] = gen_buffer(g, n + i, types[i]);
+    init[i] = gen_load(g, types[i], gen_buffer(g, 2 * n + i, types[i]), k64(g, 0));
     acc[i] = cpu_entry_alloca(g->fn, cpu_llvm_type(g->c, types[i]), "acc");
   }
   cpu_emitter *e = cpu_emitter_new_scalar(g->m, g->fn, g->b);
@@ -734,6 +833,8 @@ static void rw_generate(gen *g, const hlo_instr *ins, const window_geom *wg) {
 }
 
 typedef struct rw_state {
+  int n;
+  cpu_kernel_space space;
   kernel k;
 } rw_state;
 
@@ -750,6 +851,8 @@ static kiln_status rw_create(const hlo_instr *ins, cpu_jit_module *jm, const cha
   strbuf_free(&why);
   rw_state *s = calloc(1, sizeof *s);
   if (!s) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  s->n = ins->n_operands / 2;
+  s->space = window_space(&wg);
   snprintf(s->k.name, sizeof s->k.name, "%sreduce_window", prefix);
   gen g;
   gen_begin(&g, jm, s->k.name);
@@ -764,7 +867,11 @@ static kiln_status rw_link(void *state, cpu_jit *jit) { return kernel_link(&((rw
 
 static kiln_status rw_run(void *state, char *const *out, char *const *in) {
   const rw_state *s = state;
-  s->k.fn(out, in, NULL);
+  /* Output elements are independent: units always run in parallel. */
+  char *bufs[3 * MAX_VARIADIC];
+  for (int i = 0; i < s->n; i++) bufs[i] = out[i];
+  for (int i = 0; i < 2 * s->n; i++) bufs[s->n + i] = in[i];
+  cpu_kernel_run(s->k.fn, bufs, &s->space);
   return NULL;
 }
 
