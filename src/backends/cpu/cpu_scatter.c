@@ -256,8 +256,10 @@ static LLVMValueRef gen_window_inner(gen *g, const window_geom *wg, window_loops
     LLVMValueRef p = LLVMBuildMul(g->b, wl->o[d], k64(g, w->stride), "");
     p = LLVMBuildSub(g->b, p, k64(g, w->pad_lo), "");
     p = gen_madd(g, p, w->rhs_dilate, wl->k[d].index);
-    /* (dim-1)*lhs_dilate is negative for an empty dim: nothing is valid then. */
-    int64_t pmax = (wg->in_dims[d] - 1) * w->lhs_dilate;
+    /* (dim-1)*lhs_dilate is negative for an empty dim: nothing is valid then. It can
+     * only overflow when no window position is computed (window_ok checked the rest). */
+    int64_t pmax;
+    if (__builtin_mul_overflow(wg->in_dims[d] - 1, w->lhs_dilate, &pmax)) pmax = INT64_MAX;
     LLVMValueRef ok = LLVMBuildAnd(g->b, LLVMBuildICmp(g->b, LLVMIntSGE, p, k64(g, 0), ""),
                                    LLVMBuildICmp(g->b, LLVMIntSLE, p, k64(g, pmax), ""), "");
     LLVMValueRef i = p;
