@@ -388,8 +388,12 @@ typedef struct kiln_model_stats {
   int64_t op_compiles, op_cache_hits; /* single-op modules compiled / reused */
   const char *device;            /* HLO: the device it was compiled for; graphs: the device lowered ops default to */
   const char *jit;               /* "auto" or "off" */
+  /* Instructions of the compiled modules that their device runs through kiln's reference
+   * evaluator instead of compiled code (the cpu backend's last resort; slow): 0 means
+   * everything placed on the device was compiled. */
+  int64_t evaluated_instructions;
 } kiln_model_stats;
-#define KILN_MODEL_STATS_INIT {sizeof(kiln_model_stats), 0, 0, 0, 0, 0, 0, 0, 0.0, 0, 0, NULL, NULL}
+#define KILN_MODEL_STATS_INIT {sizeof(kiln_model_stats), 0, 0, 0, 0, 0, 0, 0, 0.0, 0, 0, NULL, NULL, 0}
 KILN_API kiln_status kiln_model_get_stats(const kiln_model *model, kiln_model_stats *out);
 
 /* What the bridge decided for a graph model (what `kiln cluster` prints), as text the

@@ -240,7 +240,9 @@ class Model:
     def stats(self):
         """Counters over the model's life (kiln_model_get_stats) as a dict: runs, nodes,
         clusters, cluster_runs, cluster_compiles, cluster_cache_hits,
-        cluster_fallback_runs, cluster_compile_ms, op_compiles, op_cache_hits, device, jit."""
+        cluster_fallback_runs, cluster_compile_ms, op_compiles, op_cache_hits, device, jit,
+        evaluated_instructions (instructions run through kiln's reference evaluator instead
+        of compiled code; 0 when everything placed on the device was compiled)."""
         return self._m.stats()
 
     def run(self, feeds, outputs=None, *, threads=None):

@@ -1100,15 +1100,23 @@ kiln_status kiln_model_run_into(kiln_model *m, const kiln_run_options *ro, int n
 
 kiln_status kiln_model_get_stats(const kiln_model *m, kiln_model_stats *out) {
   if (!m) return ERR_INVALID("kiln_model_get_stats: model handle is NULL");
-  if (!out || out->struct_size < sizeof(kiln_model_stats))
+  if (!out || out->struct_size < offsetof(kiln_model_stats, evaluated_instructions))
     return ERR_INVALID("kiln_model_get_stats: out is NULL or its struct_size is too small (use KILN_MODEL_STATS_INIT)");
-  size_t size = out->struct_size;
+  /* Callers built before a field was added pass a smaller struct_size: fill what they have. */
+  kiln_model_stats full;
+  kiln_model_stats *caller = out;
+  size_t size = caller->struct_size < sizeof full ? caller->struct_size : sizeof full;
+  out = &full;
   memset(out, 0, sizeof *out);
-  out->struct_size = size;
+  out->struct_size = caller->struct_size;
   out->runs = atomic_load(&((kiln_model *)m)->runs);
   out->jit = m->opts->jit == JIT_OFF ? "off" : "auto";
   out->device = m->format == KILN_FORMAT_HLO ? m->device->name : executor_device_name(m->pool[0]);
-  if (m->format == KILN_FORMAT_HLO) return NULL;
+  if (m->format == KILN_FORMAT_HLO) {
+    out->evaluated_instructions = backend_evaluated_instructions(m->device, m->exe);
+    memcpy(caller, out, size);
+    return NULL;
+  }
   out->nodes = m->g->n_nodes;
   out->clusters = m->n_clusters;
   pthread_mutex_lock((pthread_mutex_t *)&m->lock);
@@ -1121,8 +1129,10 @@ kiln_status kiln_model_get_stats(const kiln_model *m, kiln_model_stats *out) {
     out->cluster_compile_ms += st->cluster_compile_ms;
     out->op_compiles += st->compiles;
     out->op_cache_hits += st->cache_hits;
+    out->evaluated_instructions += st->evaluated_instructions;
   }
   pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
+  memcpy(caller, out, size);
   return NULL;
 }
 

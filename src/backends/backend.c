@@ -38,6 +38,10 @@ static char **plugin_keys; /* per plugin: its manifest's canonical path, for add
 static char **owned_strings; /* duplicate-name reasons */
 static int n_owned_strings;
 
+int backend_evaluated_instructions(const backend *b, const backend_executable *e) {
+  return b && e && b->evaluated_instructions ? b->evaluated_instructions(e) : 0;
+}
+
 backend_compile_options backend_compile_options_default(void) {
   backend_compile_options o;
   memset(&o, 0, sizeof o);

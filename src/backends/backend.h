@@ -48,7 +48,13 @@ struct backend {
   /* Runs the executable; args borrowed, *out owned by the caller. */
   kiln_status (*execute)(backend_executable *e, hlo_literal *const *args, int n_args, hlo_literal **out);
   void (*destroy)(backend_executable *e);
+  /* Optional (NULL: none): how many instructions the executable runs through the
+   * reference evaluator instead of compiling them (cpu's evaluator thunks). */
+  int (*evaluated_instructions)(const backend_executable *e);
 };
+
+/* b's evaluated_instructions for e, 0 when b has none or e is NULL. */
+int backend_evaluated_instructions(const backend *b, const backend_executable *e);
 
 /* The usable devices, highest priority first. */
 int backend_count(void);

@@ -722,6 +722,7 @@ static kiln_status compile_signature(cluster_call *cc, cluster_sig *sig) {
     lw.m = NULL;
     s = cc->device->compile(cc->device, sig->module, &e->compile, &sig->exe);
     if (s) s = status_wrap(s, "compiling for device %s", cc->device->name);
+    else e->stats.evaluated_instructions += backend_evaluated_instructions(cc->device, sig->exe);
   }
   hlo_module_free(lw.m);
   for (int i = 0; i < body->n_nodes; i++) free(lw.values[i]);

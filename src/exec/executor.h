@@ -65,6 +65,7 @@ typedef struct executor_stats {
   int64_t cluster_cache_hits;    /* cluster runs that reused a compiled signature */
   int64_t cluster_fallback_runs; /* op-by-op cluster runs: lazy first request, megamorphic, unimplemented */
   double cluster_compile_ms;     /* wall time spent lowering and compiling clusters */
+  int64_t evaluated_instructions; /* in the modules compiled: instructions a device runs through the evaluator */
 } executor_stats;
 
 /* Validates g, prunes it to what its results need and checks that every needed node

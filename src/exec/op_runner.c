@@ -217,6 +217,7 @@ static kiln_status build_module(executor *e, const backend *device, const graph_
       s = interpreter_backend.compile(&interpreter_backend, ce->module, &e->compile, &ce->exe);
     }
     if (s) s = status_wrap(s, "compiling for device %s", ce->device->name);
+    else e->stats.evaluated_instructions += backend_evaluated_instructions(ce->device, ce->exe);
   }
   hlo_module_free(m);
   op_lower_args_free(&a);

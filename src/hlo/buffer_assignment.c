@@ -264,6 +264,9 @@ static bool in_place_candidate(const hlo_instr *ins, int k) {
       shape_byte_size(&o->shape) != shape_byte_size(&ins->shape))
     return false;
   if (hlo_opcode_is_elementwise(ins->op)) return true;
+  /* dynamic-update-slice writes its window over a copy of operand 0: in place, the copy
+   * goes away (its start indices and update are separate values). */
+  if (ins->op == HLO_OP_DYNAMIC_UPDATE_SLICE) return k == 0;
   return ins->op == HLO_OP_FUSION && fusion_param_in_place_safe(ins, k);
 }
 

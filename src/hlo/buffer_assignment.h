@@ -26,7 +26,8 @@
  * In place: an elementwise op, or a kLoop or kOutput fusion whose fused computation maps
  * the operand's element i only to result element i (every instruction depending on that
  * parameter is elementwise with the result's dimensions: in a kOutput fusion, the
- * residual of the epilogue, never an operand of the dot/convolution), writes into operand k's
+ * residual of the epilogue, never an operand of the dot/convolution), or a
+ * dynamic-update-slice for its operand 0 (it rewrites only its window), writes into operand k's
  * ARENA block when that block has the same byte size and this op is its last reader;
  * the slot is then marked in_place with the operand's offset.
  * Outputs: the root, or each operand of a root tuple. An output that resolves to a

@@ -24,7 +24,8 @@
  * Outputs: an HLO module's root leaves depth-first as OUTDIR/output_N.npy; a model's
  * results as OUTDIR/NAME.npy, NAME being the result's name with a TensorFlow ":0"
  * dropped and every character outside [A-Za-z0-9_.-] replaced by '_' (clashes get _1,
- * _2, ...). --json prints one line with the device, timings and, for models, the
+ * _2, ...). --json prints one line with the device, timings, how many instructions the
+ * device runs through the evaluator instead of compiled code, and, for models, the
  * bridge's counters.
  *
  * ONNX sequences, optionals and maps (kiln.h's kiln_kind) have one form for -i and -o
@@ -703,7 +704,8 @@ static void print_summary(const run_state *r, int iters) {
   strbuf_init(&j);
   strbuf_append(&j, "{\"device\":");
   json_string(&j, st.device);
-  strbuf_printf(&j, ",\"first_ms\":%.6f,\"median_ms\":%.6f,\"iters\":%d", first, med, iters);
+  strbuf_printf(&j, ",\"first_ms\":%.6f,\"median_ms\":%.6f,\"iters\":%d,\"evaluated_instructions\":%lld", first,
+                med, iters, (long long)st.evaluated_instructions);
   if (model)
     strbuf_printf(&j, ",\"nodes\":%d,\"jit\":\"%s\",\"clusters\":%d,\"cluster_runs\":%lld,\"cluster_compiles\":%lld,"
                       "\"cluster_cache_hits\":%lld,\"cluster_fallback_runs\":%lld,\"cluster_compile_ms\":%.3f,"

@@ -13,7 +13,9 @@ module, inputs and expected outputs are kept on disk for reproduction.
 
 Command line of every test file: --kiln PATH (required), -k SUBSTRING (run only cases
 whose name contains it), --keep (keep all temporary files), -j N (parallel kiln runs),
---list (print case names). Prints "N passed, N failed" and exits 1 if anything failed.
+--list (print case names), --device NAME (repeatable: run every pack on these devices
+instead of the suite's own list, the interpreter unless the suite names others; see
+Suite). Prints "N passed, N failed" and exits 1 if anything failed.
 """
 
 import argparse
@@ -810,8 +812,14 @@ def overwrite_comp(t):
 # Running
 
 class Suite:
-    def __init__(self, title, pack_cases=48, pack_elements=60000):
+    def __init__(self, title, pack_cases=48, pack_elements=60000, devices=('interpreter',)):
+        """devices: the kiln devices every pack runs on (--device overrides). With more
+        than one, each device's outputs are checked against the expected values, and
+        outputs with an exact tolerance (EXACT, BITWISE; not EXACT_ANY_ZERO) also against the first
+        device's outputs bit for bit (NaN payloads included); on any device but the
+        interpreter, an instruction run through the evaluator fails the pack."""
         self.title = title
+        self.devices = tuple(devices)
         self.cases = []
         self.pack_cases = pack_cases
         self.pack_elements = pack_elements
@@ -830,6 +838,8 @@ class Suite:
         ap.add_argument('-j', type=int, default=1, help='parallel kiln runs')
         ap.add_argument('--list', action='store_true', help='list case names and exit')
         ap.add_argument('--no-pack', action='store_true', help='one kiln run per case')
+        ap.add_argument('--device', dest='devices', action='append', default=None,
+                        help='kiln device to run on (repeatable; default: %s)' % ', '.join(self.devices))
         args = ap.parse_args()
         cases = [c for c in self.cases if args.filter is None or args.filter in c.name]
         names = [c.name for c in self.cases]
@@ -849,7 +859,7 @@ class Suite:
         tmp_root = tempfile.mkdtemp(prefix='kilntest-%s-' % script)
         fail_root = os.path.join(tempfile.gettempdir(), 'kilntest-failures', script)
         shutil.rmtree(fail_root, ignore_errors=True)
-        runner = _Runner(kiln, tmp_root, fail_root, args.keep)
+        runner = _Runner(kiln, tmp_root, fail_root, args.keep, args.devices or self.devices)
         packs = self._packs(cases, 1 if args.no_pack else self.pack_cases)
         t0 = time.time()
         results = {}
@@ -883,17 +893,23 @@ class Suite:
         return packs
 
 
+# The warning a compiling device prints when it runs instructions through the evaluator.
+EVALUATED_MARK = 'through the evaluator'
+
+
 class _Runner:
-    def __init__(self, kiln, tmp_root, fail_root, keep):
+    def __init__(self, kiln, tmp_root, fail_root, keep, devices=('interpreter',)):
         self.kiln = kiln
+        self.devices = tuple(devices)
         self.tmp_root = tmp_root
         self.fail_root = fail_root
         self.keep = keep
         self.runs = 0
         self.lock = threading.Lock()   # packs run on several threads with -j
 
-    def _exec(self, cases):
-        """Runs one module made of `cases`. Returns (outputs list or None, error text)."""
+    def _exec(self, cases, device='interpreter'):
+        """Runs one module made of `cases` on `device`. Returns (outputs list or None,
+        error text)."""
         with self.lock:
             self.runs += 1
             d = os.path.join(self.tmp_root, 'run%05d' % self.runs)
@@ -908,7 +924,7 @@ class _Runner:
             np.save(p, a)
             cmd += ['-i', 'p%d=%s' % (i, p)]
         outdir = os.path.join(d, 'out')
-        cmd += ['-o', outdir, '--device', 'interpreter']
+        cmd += ['-o', outdir, '--device', device]
         try:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   timeout=120)
@@ -919,6 +935,9 @@ class _Runner:
             why = ('killed by signal %d' % -proc.returncode if proc.returncode < 0
                    else 'exit status %d' % proc.returncode)
             return None, 'kiln %s: %s' % (why, err[-2000:] or '(no message)')
+        if device != 'interpreter' and EVALUATED_MARK in err:
+            lines = [ln for ln in err.splitlines() if EVALUATED_MARK in ln]
+            return None, 'device %s did not compile everything: %s' % (device, lines[0][-2000:])
         got = []
         for i in range(len(outputs)):
             p = os.path.join(outdir, 'output_%d.npy' % i)
@@ -936,24 +955,39 @@ class _Runner:
         return got, None
 
     def run_pack(self, cases):
-        got, err = self._exec(cases)
-        if got is None and len(cases) > 1:
+        runs, err = [], None
+        several = len(self.devices) > 1
+        for dev in self.devices:
+            got, e = self._exec(cases, dev)
+            if got is None:
+                err = '%s: %s' % (dev, e) if several else e
+                break
+            runs.append((dev, got))
+        if err is not None and len(cases) > 1:
             res = {}
             for c in cases:
                 res.update(self.run_pack([c]))
             return res
+        got = runs[0][1] if runs else None
         res = {}
         k = 0
         for c in cases:
-            if got is None:
+            if err is not None:
                 res[c.uid] = err
                 self._save_failure(c)
                 continue
             msgs = []
-            for j, (v, exp, tol) in enumerate(c.outputs):
-                m = compare(got[k + j], exp, v.t, tol)
-                if m:
-                    msgs.append('output %d (%s): %s' % (j, v.shape.text(False), m))
+            for dev, dgot in runs:
+                where = '%s: ' % dev if several else ''
+                for j, (v, exp, tol) in enumerate(c.outputs):
+                    m = compare(dgot[k + j], exp, v.t, tol)
+                    if m:
+                        msgs.append('%soutput %d (%s): %s' % (where, j, v.shape.text(False), m))
+                    elif dev != runs[0][0] and (tol.kind == 'bitwise' or (tol.kind == 'exact' and tol.signed_zero)):
+                        m = compare(dgot[k + j], got[k + j], v.t, BITWISE)
+                        if m:
+                            msgs.append('%soutput %d (%s) differs from %s bit for bit: %s'
+                                        % (where, j, v.shape.text(False), runs[0][0], m))
             k += len(c.outputs)
             res[c.uid] = '\n'.join(msgs) if msgs else None
             if msgs:
@@ -976,8 +1010,9 @@ class _Runner:
             if got is not None:
                 np.save(os.path.join(d, 'got_%d.npy' % i), got[i])
         with open(os.path.join(d, 'run.sh'), 'w') as f:
-            f.write('%s run %s/module.hlo %s -o %s/out --device interpreter\n'
-                    % (self.kiln, d, ' '.join(args), d))
+            for dev in self.devices:
+                f.write('%s run %s/module.hlo %s -o %s/out_%s --device %s\n'
+                        % (self.kiln, d, ' '.join(args), d, dev, dev))
 
 
 # --------------------------------------------------------------------------------------

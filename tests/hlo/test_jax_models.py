@@ -15,9 +15,10 @@ The one accepted gap: when the optimized or unoptimized module calls a custom-ca
 The pinned JAX lives in build-ref-env/ (made by scripts/install-ref-env.sh). Run under any
 python3: the script re-executes itself with build-ref-env/bin/python.
 
-With --device cpu the modules run on the cpu backend instead, and any instruction it
-runs through the evaluator (rather than compiling it) fails the variant: that is the
-check that kiln compiles all of JAX's HLO (CTest: hlo.test_jax_models_cpu).
+With --device cpu the modules run on the cpu backend instead, and a variant fails unless
+kiln's --json says it ran on cpu with evaluated_instructions 0 (no instruction run
+through the evaluator instead of compiled code): that is the check that kiln compiles
+all of JAX's HLO (CTest: hlo.test_jax_models_cpu).
 
 Usage: test_jax_models.py --kiln PATH [-k SUBSTRING] [--keep] [--write-corpus DIR] [--device cpu]
 Prints one line per case and "N passed, N failed, N skipped" over case variants
@@ -55,6 +56,7 @@ ensure_reference_env()
 os.environ.setdefault('JAX_PLATFORMS', 'cpu')
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import re  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
@@ -97,19 +99,34 @@ class Outcome:
 
 
 def run_kiln(kiln, hlo_path, input_paths, out_dir, device):
-    cmd = [kiln, 'run', hlo_path, '-o', out_dir, '--device', device]
+    cmd = [kiln, 'run', hlo_path, '-o', out_dir, '--device', device, '--json']
     for i, p in enumerate(input_paths):
         cmd += ['-i', 'p%d=%s' % (i, p)]
     try:
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=KILN_TIMEOUT_S)
     except subprocess.TimeoutExpired:
-        return None, 'timed out after %ds' % KILN_TIMEOUT_S
-    return proc.returncode, proc.stderr.decode(errors='replace').strip()
+        return None, 'timed out after %ds' % KILN_TIMEOUT_S, ''
+    return proc.returncode, proc.stderr.decode(errors='replace').strip(), proc.stdout.decode(errors='replace')
 
 
-# On cpu every instruction must be compiled: this warning (cpu_backend.c) names the
-# ones that ran through the evaluator instead, and fails the variant.
+# On cpu every instruction must be compiled: --json's device must be cpu (not the
+# interpreter fallback) and its evaluated_instructions 0; the compile warning
+# (cpu_backend.c) names the evaluated ones for the failure message.
 EVALUATED_RE = re.compile(r'device cpu runs \d+ instructions? of .* through the evaluator.*')
+
+
+def uncompiled(stdout, err):
+    """Why a cpu run was not wholly compiled, or None."""
+    lines = [ln for ln in stdout.splitlines() if ln.startswith('{')]
+    if not lines:
+        return 'kiln printed no --json line'
+    stats = json.loads(lines[-1])
+    if stats.get('device') != 'cpu':
+        return 'ran on %s, not cpu' % stats.get('device')
+    if stats.get('evaluated_instructions', -1) != 0:
+        m = EVALUATED_RE.search(err)
+        return '%s evaluated: %s' % (stats.get('evaluated_instructions'), m.group(0)[len('device cpu '):] if m else '?')
+    return None
 
 
 def check_variant(kiln, text, name, work, input_paths, expected, tol, device):
@@ -117,7 +134,7 @@ def check_variant(kiln, text, name, work, input_paths, expected, tol, device):
     with open(hlo_path, 'w') as f:
         f.write(text)
     out_dir = os.path.join(work, 'out_' + name)
-    rc, err = run_kiln(kiln, hlo_path, input_paths, out_dir, device)
+    rc, err, stdout = run_kiln(kiln, hlo_path, input_paths, out_dir, device)
     if rc is None:
         return Outcome('FAIL', err)
     if rc != 0:
@@ -128,9 +145,9 @@ def check_variant(kiln, text, name, work, input_paths, expected, tol, device):
         if targets and re.search(r'custom-call( target "[^"]*")? is not supported|UNIMPLEMENTED.*custom-call', err):
             return Outcome('skip', 'custom-call %s' % ', '.join(targets))
         return Outcome('FAIL', 'kiln exit %d: %s' % (rc, first[:300]))
-    evaluated = EVALUATED_RE.search(err) if device == 'cpu' else None
-    if evaluated:
-        return Outcome('FAIL', evaluated.group(0)[len('device cpu '):][:300])
+    why = uncompiled(stdout, err) if device == 'cpu' else None
+    if why:
+        return Outcome('FAIL', why[:300])
     worst, details = 0.0, []
     for i, want in enumerate(expected):
         path = os.path.join(out_dir, 'output_%d.npy' % i)

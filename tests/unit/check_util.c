@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/backend.h"
 #include "check.h"
 #include "eval/eval.h"
 #include "hlo/literal.h"
@@ -101,3 +102,71 @@ char *check_capture_stderr(void (*fn)(void)) {
   fclose(tmp);
   return text;
 }
+
+/* Compiles text on cpu (must succeed) with profiling, runs it on pseudo-random
+ * arguments (seeds seed, seed + 1, ...) and compares with the evaluator bit for bit. */
+static const char *current_text;
+static uint64_t current_seed;
+
+static void compile_run_compare(void) {
+  hlo_module *m = check_parse_hlo(current_text);
+  if (!m) return;
+  const backend *cpu = backend_find("cpu");
+  CHECK(cpu != NULL);
+  int n = m->entry->n_params;
+  hlo_literal *args[8] = {0};
+  for (int p = 0; p < n && p < 8; p++) {
+    CHECK_OK(literal_create(&m->entry->params[p]->shape, &args[p]));
+    literal_fill_pseudo_random(args[p], current_seed + (uint64_t)p);
+  }
+  backend_compile_options o = backend_compile_options_default();
+  o.profile = true;
+  backend_executable *e = NULL;
+  hlo_literal *got = NULL, *want = NULL;
+  CHECK_OK(cpu ? cpu->compile(cpu, m, &o, &e) : NULL);
+  if (e) {
+    /* Twice: the evaluator thunk's computation is built once and reused. */
+    for (int r = 0; r < 2; r++) {
+      literal_free(got);
+      got = NULL;
+      CHECK_OK(cpu->execute(e, args, n, &got));
+    }
+    cpu->destroy(e); /* prints the profile */
+  }
+  CHECK_OK(eval_module(m, args, n, &want));
+  bool same = got && want && literal_equal(got, want);
+  if (!same) fprintf(stderr, "cpu and evaluator differ (seed %llu) on:\n%s\n", (unsigned long long)current_seed,
+                     current_text);
+  CHECK(same);
+  literal_free(got);
+  literal_free(want);
+  for (int p = 0; p < n && p < 8; p++) literal_free(args[p]);
+  hlo_module_free(m);
+}
+
+void check_cpu_like_evaluator(const char *text, const char *const *expect) {
+  current_text = text;
+  for (uint64_t seed = 1; seed <= 3; seed++) {
+    current_seed = seed * 101;
+    char *err = check_capture_stderr(compile_run_compare);
+    for (int k = 0; seed == 1 && err && expect[k]; k++) {
+      bool absent = expect[k][0] == '!';
+      bool found = strstr(err, expect[k] + absent) != NULL;
+      if (found == absent) fprintf(stderr, "expected \"%s\" %sin:\n%s\n", expect[k] + absent, absent ? "not " : "", err);
+      CHECK(found != absent);
+    }
+    CHECK(!err || strstr(err, "error") == NULL);
+    free(err);
+  }
+}
+
+void check_cpu_refuses(const char *text, const char *name) {
+  hlo_module *m = check_parse_hlo(text);
+  if (!m) return;
+  const backend *cpu = backend_find("cpu");
+  const hlo_instr *ins = hlo_computation_find_instr(m->entry, name);
+  CHECK(ins != NULL);
+  if (ins && cpu) CHECK(!cpu->supports(cpu, ins));
+  hlo_module_free(m);
+}
+

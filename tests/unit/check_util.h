@@ -1,6 +1,7 @@
 /* Helpers the unit tests share: parse-and-verify HLO text, parse graph text, evaluate a
  * module on deterministic pseudo-random arguments, compare two modules' results bit for
- * bit, run one HLO pass under those checks, count instructions by opcode. */
+ * bit, run one HLO pass under those checks, count instructions by opcode, compare the cpu
+ * backend with the evaluator. */
 #ifndef KILN_TESTS_CHECK_UTIL_H
 #define KILN_TESTS_CHECK_UTIL_H
 
@@ -34,5 +35,14 @@ hlo_module *check_run_pass(const char *text, hlo_pass_fn pass, bool expect_chang
 int check_count_op(const hlo_computation *c, hlo_opcode op);
 /* Runs fn with stderr going to a temporary file and returns what it wrote (malloc'ed). */
 char *check_capture_stderr(void (*fn)(void));
+
+/* Compiles text on the cpu backend with profiling (must succeed), runs it twice on
+ * pseudo-random arguments for three seeds and checks the results equal the evaluator's
+ * bit for bit; the stderr of the first seed (compile warning, profile) must contain
+ * every string of expect (NULL-terminated; one starting with '!' must be absent
+ * instead) and no "error". */
+void check_cpu_like_evaluator(const char *text, const char *const *expect);
+/* The cpu backend's supports() refuses the entry instruction named `name` of text. */
+void check_cpu_refuses(const char *text, const char *name);
 
 #endif

@@ -256,6 +256,48 @@ static void test_matmul_constant_weights(void) {
            96);
 }
 
+/* bf16 x bf16 -> f32 (JAX's preferred_element_type=float32): oneDNN reads the bf16
+ * operands as they are; the products of two bf16 values are exact in f32, so the f32
+ * accumulation bound above holds unchanged. A CPU without bf16 kernels declines it
+ * (only a reference implementation): skipped then, not failed. Constant bf16 weights
+ * are declined (captured constants are f32), and so is a bf16 convolution. */
+static void test_matmul_bf16_to_f32(void) {
+  run_case_opt("bf16 matmul",
+               "HloModule m\nENTRY e {\n"
+               "  a = bf16[64,96] parameter(0)\n  b = bf16[96,80] parameter(1)\n"
+               "  ROOT d = f32[64,80] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+               96, false);
+  run_case_opt("bf16 batched, transposed rhs",
+               "HloModule m\nENTRY e {\n"
+               "  a = bf16[3,16,24] parameter(0)\n  b = bf16[3,20,24] parameter(1)\n"
+               "  ROOT d = f32[3,16,20] dot(a, b), lhs_batch_dims={0}, rhs_batch_dims={0}, "
+               "lhs_contracting_dims={2}, rhs_contracting_dims={2}\n}\n",
+               24, false);
+  run_case_opt("bf16 dot + bias",
+               "HloModule m\n"
+               "fused {\n"
+               "  p0 = bf16[64,96] parameter(0)\n  p1 = bf16[96,80] parameter(1)\n  p2 = f32[80] parameter(2)\n"
+               "  d = f32[64,80] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n"
+               "  b = f32[64,80] broadcast(p2), dimensions={1}\n"
+               "  ROOT a = f32[64,80] add(d, b)\n}\n"
+               "ENTRY e {\n"
+               "  x = bf16[64,96] parameter(0)\n  w = bf16[96,80] parameter(1)\n  bias = f32[80] parameter(2)\n"
+               "  ROOT f = f32[64,80] fusion(x, w, bias), kind=kOutput, calls=fused\n}\n",
+               96, false);
+  check_unsupported("bf16 constant weights",
+                    "HloModule m\nENTRY e {\n"
+                    "  a = bf16[64,96] parameter(0)\n  b = bf16[96,80] constant({...})\n"
+                    "  ROOT d = f32[64,80] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+  check_unsupported("bf16 result",
+                    "HloModule m\nENTRY e {\n"
+                    "  a = bf16[64,96] parameter(0)\n  b = bf16[96,80] parameter(1)\n"
+                    "  ROOT d = bf16[64,80] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n");
+  check_unsupported("bf16 convolution",
+                    "HloModule m\nENTRY e {\n"
+                    "  x = bf16[1,8,8,4] parameter(0)\n  k = bf16[3,3,4,8] parameter(1)\n"
+                    "  ROOT c = f32[1,6,6,8] convolution(x, k), window={size=3x3}, dim_labels=b01f_01io->b01f\n}\n");
+}
+
 /* ------------------------------------------------------------------ convolution */
 
 static void test_conv_nchw(void) {
@@ -1437,7 +1479,7 @@ static void test_quantized_declines_inexact(void) {
 TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batched), TEST(test_matmul_transposed),
           TEST(test_matrix_vector), TEST(test_matmul_merged_dims), TEST(test_matmul_constant_weights),
           TEST(test_conv_nchw), TEST(test_conv_nhwc), TEST(test_conv_stride_pad), TEST(test_conv_dilation),
-          TEST(test_conv_depthwise), TEST(test_conv_grouped), TEST(test_conv_1d_3d), TEST(test_conv_constant_weights),
+          TEST(test_matmul_bf16_to_f32), TEST(test_conv_depthwise), TEST(test_conv_grouped), TEST(test_conv_1d_3d), TEST(test_conv_constant_weights),
           TEST(test_conv_transposed),
           TEST(test_fusion_conv_bias_relu), TEST(test_fusion_swish_logistic), TEST(test_fusion_dot_bias), TEST(test_fusion_dot_residual),
           TEST(test_fusion_residual_in_place),

@@ -1,125 +1,76 @@
-/* The `cpu` backend: XLA:CPU's shape on kiln's pieces.
+/* The `cpu` backend: XLA:CPU's shape on kiln's pieces. This file is its face to the
+ * device registry: what it supports, and compile/execute/destroy handed to the cache
+ * (cpu_cache.c), the compiler (cpu_compiler.c) and the executable (cpu_executable.c).
  *
- * compile() deep-copies the module, runs the cpu pass pipeline (simplification, dot
- * canonicalisation, fusion), assigns buffers in one temp arena (kept with the executable
- * and reused by every run), and turns the entry computation into a thunk sequence: a oneDNN primitive for each dot/convolution (and output fusion) oneDNN
- * takes, a generated LLVM kernel for everything else that computes values (one
- * function per fusion or instruction, all in one LLVM module JIT-compiled at once), a
- * memmove for copies, nothing for parameters, constants, tuples and aliases. An
- * instruction that neither oneDNN nor the code generator can do (while, sort, scatter,
- * ...) runs alone through the evaluator (cpu_eval.c: an evaluator thunk, listed by
- * --profile as "evaluator"), so the rest of the module stays compiled; compile warns
- * once per call naming those instructions. supports() still refuses them, so graph
- * placement keeps such nodes on the interpreter. Only what the evaluator cannot run
- * either (custom-calls, rng, tokens, tuple-shaped parameters, nested-tuple outputs)
- * makes compile answer UNIMPLEMENTED with the instruction and the reason, which lets
- * the caller fall back.
- *
- * Executables are cached by fingerprint (the module's printed text with large constants
- * elided, plus a 128-bit digest of every constant's bytes: printing megabytes of
- * weights as decimal text would cost more than compiling, plus the compile options that
- * change what is built: disabled passes and profiling) and shared: compiling the same
- * module with the same options twice returns the same compiled code. Entries are
- * reference-counted; idle ones are evicted beyond a cap, and everything is freed at
- * exit. execute() is serialised per executable because a oneDNN primitive must not
- * run on two threads at once; generated kernels themselves are reentrant. */
-#include <pthread.h>
-#include <stdio.h>
+ * Compiled code: a oneDNN primitive for each dot/convolution (and output fusion)
+ * oneDNN takes, a generated LLVM kernel for everything else that computes values (one
+ * function per fusion or instruction), a native kernel (cpu_native.h: sort, scatter,
+ * dynamic-update-slice, ...) where C code calling small generated functions does better
+ * than a loop nest, a memmove for copies; a while loop or conditional runs programs of
+ * its own for the computations it calls, so loops run compiled with no per-iteration
+ * allocation. An instruction that no path takes runs alone through the evaluator
+ * (cpu_eval.c, listed by --profile as "evaluator"), so the rest of the module stays
+ * compiled; compile warns once per call naming those instructions, and supports()
+ * refuses them, so graph placement keeps such nodes on the interpreter. Only what the
+ * evaluator cannot run either (custom-calls, rng, tokens, tuple-shaped entry parameters,
+ * nested-tuple outputs) makes compile answer UNIMPLEMENTED with the instruction and the
+ * reason, which lets the caller fall back. execute() is serialised per executable
+ * because a oneDNN primitive must not run on two threads at once and the arenas are the
+ * executable's; generated kernels themselves are reentrant. */
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
-#include "backends/cpu/cpu_codegen.h"
+#include "backends/cpu/cpu_cache.h"
 #include "backends/cpu/cpu_dnnl.h"
-#include "backends/cpu/cpu_quantize.h"
 #include "backends/cpu/cpu_elemental.h"
-#include "backends/cpu/cpu_eval.h"
-#include "backends/cpu/cpu_jit.h"
+#include "backends/cpu/cpu_executable.h"
 #include "backends/cpu/cpu_native.h"
-#include "base/log.h"
-#include "eval/constant_folding.h"
-#include "hlo/buffer_assignment.h"
-#include "hlo/passes/pipeline.h"
-#include "hlo/printer.h"
 
 /* OpenMP's runtime calls, declared here rather than through <omp.h>: clang builds
  * (fuzzing) compile against gcc's libgomp, whose omp.h clang cannot parse. */
 void omp_set_num_threads(int n);
 int omp_get_max_threads(void);
 
-#define CPU_ALIGNMENT 64
-/* Idle cached executables kept beyond this many are evicted (oldest first). */
-#define CPU_CACHE_MAX_ENTRIES 256
-
-typedef enum thunk_kind { THUNK_KERNEL, THUNK_DNNL, THUNK_COPY, THUNK_EVAL, THUNK_NATIVE } thunk_kind;
-
-/* Where a buffer lives: instruction `base` of the entry (its PARAMETER, CONSTANT or
- * ARENA storage) plus a byte offset. */
-typedef struct buffer_ref {
-  int base;
-  int64_t offset;
-} buffer_ref;
-
-typedef struct thunk {
-  thunk_kind kind;
-  int n_refs;
-  buffer_ref *refs; /* [0] the output, [1 + k] operand k; THUNK_EVAL/NATIVE: see add_leaf_thunk */
-  int n_out;        /* THUNK_EVAL/NATIVE: refs[0..n_out) are the result's leaves */
-  cpu_eval_op *eval;
-  cpu_native *native;
-  cpu_kernel_fn fn;
-  cpu_kernel_space space;
-  cpu_dnnl_prim *prim;
-  int64_t bytes; /* THUNK_COPY */
-  const hlo_instr *ins; /* what it computes (in the executable's module) */
-  int64_t ns, runs;     /* profiling: time spent and executions */
-} thunk;
-
-typedef struct cpu_executable {
-  uint64_t id;       /* unique per process: kernel symbols are kiln_x<id>_k<thunk> */
-  char *fingerprint; /* printed module text */
-  uint64_t hash;
-  int refs;
-  bool profile; /* time every thunk; print the summary when the last user releases it */
-  hlo_module *module; /* the compiled clone; constants live here */
-  hlo_buffer_assignment *assignment;
-  cpu_jit *jit;
-  int n_thunks;
-  thunk *thunks;
-  int n_outputs;
-  buffer_ref *outputs;
-  char *evaluated; /* the warning naming the evaluator thunks (repeated by every compile), or NULL */
-  pthread_mutex_t run_lock;
-  char *arena; /* temp arena, kept between runs (guarded by run_lock) */
-  struct cpu_executable *next; /* cache list, most recently used first */
-} cpu_executable;
-
 struct backend_executable {
   cpu_executable *x;
 };
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static uint64_t next_executable_id;
-static cpu_executable *cache_head;
-static int cache_size;
-
 /* ------------------------------------------------------------- supports -------- */
 
+/* A value made of arrays and tuples of them (no tokens). */
+static bool arrays_and_tuples(const hlo_shape *s) {
+  if (!shape_is_tuple(s)) return shape_is_array(s);
+  for (int k = 0; k < s->n_elems; k++)
+    if (!arrays_and_tuples(&s->elems[k])) return false;
+  return true;
+}
+
+/* Values with a packed block of their own, which an output tuple can copy out. */
+static bool has_packed_result(const hlo_instr *ins) {
+  return shape_is_array(&ins->shape) || ins->op == HLO_OP_REDUCE || ins->op == HLO_OP_WHILE ||
+         ins->op == HLO_OP_CONDITIONAL;
+}
+
 static bool supported_plumbing(const hlo_instr *ins) {
+  bool entry = ins->parent && ins->parent->is_entry;
   switch (ins->op) {
-    case HLO_OP_PARAMETER: return shape_is_array(&ins->shape);
+    /* The entry's arguments are arrays; a loop body's or branch's parameter is the
+     * packed block its caller hands over. */
+    case HLO_OP_PARAMETER: return entry ? shape_is_array(&ins->shape) : arrays_and_tuples(&ins->shape);
     case HLO_OP_CONSTANT: return shape_is_array(&ins->shape);
-    /* Outputs are copied out one level deep: a tuple may hold arrays and variadic
-     * reduce results (packed tuples of arrays), not other tuples. */
+    /* The entry's outputs are copied out one level deep: its root tuple may hold arrays
+     * and packed results, not other `tuple`s. Other tuples only group leaves. */
     case HLO_OP_TUPLE:
       for (int k = 0; k < ins->n_operands; k++)
-        if (!shape_is_array(&ins->operands[k]->shape) && ins->operands[k]->op != HLO_OP_REDUCE) return false;
+        if (entry && ins == ins->parent->root ? !has_packed_result(ins->operands[k])
+                                              : !arrays_and_tuples(&ins->operands[k]->shape))
+          return false;
       return true;
-    /* Elements of tuples and of variadic reduces (packed in one block) are aliases. */
-    case HLO_OP_GET_TUPLE_ELEMENT:
-      return ins->operands[0]->op == HLO_OP_TUPLE || ins->operands[0]->op == HLO_OP_REDUCE;
+    case HLO_OP_GET_TUPLE_ELEMENT: return arrays_and_tuples(&ins->shape);
+    /* Their computations' instructions are asked about one by one. */
+    case HLO_OP_WHILE:
+    case HLO_OP_CONDITIONAL: return arrays_and_tuples(&ins->shape);
     default: return false;
   }
 }
@@ -130,802 +81,32 @@ static bool cpu_supports(const backend *b, const hlo_instr *ins) {
          cpu_native_supports(ins, NULL);
 }
 
-/* ------------------------------------------------------------- executables ----- */
-
-/* --profile: where an executable's run time went, per thunk, most expensive first. */
-static int by_time(const void *a, const void *b) {
-  const thunk *x = *(const thunk *const *)a, *y = *(const thunk *const *)b;
-  return (x->ns < y->ns) - (x->ns > y->ns);
-}
-
-/* "kLoop" etc. for a fusion thunk, "" otherwise. */
-static const char *fusion_kind_of(const thunk *t) {
-  return t->ins->op == HLO_OP_FUSION && t->ins->fusion_kind ? t->ins->fusion_kind : "";
-}
-
-typedef struct profile_group {
-  int kind;
-  const char *op, *fusion_kind;
-  int n;
-  int64_t ns;
-} profile_group;
-
-static int group_by_time(const void *a, const void *b) {
-  const profile_group *x = a, *y = b;
-  return (x->ns < y->ns) - (x->ns > y->ns);
-}
-
-static void print_profile(const cpu_executable *x) {
-  int64_t total = 0, runs = 0;
-  const thunk **order = malloc(((size_t)x->n_thunks + 1) * sizeof *order);
-  if (!order) return;
-  for (int i = 0; i < x->n_thunks; i++) {
-    order[i] = &x->thunks[i];
-    total += x->thunks[i].ns;
-    if (x->thunks[i].runs > runs) runs = x->thunks[i].runs;
-  }
-  if (runs == 0 || total == 0) {
-    free(order);
-    return;
-  }
-  qsort(order, (size_t)x->n_thunks, sizeof *order, by_time);
-  static const char *const kinds[] = {"kernel", "onednn", "copy", "evaluator", "native"};
-  fprintf(stderr, "cpu profile of %s: %d thunks, %.3f ms per run over %lld runs; the most expensive:\n",
-          x->module->name, x->n_thunks, (double)total / 1e6 / (double)runs, (long long)runs);
-  for (int i = 0; i < x->n_thunks && i < 15; i++) {
-    const thunk *t = order[i];
-    char *shape = shape_to_string(&t->ins->shape);
-    const char *fk = fusion_kind_of(t);
-    fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s %s%s%s %s\n", 100.0 * (double)t->ns / (double)total,
-            (double)t->ns / 1e6 / (double)(t->runs ? t->runs : 1), kinds[t->kind], t->ins->name,
-            hlo_opcode_name(t->ins->op), fk[0] ? ":" : "", fk, shape);
-    free(shape);
-  }
-  /* Then the whole run by what computes it (kernel fusion:kLoop, onednn convolution,
-   * ...), so the shares of the thunks below the top ones are visible too. */
-  profile_group *groups = calloc((size_t)x->n_thunks + 1, sizeof *groups);
-  int n_groups = 0;
-  for (int i = 0; groups && i < x->n_thunks; i++) {
-    const thunk *t = &x->thunks[i];
-    const char *op = hlo_opcode_name(t->ins->op);
-    const char *fk = fusion_kind_of(t);
-    int g = 0;
-    while (g < n_groups && !(groups[g].kind == (int)t->kind && strcmp(groups[g].op, op) == 0 &&
-                             strcmp(groups[g].fusion_kind, fk) == 0))
-      g++;
-    if (g == n_groups) groups[n_groups++] = (profile_group){(int)t->kind, op, fk, 0, 0};
-    groups[g].n++;
-    groups[g].ns += t->ns;
-  }
-  if (n_groups) qsort(groups, (size_t)n_groups, sizeof *groups, group_by_time);
-  if (n_groups) fprintf(stderr, "  by kind:\n");
-  for (int g = 0; g < n_groups; g++)
-    fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s%s%s (%d)\n", 100.0 * (double)groups[g].ns / (double)total,
-            (double)groups[g].ns / 1e6 / (double)runs, kinds[groups[g].kind], groups[g].op,
-            groups[g].fusion_kind[0] ? ":" : "", groups[g].fusion_kind, groups[g].n);
-  free(groups);
-  free(order);
-}
-
-static void executable_free(cpu_executable *x) {
-  if (!x) return;
-  for (int i = 0; i < x->n_thunks; i++) {
-    free(x->thunks[i].refs);
-    if (x->thunks[i].prim) cpu_dnnl_destroy(x->thunks[i].prim);
-    cpu_eval_destroy(x->thunks[i].eval);
-    cpu_native_destroy(x->thunks[i].native);
-  }
-  free(x->thunks);
-  free(x->outputs);
-  cpu_jit_destroy(x->jit);
-  if (x->assignment) hlo_buffer_assignment_free(x->assignment);
-  if (x->module) hlo_module_free(x->module);
-  pthread_mutex_destroy(&x->run_lock);
-  free(x->arena);
-  free(x->evaluated);
-  free(x->fingerprint);
-  free(x);
-}
-
-/* Two independent 64-bit hashes of a byte range, together a 128-bit digest. The bytes
- * are read eight at a time into four independent multiply-xorshift lanes (two per
- * hash, over alternate words), folded at the end: the digest covers every constant of
- * the module, ~100 MB for resnet50, and a byte-at-a-time FNV loop (one dependent
- * multiply per byte per hash) spent ~0.2 s of its compile there. */
-static uint64_t mix_word(uint64_t h, uint64_t w, uint64_t k, int shift) {
-  h = (h ^ w) * k;
-  return h ^ (h >> shift);
-}
-
-static void digest_bytes(const unsigned char *p, size_t n, uint64_t *h1, uint64_t *h2) {
-  const uint64_t k1 = 0x9e3779b97f4a7c15ull, k2 = 0xc2b2ae3d27d4eb4full;
-  uint64_t a0 = *h1, a1 = *h1 ^ 0x243f6a8885a308d3ull, b0 = *h2, b1 = *h2 ^ 0x13198a2e03707344ull;
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    uint64_t w0, w1;
-    memcpy(&w0, p + i, 8);
-    memcpy(&w1, p + i + 8, 8);
-    a0 = mix_word(a0, w0, k1, 29);
-    a1 = mix_word(a1, w1, k1, 29);
-    b0 = mix_word(b0, (w0 << 31) | (w0 >> 33), k2, 32);
-    b1 = mix_word(b1, (w1 << 31) | (w1 >> 33), k2, 32);
-  }
-  uint64_t tail = 0; /* the last 0..15 bytes, with the length so that trailing zeros count */
-  for (; i < n; i++) tail = (tail ^ p[i]) * 1099511628211ull;
-  tail ^= (uint64_t)n;
-  a0 = mix_word(mix_word(a0, a1, k1, 29), tail, k1, 29);
-  b0 = mix_word(mix_word(b0, b1, k2, 32), tail, k2, 32);
-  *h1 = a0;
-  *h2 = b0;
-}
-
-/* The cache key: the module text with large constants elided, then the byte length
- * and digest of every constant's data in print order, then the options that change the
- * executable (dump options do not: a cache hit simply writes no dumps). */
-static char *fingerprint_module(const hlo_module *m, const backend_compile_options *opts, uint64_t *hash) {
-  hlo_print_options po = hlo_print_options_default();
-  po.print_metadata = false;
-  po.print_large_constants = false;
-  char *text = hlo_module_to_string(m, &po);
-  strbuf b;
-  strbuf_init(&b);
-  strbuf_append(&b, text);
-  free(text);
-  for (int c = 0; c < m->n_comps; c++) {
-    const hlo_computation *comp = m->comps[c];
-    for (int i = 0; i < comp->n_instrs; i++) {
-      const hlo_literal *l = comp->instrs[i]->literal;
-      if (!l || !l->data) continue;
-      int64_t bytes = shape_byte_size(&l->shape);
-      uint64_t h1 = 1469598103934665603ull, h2 = 0x84222325cbf29ce4ull;
-      digest_bytes(l->data, (size_t)bytes, &h1, &h2);
-      strbuf_printf(&b, "\n#%lld:%016llx%016llx", (long long)bytes, (unsigned long long)h1, (unsigned long long)h2);
-    }
-  }
-  if (opts->disabled_passes && *opts->disabled_passes) strbuf_printf(&b, "\n#disabled:%s", opts->disabled_passes);
-  if (opts->profile) strbuf_append(&b, "\n#profile");
-  char *key = strbuf_take(&b);
-  uint64_t h1 = 1469598103934665603ull, h2 = 0;
-  digest_bytes((const unsigned char *)key, strlen(key), &h1, &h2);
-  *hash = h1;
-  return key;
-}
-
-/* ------------------------------------------------------------- module copy ----- */
-
-static const char *copy_str(arena *a, const char *s) { return s ? arena_strdup(a, s) : NULL; }
-static hlo_ints copy_ints(arena *a, hlo_ints v) { return v.n ? hlo_ints_make(a, v.n, v.v) : v; }
-
-static hlo_raw_attr *copy_raw_attrs(arena *a, int n, const hlo_raw_attr *src) {
-  if (!n) return NULL;
-  hlo_raw_attr *r = arena_calloc(a, (size_t)n, sizeof *r);
-  for (int i = 0; i < n; i++) {
-    r[i].key = copy_str(a, src[i].key);
-    r[i].value = copy_str(a, src[i].value);
-  }
-  return r;
-}
-
-/* Re-points every pointer of a struct-copied instruction at storage of module a. Plain
- * fields came with the struct copy, so attributes added to hlo_instr later are copied
- * too; only pointer fields need a line here. */
-static void copy_instr_pointers(arena *a, hlo_instr *d) {
-  d->dimensions = copy_ints(a, d->dimensions);
-  d->slice_start = copy_ints(a, d->slice_start);
-  d->slice_limit = copy_ints(a, d->slice_limit);
-  d->slice_stride = copy_ints(a, d->slice_stride);
-  d->dynamic_slice_sizes = copy_ints(a, d->dynamic_slice_sizes);
-  d->pad_lo = copy_ints(a, d->pad_lo);
-  d->pad_hi = copy_ints(a, d->pad_hi);
-  d->pad_interior = copy_ints(a, d->pad_interior);
-  d->dot.lhs_batch = copy_ints(a, d->dot.lhs_batch);
-  d->dot.rhs_batch = copy_ints(a, d->dot.rhs_batch);
-  d->dot.lhs_contracting = copy_ints(a, d->dot.lhs_contracting);
-  d->dot.rhs_contracting = copy_ints(a, d->dot.rhs_contracting);
-  d->gather.offset_dims = copy_ints(a, d->gather.offset_dims);
-  d->gather.collapsed_slice_dims = copy_ints(a, d->gather.collapsed_slice_dims);
-  d->gather.start_index_map = copy_ints(a, d->gather.start_index_map);
-  d->gather.operand_batching_dims = copy_ints(a, d->gather.operand_batching_dims);
-  d->gather.start_indices_batching_dims = copy_ints(a, d->gather.start_indices_batching_dims);
-  d->gather_slice_sizes = copy_ints(a, d->gather_slice_sizes);
-  d->scatter.update_window_dims = copy_ints(a, d->scatter.update_window_dims);
-  d->scatter.inserted_window_dims = copy_ints(a, d->scatter.inserted_window_dims);
-  d->scatter.scatter_dims_to_operand_dims = copy_ints(a, d->scatter.scatter_dims_to_operand_dims);
-  d->scatter.input_batching_dims = copy_ints(a, d->scatter.input_batching_dims);
-  d->scatter.scatter_indices_batching_dims = copy_ints(a, d->scatter.scatter_indices_batching_dims);
-  d->custom_call_target = copy_str(a, d->custom_call_target);
-  d->fusion_kind = copy_str(a, d->fusion_kind);
-  d->raw_attrs = copy_raw_attrs(a, d->n_raw_attrs, d->raw_attrs);
-  d->metadata = copy_str(a, d->metadata);
-  d->user_data = NULL;
-}
-
-static int computation_index(const hlo_module *m, const hlo_computation *c) {
-  for (int i = 0; i < m->n_comps; i++)
-    if (m->comps[i] == c) return i;
-  return -1;
-}
-
-/* A deep copy of src that shares nothing with it (the executable outlives the caller's
- * module and the pipeline rewrites its copy). */
-static kiln_status clone_module(const hlo_module *src, hlo_module **out) {
-  hlo_module *m = hlo_module_new(src->name);
-  arena *a = m->arena;
-  m->n_raw_attrs = src->n_raw_attrs;
-  m->raw_attrs = copy_raw_attrs(a, src->n_raw_attrs, src->raw_attrs);
-  m->stack_frames = copy_str(a, src->stack_frames);
-  hlo_instr **map = calloc((size_t)src->next_id + 1, sizeof *map);
-  if (!map) {
-    hlo_module_free(m);
-    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  }
-  for (int c = 0; c < src->n_comps; c++) {
-    hlo_computation *dc = hlo_computation_new(m, src->comps[c]->name);
-    dc->is_entry = src->comps[c]->is_entry;
-    dc->is_fusion_computation = src->comps[c]->is_fusion_computation;
-    if (src->comps[c] == src->entry) m->entry = dc;
-  }
-  kiln_status st = NULL;
-  for (int c = 0; c < src->n_comps && !st; c++) {
-    const hlo_computation *sc = src->comps[c];
-    hlo_computation *dc = m->comps[c];
-    for (int i = 0; i < sc->n_instrs && !st; i++) {
-      const hlo_instr *si = sc->instrs[i];
-      if (si->id < 0 || si->id >= src->next_id) {
-        st = status_error(KILN_INTERNAL, "cpu: instruction %s has id %d outside the module's range", si->name, si->id);
-        break;
-      }
-      hlo_instr *d = hlo_instr_new(dc, si->op, &si->shape, si->name);
-      hlo_instr fresh = *d;
-      *d = *si;
-      d->id = fresh.id;
-      d->name = fresh.name;
-      d->parent = dc;
-      d->shape = fresh.shape;
-      d->literal = NULL;
-      copy_instr_pointers(a, d);
-      hlo_instr **ops = calloc((size_t)si->n_operands + 1, sizeof *ops);
-      hlo_computation **called = calloc((size_t)si->n_called + 1, sizeof *called);
-      if (!ops || !called) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-      for (int k = 0; !st && k < si->n_operands; k++) {
-        ops[k] = map[si->operands[k]->id];
-        if (!ops[k]) st = status_error(KILN_INTERNAL, "cpu: %s uses %s before its definition", si->name, si->operands[k]->name);
-      }
-      for (int k = 0; !st && k < si->n_called; k++) {
-        int ci = computation_index(src, si->called[k]);
-        if (ci < 0) st = status_error(KILN_INTERNAL, "cpu: %s calls a computation outside the module", si->name);
-        else called[k] = m->comps[ci];
-      }
-      if (!st) {
-        hlo_instr_set_operands(d, si->n_operands, ops);
-        hlo_instr_set_called(d, si->n_called, called);
-        if (si->literal) {
-          hlo_literal *l = literal_clone(si->literal);
-          if (!l) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory copying constant %s", si->name);
-          else hlo_instr_set_literal(d, l);
-        }
-      }
-      free(ops);
-      free(called);
-      map[si->id] = d;
-    }
-    if (!st) dc->root = sc->root ? map[sc->root->id] : NULL;
-    if (!st) st = hlo_computation_index_params(dc);
-  }
-  free(map);
-  if (st) {
-    hlo_module_free(m);
-    return st;
-  }
-  *out = m;
-  return NULL;
-}
-
-static kiln_status resolve(const hlo_computation *entry, const hlo_buffer_assignment *a, const hlo_instr *ins,
-                           buffer_ref *out) {
-  int i = -1;
-  for (int k = 0; k < entry->n_instrs; k++)
-    if (entry->instrs[k] == ins) i = k;
-  if (i < 0 || !hlo_buffer_resolve(entry, a, i, &out->base, &out->offset))
-    return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): its value has no storage of its own (a tuple)", ins->name,
-                        hlo_opcode_name(ins->op));
-  return NULL;
-}
-
-/* LLVM modules the kernels are spread over, compiled in parallel by cpu_jit_create_many:
- * up to one per thread, each kernel going to the module with the least code so far (its
- * instruction count, a fused computation's all counted). LLVM's time is proportional to
- * the code, so a long program's compile divides by the threads; a small one makes as
- * many modules as it has kernels at most. */
-#define CPU_MAX_JIT_MODULES 16
-
-typedef struct kernel_modules {
-  cpu_jit_module m[CPU_MAX_JIT_MODULES];
-  int64_t code[CPU_MAX_JIT_MODULES];
-  int n, max;
-  const char *name;
-} kernel_modules;
-
-static void kernel_modules_init(kernel_modules *km, const char *name) {
-  memset(km, 0, sizeof *km);
-  km->name = name;
-  km->max = omp_get_max_threads();
-  if (km->max > CPU_MAX_JIT_MODULES) km->max = CPU_MAX_JIT_MODULES;
-  if (km->max < 1) km->max = 1;
-}
-
-static void kernel_modules_discard(kernel_modules *km) {
-  for (int i = 0; i < km->n; i++) cpu_jit_module_discard(&km->m[i]);
-  km->n = 0;
-}
-
-static kiln_status kernel_module_for(kernel_modules *km, const hlo_instr *ins, cpu_jit_module **out) {
-  int64_t code = 1;
-  if (ins->op == HLO_OP_FUSION && ins->n_called == 1) code = ins->called[0]->n_instrs;
-  int best = -1;
-  if (km->n < km->max) {
-    TRY(cpu_jit_new_module(km->name, &km->m[km->n]));
-    best = km->n++;
-  } else {
-    best = 0;
-    for (int i = 1; i < km->n; i++)
-      if (km->code[i] < km->code[best]) best = i;
-  }
-  km->code[best] += code;
-  *out = &km->m[best];
-  return NULL;
-}
-
-/* refs: the instruction's outputs (each leaf of a packed tuple result), then its
- * operands. */
-static kiln_status add_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins, thunk_kind kind,
-                             thunk **out) {
-  thunk *t = &x->thunks[x->n_thunks];
-  memset(t, 0, sizeof *t);
-  t->kind = kind;
-  t->ins = ins;
-  int n_out = shape_is_tuple(&ins->shape) ? ins->shape.n_elems : 1;
-  t->n_refs = n_out + ins->n_operands;
-  t->refs = calloc((size_t)t->n_refs, sizeof *t->refs);
-  if (!t->refs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  x->n_thunks++;
-  TRY(resolve(entry, x->assignment, ins, &t->refs[0]));
-  for (int k = 1; k < n_out; k++) {
-    t->refs[k] = t->refs[0];
-    t->refs[k].offset += hlo_buffer_packed_element_offset(&ins->shape, k, CPU_ALIGNMENT);
-  }
-  for (int k = 0; k < ins->n_operands; k++)
-    TRY(resolve(entry, x->assignment, ins->operands[k], &t->refs[n_out + k]));
-  *out = t;
-  return NULL;
-}
-
-/* The storage of every array leaf of ins's value, depth-first, appended to refs at
- * *n: a value with storage (an array, or a packed tuple: a while, a sort, a parameter)
- * gives its leaves at their packed offsets; a `tuple` instruction has none and gives
- * its operands' leaves; a get-tuple-element of one gives that operand's. */
-static kiln_status collect_leaves(const hlo_computation *entry, const hlo_buffer_assignment *a, const hlo_instr *ins,
-                                  buffer_ref *refs, int *n) {
-  int i = -1;
-  for (int k = 0; k < entry->n_instrs; k++)
-    if (entry->instrs[k] == ins) i = k;
-  buffer_ref base;
-  if (i >= 0 && hlo_buffer_resolve(entry, a, i, &base.base, &base.offset)) {
-    int leaves = cpu_eval_leaf_count(&ins->shape);
-    for (int k = 0; k < leaves; k++) {
-      refs[*n] = base;
-      refs[(*n)++].offset += cpu_eval_leaf_offset(&ins->shape, k, CPU_ALIGNMENT);
-    }
-    return NULL;
-  }
-  if (ins->op == HLO_OP_TUPLE) {
-    for (int k = 0; k < ins->n_operands; k++) TRY(collect_leaves(entry, a, ins->operands[k], refs, n));
-    return NULL;
-  }
-  if (ins->op == HLO_OP_GET_TUPLE_ELEMENT && ins->n_operands == 1 && shape_is_tuple(&ins->operands[0]->shape) &&
-      ins->tuple_index >= 0 && ins->tuple_index < ins->operands[0]->shape.n_elems) {
-    /* The operand's leaves, then only those of the element taken. */
-    const hlo_shape *ts = &ins->operands[0]->shape;
-    int all = cpu_eval_leaf_count(ts), first = *n, skip = 0;
-    buffer_ref *tmp = calloc((size_t)all + 1, sizeof *tmp);
-    if (!tmp) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-    int m = 0;
-    kiln_status st = collect_leaves(entry, a, ins->operands[0], tmp, &m);
-    for (int e = 0; e < ins->tuple_index; e++) skip += cpu_eval_leaf_count(&ts->elems[e]);
-    int take = cpu_eval_leaf_count(&ins->shape);
-    for (int k = 0; !st && k < take; k++) refs[first + k] = tmp[skip + k];
-    if (!st) *n += take;
-    free(tmp);
-    return st;
-  }
-  return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): its value has no storage", ins->name,
-                      hlo_opcode_name(ins->op));
-}
-
-/* An evaluator or native thunk: refs[0..n_out) the result's leaves, then every
- * operand's leaves in operand order (see cpu_eval_run, cpu_native_run). */
-static kiln_status add_leaf_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins,
-                                  thunk_kind kind, thunk **out) {
-  thunk *t = &x->thunks[x->n_thunks];
-  memset(t, 0, sizeof *t);
-  t->kind = kind;
-  t->ins = ins;
-  int n = cpu_eval_leaf_count(&ins->shape);
-  for (int k = 0; k < ins->n_operands; k++) n += cpu_eval_leaf_count(&ins->operands[k]->shape);
-  t->refs = calloc((size_t)n + 1, sizeof *t->refs);
-  if (!t->refs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  x->n_thunks++;
-  TRY(collect_leaves(entry, x->assignment, ins, t->refs, &t->n_refs));
-  t->n_out = t->n_refs;
-  for (int k = 0; k < ins->n_operands; k++)
-    TRY(collect_leaves(entry, x->assignment, ins->operands[k], t->refs, &t->n_refs));
-  *out = t;
-  return NULL;
-}
-
-static kiln_status add_eval_thunk(cpu_executable *x, const hlo_computation *entry, const hlo_instr *ins) {
-  thunk *t;
-  TRY(add_leaf_thunk(x, entry, ins, THUNK_EVAL, &t));
-  return cpu_eval_create(x->module, ins, &t->eval);
-}
-
-static kiln_status add_native_thunk(cpu_executable *x, kernel_modules *km, const hlo_computation *entry,
-                                    const hlo_instr *ins, bool *has_kernels) {
-  thunk *t;
-  TRY(add_leaf_thunk(x, entry, ins, THUNK_NATIVE, &t));
-  char prefix[48];
-  snprintf(prefix, sizeof prefix, "kiln_x%llu_n%d_", (unsigned long long)x->id, x->n_thunks - 1);
-  cpu_jit_module *jm;
-  TRY(kernel_module_for(km, ins, &jm));
-  bool uses_jit = false;
-  TRY(cpu_native_create(ins, jm, prefix, &t->native, &uses_jit));
-  if (uses_jit) *has_kernels = true;
-  return NULL;
-}
-
-/* The operand of thunk T whose arena block T's result takes over (buffer assignment's
- * in-place reuse), or -1. */
-static int in_place_operand(const cpu_executable *x, const thunk *t) {
-  const hlo_buffer_slot *slots = x->assignment->slots, *out = &slots[t->refs[0].base];
-  if (out->kind != HLO_BUFFER_ARENA || !out->in_place) return -1;
-  for (int k = 0; k < t->ins->n_operands; k++) {
-    const buffer_ref *r = &t->refs[1 + k];
-    if (slots[r->base].kind == HLO_BUFFER_ARENA && slots[r->base].offset + r->offset == out->offset + t->refs[0].offset)
-      return k;
-  }
-  return -1;
-}
-
-/* Constants that oneDNN primitives capture when they are created (weights reordered
- * into their own blocked copy, biases and other operands copied) are never read from
- * the module again, so their literal data is released once the last primitive reading
- * them exists: a compile then holds each weight once, not twice (vit_b_16: ~330 MB).
- * readers[i] counts the operand slots reading constant i; creating a primitive that
- * captures the constant takes its slots off, and any other reader (a kernel, an alias
- * such as a reshape, a tuple, the root) is never taken off, which pins the data. */
-static int *constant_readers(const hlo_module *m) {
-  const hlo_computation *entry = m->entry;
-  int *index_of_id = malloc(((size_t)m->next_id + 1) * sizeof *index_of_id);
-  int *readers = calloc((size_t)entry->n_instrs + 1, sizeof *readers);
-  if (!index_of_id || !readers) {
-    free(index_of_id);
-    free(readers);
-    return NULL;
-  }
-  for (int i = 0; i < entry->n_instrs; i++) index_of_id[entry->instrs[i]->id] = i;
-  for (int i = 0; i < entry->n_instrs; i++)
-    for (int k = 0; k < entry->instrs[i]->n_operands; k++) readers[index_of_id[entry->instrs[i]->operands[k]->id]]++;
-  for (int i = 0; i < entry->n_instrs; i++)
-    if (entry->instrs[i] == entry->root) readers[i]++;
-  free(index_of_id);
-  return readers;
-}
-
-/* After the primitive of thunk T captured its constant operands. */
-static void release_captured_constants(const cpu_executable *x, const thunk *t, int *readers) {
-  if (!readers) return;
-  for (int k = 0; k < t->ins->n_operands; k++) {
-    hlo_instr *c = t->ins->operands[k];
-    int i = t->refs[1 + k].base;
-    if (c->op != HLO_OP_CONSTANT || x->module->entry->instrs[i] != c || !c->literal) continue;
-    if (--readers[i] == 0) {
-      free(c->literal->data);
-      c->literal->data = NULL;
-    }
-  }
-}
-
-static kiln_status build_thunk_list(cpu_executable *x, kernel_modules *km, bool *has_kernels, int *readers) {
-  const hlo_computation *entry = x->module->entry;
-  for (int p = 0; p < entry->n_params; p++)
-    if (!shape_is_array(&entry->params[p]->shape))
-      return status_error(KILN_UNIMPLEMENTED, "cpu: parameter %s has a tuple shape", entry->params[p]->name);
-  for (int i = 0; i < entry->n_instrs; i++) {
-    const hlo_instr *ins = entry->instrs[i];
-    const hlo_buffer_slot *slot = &x->assignment->slots[i];
-    if (slot->kind != HLO_BUFFER_ARENA) {
-      if (ins->op == HLO_OP_PARAMETER || ins->op == HLO_OP_CONSTANT || ins->op == HLO_OP_TUPLE ||
-          ins->op == HLO_OP_GET_TUPLE_ELEMENT || ins->op == HLO_OP_BITCAST || ins->op == HLO_OP_RESHAPE)
-        continue;
-      return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): no storage was assigned to it", ins->name,
-                          hlo_opcode_name(ins->op));
-    }
-    /* Tuple-shaped results other than a variadic reduce's are the evaluator's. */
-    bool tuple = !shape_is_array(&ins->shape) && ins->op != HLO_OP_REDUCE;
-    if (tuple ? hlo_buffer_packed_bytes(&ins->shape, CPU_ALIGNMENT) == 0
-              : shape_elements(cpu_kernel_output_shape(ins, 0)) == 0)
-      continue;
-    thunk *t;
-    if (cpu_native_supports(ins, NULL)) {
-      TRY(add_native_thunk(x, km, entry, ins, has_kernels));
-    } else if (tuple) {
-      strbuf why;
-      strbuf_init(&why);
-      if (!cpu_eval_supports(ins, &why)) {
-        kiln_status st = status_error(KILN_UNIMPLEMENTED, "cpu: cannot compile %s (%s): a tuple-shaped result; %s",
-                                      ins->name, hlo_opcode_name(ins->op), strbuf_cstr(&why));
-        strbuf_free(&why);
-        return st;
-      }
-      strbuf_free(&why);
-      TRY(add_eval_thunk(x, entry, ins));
-    } else if (ins->op == HLO_OP_COPY) {
-      TRY(add_thunk(x, entry, ins, THUNK_COPY, &t));
-      t->bytes = shape_byte_size(&ins->shape);
-    } else if (cpu_dnnl_supports(ins)) {
-      TRY(add_thunk(x, entry, ins, THUNK_DNNL, &t));
-      kiln_status st = cpu_dnnl_create(ins, in_place_operand(x, t), &t->prim);
-      if (st) return status_wrap(st, "cpu: %s", ins->name);
-      release_captured_constants(x, t, readers);
-    } else {
-      strbuf why;
-      strbuf_init(&why);
-      if (!cpu_elemental_supports(ins, &why)) {
-        /* Neither path takes it: the evaluator runs this one instruction. */
-        strbuf_append(&why, "; ");
-        if (cpu_eval_supports(ins, &why)) {
-          strbuf_free(&why);
-          TRY(add_eval_thunk(x, entry, ins));
-          continue;
-        }
-        kiln_status st = status_error(KILN_UNIMPLEMENTED, "cpu: cannot compile %s: %s", ins->name, strbuf_cstr(&why));
-        strbuf_free(&why);
-        return st;
-      }
-      strbuf_free(&why);
-      TRY(add_thunk(x, entry, ins, THUNK_KERNEL, &t));
-      char name[48];
-      snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, x->n_thunks - 1);
-      cpu_jit_module *jm;
-      TRY(kernel_module_for(km, ins, &jm));
-      TRY(cpu_codegen_add_kernel(jm, ins, name, &t->space));
-      *has_kernels = true;
-    }
-  }
-  return NULL;
-}
-
-static kiln_status build_thunks(cpu_executable *x, kernel_modules *km, bool *has_kernels) {
-  const hlo_computation *entry = x->module->entry;
-  x->thunks = calloc((size_t)entry->n_instrs + 1, sizeof *x->thunks);
-  if (!x->thunks) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  int *readers = constant_readers(x->module); /* NULL (out of memory): nothing is released */
-  kiln_status st = build_thunk_list(x, km, has_kernels, readers);
-  free(readers);
-  return st;
-}
-
-/* The warning about evaluator thunks, or NULL when there are none: they are slow (the
- * evaluator is the oracle, not a fast path), so whoever compiles should know which. */
-static char *describe_evaluated(const cpu_executable *x) {
-  int n = 0;
-  for (int i = 0; i < x->n_thunks; i++) n += x->thunks[i].kind == THUNK_EVAL;
-  if (!n) return NULL;
-  strbuf b;
-  strbuf_init(&b);
-  strbuf_printf(&b,
-                "device cpu runs %d instruction%s of %s through the evaluator (the interpreter's code), the rest "
-                "compiled:",
-                n, n == 1 ? "" : "s", x->module->name);
-  int listed = 0;
-  for (int i = 0; i < x->n_thunks && listed < 8; i++) {
-    const thunk *t = &x->thunks[i];
-    if (t->kind != THUNK_EVAL) continue;
-    strbuf_printf(&b, "%s %s (%s)", listed ? "," : "", t->ins->name, hlo_opcode_name(t->ins->op));
-    listed++;
-  }
-  if (n > listed) strbuf_printf(&b, " and %d more", n - listed);
-  return strbuf_take(&b);
-}
-
-static kiln_status link_kernels(cpu_executable *x) {
-  for (int i = 0; i < x->n_thunks; i++) {
-    thunk *t = &x->thunks[i];
-    if (t->kind == THUNK_NATIVE) TRY(cpu_native_link(t->native, x->jit));
-    if (t->kind != THUNK_KERNEL) continue;
-    char name[48];
-    snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, i);
-    void *addr;
-    TRY(cpu_jit_lookup(x->jit, name, &addr));
-    t->fn = (cpu_kernel_fn)addr;
-  }
-  return NULL;
-}
-
-static kiln_status build_outputs(cpu_executable *x) {
-  const hlo_computation *entry = x->module->entry;
-  const hlo_buffer_assignment *a = x->assignment;
-  x->n_outputs = a->n_outputs;
-  x->outputs = calloc((size_t)a->n_outputs + 1, sizeof *x->outputs);
-  if (!x->outputs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  for (int k = 0; k < a->n_outputs; k++) {
-    const hlo_instr *ins = entry->instrs[a->output_instr[k]];
-    /* Only a packed tuple (a variadic reduce, a while, ...) can be copied out leaf by
-     * leaf; a `tuple` instruction inside the root tuple has no block of its own. */
-    if (ins->op == HLO_OP_TUPLE)
-      return status_error(KILN_UNIMPLEMENTED, "cpu: output %s (%s) is a nested tuple", ins->name,
-                          hlo_opcode_name(ins->op));
-    TRY(resolve(entry, a, ins, &x->outputs[k]));
-  }
-  return NULL;
-}
-
-/* Fusion groups the ops the code generator has rules for by opcode, but it lacks a few
- * of them (reduce-precision, some element types): a fusion holding one would run
- * through the evaluator as a whole. Such a fusion is split back into its instructions,
- * so only the one the code generator lacks is evaluated and the rest become kernels:
- * relabelled a call (same operands, one called computation), the call inliner does the
- * split. Fusions inside loop bodies stay: the evaluator runs those bodies anyway. */
-static kiln_status unfuse_uncompilable(hlo_module *m) {
-  bool any = false;
-  for (int i = 0; i < m->entry->n_instrs; i++) {
-    hlo_instr *ins = m->entry->instrs[i];
-    if (ins->op != HLO_OP_FUSION || ins->n_called != 1 || cpu_dnnl_supports(ins) || cpu_elemental_supports(ins, NULL))
-      continue;
-    ins->op = HLO_OP_CALL;
-    ins->fusion_kind = NULL;
-    any = true;
-  }
-  bool changed;
-  return any ? status_wrap(hlo_pass_call_inliner(m, &changed), "cpu: splitting a fusion") : NULL;
-}
-
-static kiln_status compile_module(const hlo_module *m, const backend_compile_options *opts, char *fingerprint,
-                                  uint64_t hash, cpu_executable **out) {
-  cpu_executable *x = calloc(1, sizeof *x);
-  if (!x) {
-    free(fingerprint);
-    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  }
-  x->fingerprint = fingerprint;
-  x->hash = hash;
-  x->profile = opts->profile;
-  x->id = __atomic_fetch_add(&next_executable_id, 1, __ATOMIC_RELAXED);
-  pthread_mutex_init(&x->run_lock, NULL);
-  kiln_status st = clone_module(m, &x->module);
-  if (!st) {
-    hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, cpu_pass_quantized_products);
-    hlo_pipeline_options po = hlo_pipeline_options_default();
-    po.dump_to = opts->dump_to;
-    po.dump_pass_re = opts->dump_pass_re;
-    po.dump_large_constants = opts->dump_large_constants;
-    po.disabled_passes = opts->disabled_passes;
-    st = hlo_pipeline_run(p, x->module, &po, NULL);
-    hlo_pipeline_free(p);
-  }
-  if (!st) st = unfuse_uncompilable(x->module);
-  if (!st) st = hlo_assign_buffers(x->module->entry, CPU_ALIGNMENT, &x->assignment);
-  kernel_modules km;
-  kernel_modules_init(&km, x->module->name);
-  bool has_kernels = false;
-  if (!st) st = build_thunks(x, &km, &has_kernels);
-  if (!st) st = build_outputs(x);
-  if (!st) x->evaluated = describe_evaluated(x);
-  if (!st && has_kernels) {
-    st = cpu_jit_create_many(km.m, km.n, &x->jit); /* takes the modules */
-    km.n = 0;
-    if (!st) st = link_kernels(x);
-  } else {
-    kernel_modules_discard(&km);
-  }
-  if (st) {
-    executable_free(x);
-    return st;
-  }
-  *out = x;
-  return NULL;
-}
-
-/* Drops idle entries beyond the cap, least recently used first. Called locked. */
-static void cache_trim(void) {
-  while (cache_size > CPU_CACHE_MAX_ENTRIES) {
-    cpu_executable **victim = NULL;
-    for (cpu_executable **p = &cache_head; *p; p = &(*p)->next)
-      if ((*p)->refs == 0) victim = p;
-    if (!victim) return;
-    cpu_executable *x = *victim;
-    *victim = x->next;
-    cache_size--;
-    executable_free(x);
-  }
-}
-
-/* At exit: the cached executables first, then the JIT that holds their code. */
-__attribute__((destructor)) static void cache_free_all(void) {
-  while (cache_head) {
-    cpu_executable *x = cache_head;
-    cache_head = x->next;
-    executable_free(x);
-  }
-  cache_size = 0;
-  cpu_jit_shutdown();
-}
+/* ------------------------------------------------------------- compile / run --- */
 
 static kiln_status cpu_compile(const backend *b, const hlo_module *m, const backend_compile_options *opts,
                                backend_executable **out) {
   (void)b;
   *out = NULL;
   backend_compile_options defaults = backend_compile_options_default();
-  if (!opts) opts = &defaults;
   backend_executable *h = malloc(sizeof *h);
   if (!h) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  uint64_t hash;
-  char *text = fingerprint_module(m, opts, &hash);
-
-  pthread_mutex_lock(&cache_lock);
-  for (cpu_executable **p = &cache_head; *p; p = &(*p)->next) {
-    cpu_executable *x = *p;
-    if (x->hash == hash && strcmp(x->fingerprint, text) == 0) {
-      *p = x->next; /* move to the front */
-      x->next = cache_head;
-      cache_head = x;
-      x->refs++;
-      pthread_mutex_unlock(&cache_lock);
-      free(text);
-      if (x->evaluated) log_warning("%s", x->evaluated);
-      h->x = x;
-      *out = h;
-      return NULL;
-    }
-  }
-  pthread_mutex_unlock(&cache_lock);
-
-  /* Compiled unlocked: two threads may compile the same module; the second insert
-   * then simply adds a twin, which is harmless. */
-  cpu_executable *x = NULL;
-  kiln_status st = compile_module(m, opts, text, hash, &x);
+  kiln_status st = cpu_cache_get(m, opts ? opts : &defaults, &h->x);
   if (st) {
     free(h);
     return st;
   }
-  if (x->evaluated) log_warning("%s", x->evaluated);
-  pthread_mutex_lock(&cache_lock);
-  x->refs = 1;
-  x->next = cache_head;
-  cache_head = x;
-  cache_size++;
-  cache_trim();
-  pthread_mutex_unlock(&cache_lock);
-  h->x = x;
   *out = h;
   return NULL;
 }
 
 static void cpu_destroy(backend_executable *h) {
   if (!h) return;
-  pthread_mutex_lock(&cache_lock);
-  h->x->refs--;
-  if (h->x->refs == 0 && h->x->profile) print_profile(h->x);
-  cache_trim();
-  pthread_mutex_unlock(&cache_lock);
+  cpu_cache_release(h->x);
   free(h);
 }
 
-int cpu_backend_cache_size(void) {
-  pthread_mutex_lock(&cache_lock);
-  int n = cache_size;
-  pthread_mutex_unlock(&cache_lock);
-  return n;
+static kiln_status cpu_execute(backend_executable *h, hlo_literal *const *args, int n_args, hlo_literal **out) {
+  return cpu_executable_run(h->x, args, n_args, out);
 }
 
 /* ------------------------------------------------------------- threads --------- */
@@ -945,143 +126,7 @@ int cpu_backend_threads(void) {
   return omp_get_max_threads();
 }
 
-/* ------------------------------------------------------------- execute --------- */
-
-static kiln_status check_args(const hlo_computation *entry, hlo_literal *const *args, int n_args) {
-  if (n_args != entry->n_params)
-    return status_error(KILN_INVALID_ARGUMENT, "cpu: expected %d arguments, got %d", entry->n_params, n_args);
-  for (int p = 0; p < n_args; p++) {
-    const hlo_shape *want = &entry->params[p]->shape;
-    if (!args[p] || !shape_compatible(&args[p]->shape, want)) {
-      char *w = shape_to_string(want);
-      char *g = args[p] ? shape_to_string(&args[p]->shape) : NULL;
-      kiln_status st = status_error(KILN_INVALID_ARGUMENT, "cpu: argument %d (%s) has shape %s, expected %s", p,
-                                    entry->params[p]->name, g ? g : "(null)", w);
-      free(w);
-      free(g);
-      return st;
-    }
-  }
-  return NULL;
-}
-
-static char *buffer_address(const cpu_executable *x, char *arena, hlo_literal *const *args, buffer_ref r) {
-  const hlo_instr *base = x->module->entry->instrs[r.base];
-  const hlo_buffer_slot *slot = &x->assignment->slots[r.base];
-  char *p;
-  switch (slot->kind) {
-    case HLO_BUFFER_PARAMETER: p = args[slot->param_index]->data; break;
-    case HLO_BUFFER_CONSTANT: p = base->literal->data; break;
-    default: p = arena + slot->offset; break;
-  }
-  return p ? p + r.offset : NULL; /* NULL: a constant a primitive captured (never read) */
-}
-
-static kiln_status run_thunks(cpu_executable *x, char *arena, hlo_literal *const *args) {
-  char *ptrs[64];
-  char **bufs = ptrs;
-  for (int i = 0; i < x->n_thunks; i++) {
-    thunk *t = &x->thunks[i];
-    if (t->n_refs > 64) {
-      bufs = malloc((size_t)t->n_refs * sizeof *bufs);
-      if (!bufs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-    }
-    for (int k = 0; k < t->n_refs; k++) bufs[k] = buffer_address(x, arena, args, t->refs[k]);
-    kiln_status st = NULL;
-    struct timespec t0 = {0}, t1;
-    if (x->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
-    switch (t->kind) {
-      case THUNK_KERNEL: cpu_kernel_run(t->fn, bufs, &t->space); break;
-      case THUNK_COPY:
-        if (bufs[0] != bufs[1]) memmove(bufs[0], bufs[1], (size_t)t->bytes);
-        break;
-      case THUNK_DNNL: st = cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]); break;
-      case THUNK_EVAL: st = cpu_eval_run(t->eval, bufs, bufs + t->n_out); break;
-      case THUNK_NATIVE: st = cpu_native_run(t->native, bufs, bufs + t->n_out); break;
-    }
-    if (x->profile) {
-      clock_gettime(CLOCK_MONOTONIC, &t1);
-      t->ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
-      t->runs++;
-    }
-    if (bufs != ptrs) {
-      free(bufs);
-      bufs = ptrs;
-    }
-    if (st) return st;
-  }
-  return NULL;
-}
-
-/* A result literal from an output's storage: an array, or a packed tuple (nested ones
- * too: an evaluator thunk's while may carry tuples). */
-static kiln_status output_literal(const hlo_shape *shape, const char *src, hlo_literal **out) {
-  *out = NULL;
-  if (!shape_is_tuple(shape)) {
-    TRY(literal_create(shape, out));
-    int64_t bytes = shape_byte_size(shape);
-    if (bytes > 0) memcpy((*out)->data, src, (size_t)bytes);
-    return NULL;
-  }
-  int n = shape->n_elems;
-  hlo_literal **leaves = calloc((size_t)n + 1, sizeof *leaves);
-  if (!leaves) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  kiln_status st = NULL;
-  for (int k = 0; k < n && !st; k++)
-    st = output_literal(&shape->elems[k], src + hlo_buffer_packed_element_offset(shape, k, CPU_ALIGNMENT), &leaves[k]);
-  if (st) {
-    for (int k = 0; k < n; k++) literal_free(leaves[k]);
-    free(leaves);
-    return st;
-  }
-  *out = literal_tuple(n, leaves);
-  free(leaves);
-  return NULL;
-}
-
-static kiln_status make_result(const cpu_executable *x, char *arena, hlo_literal *const *args, hlo_literal **out) {
-  const hlo_computation *entry = x->module->entry;
-  const hlo_buffer_assignment *a = x->assignment;
-  hlo_literal **elems = calloc((size_t)x->n_outputs + 1, sizeof *elems);
-  if (!elems) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  kiln_status st = NULL;
-  for (int k = 0; k < x->n_outputs && !st; k++) {
-    const hlo_instr *ins = entry->instrs[a->output_instr[k]];
-    st = output_literal(&ins->shape, buffer_address(x, arena, args, x->outputs[k]), &elems[k]);
-  }
-  if (st) {
-    for (int k = 0; k < x->n_outputs; k++) literal_free(elems[k]);
-    free(elems);
-    return st;
-  }
-  if (entry->root->op == HLO_OP_TUPLE) {
-    *out = literal_tuple(x->n_outputs, elems);
-  } else {
-    *out = elems[0];
-  }
-  free(elems);
-  return NULL;
-}
-
-static kiln_status cpu_execute(backend_executable *h, hlo_literal *const *args, int n_args, hlo_literal **out) {
-  cpu_executable *x = h->x;
-  *out = NULL;
-  TRY(check_args(x->module->entry, args, n_args));
-  int64_t bytes = (x->assignment->arena_bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
-  pthread_mutex_lock(&x->run_lock);
-  /* Reusing the arena saves the page faults of fresh memory on every run. */
-  if (bytes > 0 && !x->arena) {
-    x->arena = aligned_alloc(CPU_ALIGNMENT, (size_t)bytes);
-    if (!x->arena) {
-      pthread_mutex_unlock(&x->run_lock);
-      return status_error(KILN_RESOURCE_EXHAUSTED, "cpu: cannot allocate a %lld-byte arena", (long long)bytes);
-    }
-  }
-  kiln_status st = run_thunks(x, x->arena, args);
-  if (!st) st = make_result(x, x->arena, args, out);
-  pthread_mutex_unlock(&x->run_lock);
-  return st;
-}
+static int cpu_evaluated_instructions(const backend_executable *h) { return h->x->n_evaluated; }
 
 const backend cpu_backend = {
     .name = "cpu",
@@ -1091,4 +136,5 @@ const backend cpu_backend = {
     .compile = cpu_compile,
     .execute = cpu_execute,
     .destroy = cpu_destroy,
+    .evaluated_instructions = cpu_evaluated_instructions,
 };

@@ -245,6 +245,7 @@ static bool resolve_leaf(const hlo_instr *ins, const hlo_instr *leaf, operand_re
 }
 
 static bool is_f32_array(const hlo_shape *s) { return s->type == HLO_F32 && s->rank >= 0 && s->n_elems == 0; }
+static bool is_bf16_array(const hlo_shape *s) { return s->type == HLO_BF16 && s->rank >= 0 && s->n_elems == 0; }
 
 /* ------------------------------------------------------------------ dot */
 
@@ -1015,9 +1016,16 @@ static kiln_status build_plan(const hlo_instr *ins, plan *p) {
     if (p->wei_dt != dnnl_s8) return unsupported(ins, "integer weights must be s8");
     p->dst_dt = dnnl_type_of(ins->shape.type);
   } else {
-    if (!is_f32_array(&core->shape) || !is_f32_array(&core->operands[0]->shape) ||
-        !is_f32_array(&core->operands[1]->shape))
-      return unsupported(ins, "only f32 operands and result");
+    /* A bf16 x bf16 -> f32 matmul (JAX's preferred_element_type=float32 on bf16 values):
+     * oneDNN reads the bf16 operands as they are and accumulates in f32, where the code
+     * generator would widen every element and accumulate in double. Runtime operands
+     * only (a captured constant is f32, resolve_leaf); convolutions stay f32. */
+    bool bf16_product = !p->is_conv && is_f32_array(&core->shape) && is_bf16_array(&core->operands[0]->shape) &&
+                        is_bf16_array(&core->operands[1]->shape);
+    if (!is_f32_array(&core->shape) ||
+        (!bf16_product && (!is_f32_array(&core->operands[0]->shape) || !is_f32_array(&core->operands[1]->shape))))
+      return unsupported(ins, "only f32 operands and result (or a bf16 x bf16 -> f32 dot)");
+    if (bf16_product) p->src_dt = p->wei_dt = dnnl_bf16;
     if (!is_f32_array(&ins->shape)) return unsupported(ins, "the result is not the dot/convolution's f32 shape");
     for (int i = 0; i < n_chain; i++)
       if (chain[i]->op == HLO_OP_CONVERT) return unsupported(ins, "a convert in an f32 epilogue");

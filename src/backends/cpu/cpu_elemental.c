@@ -5,7 +5,10 @@
  * through the linear position, dynamic-slice and gather through clamped starts read
  * from their index operands); pad, concatenate and dynamic-update-slice branch so that
  * no operand is ever read outside its bounds; reduce (variadic too), reduce-window, dot
- * and convolution loop over the contracted positions in the evaluator's order. Values already emitted for
+ * and convolution loop over the contracted positions in the evaluator's order (dot and
+ * convolution operands of another element type are converted to the result type first,
+ * as the evaluator does); bitcast-convert between widths splits or joins little-endian
+ * pieces along a minor dimension. Values already emitted for
  * the same (instruction, index object) are reused, which keeps fused graphs with shared
  * subexpressions linear in size; index objects are never reused across basic-block
  * regions, so a cached value always dominates its reuse.
@@ -14,7 +17,8 @@
  * division by zero gives -1 (all ones), INT_MIN / -1 gives INT_MIN, shifts by the width
  * or more give 0 or the sign fill, float -> int converts truncate and saturate with
  * NaN -> 0, maximum/minimum propagate the left NaN, + - * / keep the first NaN
- * operand's payload, pred arithmetic is boolean. */
+ * operand's payload, pred arithmetic is boolean, reduce-precision is the evaluator's
+ * bit recipe (halves through f32). */
 #include "backends/cpu/cpu_elemental.h"
 
 #include <stdio.h>
@@ -90,6 +94,23 @@ static bool supports_scalar_computation(const hlo_instr *user, const hlo_computa
   return supports_scalar(user, c, n_params, n_params > 2 ? n_params / 2 : 1, why);
 }
 
+/* bitcast-convert: equal widths keep the dimensions; otherwise the narrow side has one
+ * more, minor, dimension of the width ratio (XLA's rule, which the evaluator checks
+ * the same way). Types under 8 bits never get here: shape inference refuses them. */
+static bool bitcast_convert_ok(const hlo_instr *ins) {
+  const hlo_shape *in = &ins->operands[0]->shape, *out = &ins->shape;
+  size_t a = hlo_type_size(in->type), b = hlo_type_size(out->type);
+  if (hlo_type_bit_width(in->type) < 8 || hlo_type_bit_width(out->type) < 8) return false;
+  if (a == b) return shape_same_dims(in, out);
+  const hlo_shape *wide = a > b ? in : out, *narrow = a > b ? out : in;
+  size_t ratio = a > b ? a / b : b / a;
+  if ((a > b ? a % b : b % a) != 0) return false;
+  if (narrow->rank != wide->rank + 1 || narrow->dims[narrow->rank - 1] != (int64_t)ratio) return false;
+  for (int d = 0; d < wide->rank; d++)
+    if (wide->dims[d] != narrow->dims[d]) return false;
+  return true;
+}
+
 static bool supports_instr(const hlo_instr *ins, bool in_fusion, strbuf *why) {
   if (ins->op == HLO_OP_FUSION) {
     if (in_fusion) return why_not(why, ins, "nested fusion");
@@ -147,9 +168,16 @@ static bool supports_instr(const hlo_instr *ins, bool in_fusion, strbuf *why) {
         return why_not(why, ins, "slice_sizes does not match the operand rank");
       return true;
     case HLO_OP_BITCAST_CONVERT:
-      if (hlo_type_size(ins->shape.type) != hlo_type_size(ins->operands[0]->shape.type))
-        return why_not(why, ins, "bitcast-convert between types of different widths");
+      return bitcast_convert_ok(ins) ? true : why_not(why, ins, "bitcast-convert shapes do not match the widths");
+    case HLO_OP_REDUCE_PRECISION: {
+      hlo_type t = ins->shape.type;
+      if ((t != HLO_F16 && t != HLO_BF16 && t != HLO_F32 && t != HLO_F64) || ins->operands[0]->shape.type != t)
+        return why_not(why, ins, "reduce-precision of a type other than f16, bf16, f32, f64");
+      /* the evaluator's range; past it the evaluator reports the error */
+      if (ins->exponent_bits < 1 || ins->exponent_bits > 1024 || ins->mantissa_bits < 0 || ins->mantissa_bits > 1024)
+        return why_not(why, ins, "exponent_bits or mantissa_bits out of range");
       return true;
+    }
     case HLO_OP_IS_FINITE:
       return hlo_type_is_float(ins->operands[0]->shape.type) ? true : why_not(why, ins, "operand is not a float");
     case HLO_OP_REDUCE:
@@ -166,8 +194,8 @@ static bool supports_instr(const hlo_instr *ins, bool in_fusion, strbuf *why) {
         return why_not(why, ins, "invalid group counts");
       __attribute__((fallthrough)); /* same type rules as dot */
     case HLO_OP_DOT:
-      if (ins->operands[0]->shape.type != ins->shape.type || ins->operands[1]->shape.type != ins->shape.type)
-        return why_not(why, ins, "mixed-type dot");
+      /* Operands of any element type: each is converted to the result type first, as
+       * the evaluator does (bf16 x bf16 -> f32, s8 x s8 -> s32, ...). */
       if (ins->shape.type == HLO_PRED) return why_not(why, ins, "pred dot");
       return true;
     default:
@@ -214,6 +242,8 @@ static bool flat_instr(const hlo_instr *ins, int64_t n) {
     case HLO_OP_BITCAST:
       return true;
     case HLO_OP_BROADCAST: return ins->operands[0]->shape.rank == 0;
+    case HLO_OP_BITCAST_CONVERT: /* a change of width reads ratio elements, or part of one */
+      return hlo_type_size(ins->shape.type) == hlo_type_size(ins->operands[0]->shape.type);
     case HLO_OP_DOT:
     case HLO_OP_CONVOLUTION:
     case HLO_OP_GATHER:
@@ -796,7 +826,12 @@ static LLVMValueRef convert_value(cpu_emitter *e, hlo_type from, hlo_type to, LL
   if (from == HLO_F32 && to == HLO_F64) return LLVMBuildFPExt(e->b, v, e->f64, "");
   if (from == HLO_F64 && to == HLO_F32) return LLVMBuildFPTrunc(e->b, v, e->f32, "");
   if (from == HLO_F32 && to == HLO_F16) return narrow_half(e, to, v);
-  if (is_half(from) && to == HLO_F32) return widen_half(e, from, v);
+  if (is_half(from) && to == HLO_F32) {
+    /* a signalling NaN comes out quiet, as the evaluator's conversion through double
+     * (and XLA:CPU's fpext) makes it */
+    LLVMValueRef w = widen_half(e, from, v);
+    return LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, "");
+  }
   /* An integer of up to 32 bits to f32/f64: converting the value itself rounds exactly
    * as converting its 64-bit carrier does, and only this form vectorizes well (a vector
    * i64 -> float conversion is scalarized without AVX-512DQ: a dequantizing u8 -> s32 ->
@@ -826,6 +861,45 @@ static LLVMValueRef convert_value(cpu_emitter *e, hlo_type from, hlo_type to, LL
   carrier c;
   LLVMValueRef w = to_carrier(e, from, v, &c);
   return from_carrier(e, to, c, w);
+}
+
+/* ------------------------------------------------------------- reduce-precision - */
+
+/* reduce-precision on an f32 or f64 value, the evaluator's bit recipe
+ * (eval_reduce_precision_f32/_f64) with the formats' constants folded in: round the
+ * mantissa to nearest even at mantissa_bits (adding half an ulp of the reduced format
+ * less one, plus its lsb, then masking; a carry into the exponent is the correct
+ * round-up, into inf included), then exponents above the reduced range become inf and
+ * those at or below its smallest normal exponent become a signed zero (reduced-format
+ * subnormals flush). A NaN input is returned as it came in, or as +inf when there are
+ * no mantissa bits to hold a NaN. Straight-line integer work: it vectorizes. */
+static LLVMValueRef reduce_precision(cpu_emitter *e, LLVMValueRef v, int64_t exponent_bits, int64_t mantissa_bits) {
+  bool f32 = LLVMTypeOf(v) == e->f32;
+  LLVMTypeRef it = f32 ? e->i32 : e->i64;
+  const int mbits = f32 ? 23 : 52, ebits = f32 ? 8 : 11;
+  LLVMValueRef u = LLVMBuildBitCast(e->b, v, it, "");
+  if (mantissa_bits < mbits) {
+    unsigned shift = (unsigned)(mbits - mantissa_bits);
+    uint64_t last_bit = 1ull << shift;
+    LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(it, shift), ""), cint(it, 1), "");
+    LLVMValueRef bias = LLVMBuildAdd(e->b, cint(it, (last_bit >> 1) - 1), lsb, "");
+    u = LLVMBuildAnd(e->b, LLVMBuildAdd(e->b, u, bias, ""), cint(it, ~(last_bit - 1)), "");
+  }
+  if (exponent_bits < ebits) {
+    uint64_t sign_mask = 1ull << (mbits + ebits);
+    uint64_t exp_mask = ((1ull << ebits) - 1) << mbits;
+    uint64_t src_bias = (1ull << (ebits - 1)) - 1, reduced_bias = (1ull << (exponent_bits - 1)) - 1;
+    LLVMValueRef exponent = LLVMBuildAnd(e->b, u, cint(it, exp_mask), "");
+    LLVMValueRef sign = LLVMBuildAnd(e->b, u, cint(it, sign_mask), "");
+    /* disjoint conditions (reduced_bias >= 0), so the order of the selects is free */
+    LLVMValueRef over = LLVMBuildICmp(e->b, LLVMIntUGT, exponent, cint(it, (src_bias + reduced_bias) << mbits), "");
+    LLVMValueRef under = LLVMBuildICmp(e->b, LLVMIntULE, exponent, cint(it, (src_bias - reduced_bias) << mbits), "");
+    u = LLVMBuildSelect(e->b, under, sign, u, "");
+    u = LLVMBuildSelect(e->b, over, LLVMBuildOr(e->b, sign, cint(it, exp_mask), ""), u, "");
+  }
+  LLVMValueRef r = LLVMBuildBitCast(e->b, u, LLVMTypeOf(v), "");
+  LLVMValueRef nan_result = mantissa_bits > 0 ? v : fconst(LLVMTypeOf(v), 1.0 / 0.0);
+  return LLVMBuildSelect(e->b, is_nan(e, v), nan_result, r, "");
 }
 
 /* ------------------------------------------------------------- compare ---------- */
@@ -1369,7 +1443,10 @@ static LLVMValueRef emit_dot(cpu_emitter *e, const hlo_instr *ins, const cpu_ind
     lix->v[dn->lhs_contracting.v[i]] = loops[i].index;
     rix->v[dn->rhs_contracting.v[i]] = loops[i].index;
   }
-  LLVMValueRef a = operand_at(e, ins, 0, lix), b = operand_at(e, ins, 1, rix);
+  /* each operand in the result type first (XLA's preferred_element_type: bf16 x bf16
+   * -> f32 widens exactly, s8 x s8 -> s32 multiplies in s32), as the evaluator does */
+  LLVMValueRef a = convert_value(e, ls->type, t, operand_at(e, ins, 0, lix));
+  LLVMValueRef b = convert_value(e, rs->type, t, operand_at(e, ins, 1, rix));
   carrier c;
   a = to_carrier(e, t, a, &c);
   b = to_carrier(e, t, b, &c);
@@ -1379,8 +1456,8 @@ static LLVMValueRef emit_dot(cpu_emitter *e, const hlo_instr *ins, const cpu_ind
   LLVMBuildStore(e->b, next, acc);
   for (int i = dn->lhs_contracting.n - 1; i >= 0; i--) cpu_loop_end(e->b, &loops[i]);
   LLVMValueRef sum = LLVMBuildLoad2(e->b, at, acc, "");
-  if (fl) return from_carrier(e, t, CARRY_F64, sum);
-  return t == HLO_S64 || t == HLO_U64 ? sum : LLVMBuildTrunc(e->b, sum, cpu_llvm_type(e->c, t), "");
+  /* integers wrap: the low bits, s4/s2 sign-extended in their byte */
+  return from_carrier(e, t, fl ? CARRY_F64 : CARRY_U64, sum);
 }
 
 /* convolution as the evaluator computes it (same accumulators as dot): for each kernel
@@ -1399,7 +1476,8 @@ static LLVMValueRef emit_convolution(cpu_emitter *e, const hlo_instr *ins, const
   LLVMTypeRef at = fl ? e->f64 : e->i64;
   LLVMValueRef acc = cpu_entry_alloca(e->fn, at, "convacc");
   LLVMBuildStore(e->b, fl ? fconst(e->f64, 0) : c64(e, 0), acc);
-  if (shape_elements(xs) == 0 || shape_elements(ws) == 0) return from_carrier(e, t, fl ? CARRY_F64 : CARRY_S64, c64(e, 0));
+  if (shape_elements(xs) == 0 || shape_elements(ws) == 0)
+    return fl ? from_carrier(e, t, CARRY_F64, fconst(e->f64, 0)) : from_carrier(e, t, CARRY_S64, c64(e, 0));
   LLVMValueRef o = ix->v[cd->output_feature];
   LLVMValueRef fgroup = LLVMBuildUDiv(e->b, o, c64(e, per_fgroup), "");
   LLVMValueRef bgroup = LLVMBuildUDiv(e->b, o, c64(e, per_bgroup), "");
@@ -1439,8 +1517,8 @@ static LLVMValueRef emit_convolution(cpu_emitter *e, const hlo_instr *ins, const
   LLVMBuildCondBr(e->b, ok, take, skip);
   LLVMPositionBuilderAtEnd(e->b, take);
   carrier c;
-  LLVMValueRef a = to_carrier(e, t, operand_at(e, ins, 0, xix), &c);
-  LLVMValueRef b = to_carrier(e, t, operand_at(e, ins, 1, wix), &c);
+  LLVMValueRef a = to_carrier(e, t, convert_value(e, xs->type, t, operand_at(e, ins, 0, xix)), &c);
+  LLVMValueRef b = to_carrier(e, t, convert_value(e, ws->type, t, operand_at(e, ins, 1, wix)), &c);
   LLVMValueRef cur = LLVMBuildLoad2(e->b, at, acc, "");
   LLVMBuildStore(e->b, fl ? LLVMBuildFAdd(e->b, cur, LLVMBuildFMul(e->b, a, b, ""), "")
                           : LLVMBuildAdd(e->b, cur, LLVMBuildMul(e->b, a, b, ""), ""),
@@ -1449,17 +1527,71 @@ static LLVMValueRef emit_convolution(cpu_emitter *e, const hlo_instr *ins, const
   LLVMPositionBuilderAtEnd(e->b, skip);
   for (int s = ns; s >= 0; s--) cpu_loop_end(e->b, &loops[s]);
   LLVMValueRef sum = LLVMBuildLoad2(e->b, at, acc, "");
-  if (fl) return from_carrier(e, t, CARRY_F64, sum);
-  return t == HLO_S64 || t == HLO_U64 ? sum : LLVMBuildTrunc(e->b, sum, cpu_llvm_type(e->c, t), "");
+  /* integers wrap: the low bits, s4/s2 sign-extended in their byte */
+  return from_carrier(e, t, fl ? CARRY_F64 : CARRY_U64, sum);
+}
+
+/* A value's storage bits as an integer of its width (floats bitcast, integers as are). */
+static LLVMValueRef storage_bits(cpu_emitter *e, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (t == e->f32) return LLVMBuildBitCast(e->b, v, e->i32, "");
+  if (t == e->f64) return LLVMBuildBitCast(e->b, v, e->i64, "");
+  return v;
+}
+
+/* Storage bits (an integer of the type's width) as a value of element type t; pred is
+ * made canonical (0/1) as the evaluator makes it, since every pred reader may rely on
+ * that. */
+static LLVMValueRef from_storage_bits(cpu_emitter *e, hlo_type t, LLVMValueRef bits) {
+  if (t == HLO_PRED) return LLVMBuildZExt(e->b, LLVMBuildICmp(e->b, LLVMIntNE, bits, cint(e->i8, 0), ""), e->i8, "");
+  return LLVMBuildBitCast(e->b, bits, cpu_llvm_type(e->c, t), "");
+}
+
+/* bitcast-convert reinterprets storage in little-endian byte order (the evaluator's
+ * memcpy on this little-endian host). Equal widths: element for element. Wide to narrow
+ * (f32[n] -> u8[n,4]): output (i, j) is piece j, counted from the least significant
+ * end, of the wide element i. Narrow to wide (u8[n,4] -> f32[n]): the ratio narrow
+ * elements of row i, piece j shifted up by j pieces, or-ed together. */
+static LLVMValueRef emit_bitcast_convert(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  const hlo_shape *os = &ins->operands[0]->shape;
+  hlo_type to = ins->shape.type;
+  size_t in_size = hlo_type_size(os->type), out_size = hlo_type_size(to);
+  if (in_size == out_size) return from_storage_bits(e, to, storage_bits(e, ew_operand(e, ins, 0, ix)));
+  if (in_size > out_size) {
+    unsigned wide_bits = (unsigned)in_size * 8, piece = (unsigned)out_size * 8;
+    LLVMTypeRef wt = LLVMIntTypeInContext(e->c, wide_bits);
+    cpu_index *oix = new_index(e, os->rank, false);
+    for (int d = 0; d < os->rank; d++) oix->v[d] = ix->v[d];
+    LLVMValueRef w = storage_bits(e, operand_at(e, ins, 0, oix));
+    LLVMValueRef shift = LLVMBuildMul(e->b, ix->v[ix->rank - 1], c64(e, piece), "");
+    if (wide_bits != 64) shift = LLVMBuildTrunc(e->b, shift, wt, "");
+    LLVMValueRef part = LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, w, shift, ""), LLVMIntTypeInContext(e->c, piece), "");
+    return from_storage_bits(e, to, part);
+  }
+  unsigned wide_bits = (unsigned)out_size * 8, piece = (unsigned)in_size * 8;
+  int ratio = (int)(out_size / in_size);
+  LLVMTypeRef wt = LLVMIntTypeInContext(e->c, wide_bits);
+  LLVMValueRef acc = cint(wt, 0);
+  for (int j = 0; j < ratio; j++) {
+    cpu_index *oix = new_index(e, os->rank, false);
+    for (int d = 0; d < ix->rank; d++) oix->v[d] = ix->v[d];
+    oix->v[os->rank - 1] = c64(e, j);
+    LLVMValueRef p = LLVMBuildZExt(e->b, storage_bits(e, operand_at(e, ins, 0, oix)), wt, "");
+    if (j) p = LLVMBuildShl(e->b, p, cint(wt, (uint64_t)j * piece), "");
+    acc = j ? LLVMBuildOr(e->b, acc, p, "") : p;
+  }
+  return from_storage_bits(e, to, acc);
 }
 
 static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
   hlo_type t = ins->operands[0]->shape.type;
   switch (ins->op) {
     case HLO_OP_CONVERT: return convert_value(e, t, ins->shape.type, ew_operand(e, ins, 0, ix));
-    case HLO_OP_BITCAST_CONVERT: {
+    case HLO_OP_REDUCE_PRECISION: {
+      /* halves through f32 and back, as the evaluator does */
       LLVMValueRef v = ew_operand(e, ins, 0, ix);
-      return LLVMBuildBitCast(e->b, v, cpu_llvm_type(e->c, ins->shape.type), "");
+      if (is_half(t)) return narrow_half(e, t, reduce_precision(e, widen_half(e, t, v), ins->exponent_bits, ins->mantissa_bits));
+      return reduce_precision(e, v, ins->exponent_bits, ins->mantissa_bits);
     }
     case HLO_OP_COMPARE:
       return compare_values(e, ins, t, ew_operand(e, ins, 0, ix), ew_operand(e, ins, 1, ix));
@@ -1556,6 +1688,7 @@ static LLVMValueRef emit_uncached(cpu_emitter *e, const hlo_instr *ins, const cp
     case HLO_OP_REDUCE_WINDOW: return emit_reduce_window(e, ins, ix);
     case HLO_OP_DOT: return emit_dot(e, ins, ix);
     case HLO_OP_CONVOLUTION: return emit_convolution(e, ins, ix);
+    case HLO_OP_BITCAST_CONVERT: return emit_bitcast_convert(e, ins, ix);
     default: return emit_elementwise(e, ins, ix);
   }
 }

@@ -10,6 +10,7 @@ struct cpu_native {
 };
 
 static const cpu_native_kind *const kinds[] = {
+    &cpu_native_update_slice,
     &cpu_native_scatter,
     &cpu_native_select_and_scatter,
     &cpu_native_reduce_window,

@@ -32,6 +32,9 @@ typedef struct cpu_native_kind {
   void (*destroy)(void *state);
 } cpu_native_kind;
 
+/* The kinds (cpu_update_slice.c, ...). */
+extern const cpu_native_kind cpu_native_update_slice;
+
 typedef struct cpu_native cpu_native;
 
 /* Whether some native kernel implements ins; otherwise appends why (may be NULL). */

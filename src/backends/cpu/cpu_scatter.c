@@ -587,8 +587,10 @@ static kiln_status scatter_run(void *state, char *const *out, char *const *in) {
   const scatter_state *s = state;
   const scatter_plan *sp = &s->plan;
   int n = sp->n;
+  /* The result starts as the operands; a result given its operand's block (no copy
+   * needed) is allowed for, though buffer assignment does not do that today. */
   for (int i = 0; i < sp->n; i++)
-    if (sp->operand_bytes[i] > 0) memcpy(out[i], in[i], (size_t)sp->operand_bytes[i]);
+    if (sp->operand_bytes[i] > 0 && out[i] != in[i]) memcpy(out[i], in[i], (size_t)sp->operand_bytes[i]);
   /* Into an empty operand no window fits. */
   if (sp->n_operand == 0 || sp->n_updates == 0) return NULL;
   int64_t *base = malloc((size_t)sp->count * sizeof *base);

@@ -324,6 +324,11 @@ hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding, hlo_pass_fn qua
   if (constant_folding) hlo_pipeline_add_pass(tidy, "constant-folding", constant_folding);
   hlo_pipeline_add_pass(tidy, "dce", hlo_pass_dce);
   hlo_pipeline_add_fix(p, tidy, HLO_FIX_DEFAULT_MAX_ITERS);
+  /* The barriers kept the simplifiers (CSE above all) from merging jax.checkpoint's
+   * recomputation into the saved values; that is done now. Before fusion, and dead
+   * tuples swept at once, so the values behind a barrier fuse with their users. */
+  hlo_pipeline_add_pass(p, "opt-barrier-expander", hlo_pass_opt_barrier_expander);
+  hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
   hlo_pipeline_add_pass(p, "reduction-splitter", hlo_pass_reduction_splitter);
   hlo_pipeline_add_pass(p, "fusion", hlo_pass_fusion);
   hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);

@@ -127,6 +127,11 @@ uint64_t hlo_pass_fusion_last_work(void);
  * (reduction_splitter.c). Float sums are reassociated. */
 kiln_status hlo_pass_reduction_splitter(hlo_module *m, bool *changed);
 
+/* Removes every opt-barrier, its uses redirected to its operand (get-tuple-elements of a
+ * tuple through it read the tuple's elements), as XLA does at the end of optimization
+ * (opt_barrier_expander.c). */
+kiln_status hlo_pass_opt_barrier_expander(hlo_module *m, bool *changed);
+
 /* Rewrites every dot to [batch..., M, K] x [batch..., K, N] -> [batch..., M, N] with one
  * contracting dimension, plus reshapes/transposes around it (dot_canonicalize.c). */
 kiln_status hlo_pass_dot_canonicalize(hlo_module *m, bool *changed);
@@ -147,8 +152,8 @@ kiln_status hlo_pass_bitcast_layouts(hlo_module *m, bool *changed);
 /* The CPU backend's pipeline: bitcast-layouts, quantized-products (when given: the cpu
  * backend's pass for dequantized convolutions/dots, which this layer cannot name), the
  * optimize pipeline above, then conv-layout, fix(algsimp, constant-folding, cse, dce),
- * dot-canonicalize, fix(algsimp, constant-folding, dce), reduction-splitter, fusion,
- * dce. constant_folding as for hlo_pipeline_new_optimize. */
+ * dot-canonicalize, fix(algsimp, constant-folding, dce), opt-barrier-expander, dce,
+ * reduction-splitter, fusion, dce. constant_folding as for hlo_pipeline_new_optimize. */
 hlo_pipeline *hlo_pipeline_new_cpu(hlo_pass_fn constant_folding, hlo_pass_fn quantized_products);
 
 #endif

@@ -1,0 +1,650 @@
+/* The cpu compiler (see cpu_compiler.h): programs and their thunks. */
+#include "backends/cpu/cpu_compiler.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cpu/cpu_quantize.h"
+#include "backends/cpu/cpu_elemental.h"
+#include "base/log.h"
+#include "eval/constant_folding.h"
+#include "hlo/clone.h"
+#include "hlo/passes/pipeline.h"
+
+/* OpenMP's runtime call, declared here rather than through <omp.h>: clang builds
+ * (fuzzing) compile against gcc's libgomp, whose omp.h clang cannot parse. */
+int omp_get_max_threads(void);
+
+static uint64_t next_executable_id;
+
+static kiln_status resolve(const hlo_computation *entry, const hlo_buffer_assignment *a, const hlo_instr *ins,
+                           buffer_ref *out) {
+  int i = -1;
+  for (int k = 0; k < entry->n_instrs; k++)
+    if (entry->instrs[k] == ins) i = k;
+  if (i < 0 || !hlo_buffer_resolve(entry, a, i, &out->base, &out->offset))
+    return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): its value has no storage of its own (a tuple)", ins->name,
+                        hlo_opcode_name(ins->op));
+  return NULL;
+}
+
+/* LLVM modules the kernels are spread over, compiled in parallel by cpu_jit_create_many:
+ * up to one per thread, each kernel going to the module with the least code so far (its
+ * instruction count, a fused computation's all counted). LLVM's time is proportional to
+ * the code, so a long program's compile divides by the threads; a small one makes as
+ * many modules as it has kernels at most. */
+#define CPU_MAX_JIT_MODULES 16
+
+typedef struct kernel_modules {
+  cpu_jit_module m[CPU_MAX_JIT_MODULES];
+  int64_t code[CPU_MAX_JIT_MODULES];
+  int n, max;
+  const char *name;
+} kernel_modules;
+
+static void kernel_modules_init(kernel_modules *km, const char *name) {
+  memset(km, 0, sizeof *km);
+  km->name = name;
+  km->max = omp_get_max_threads();
+  if (km->max > CPU_MAX_JIT_MODULES) km->max = CPU_MAX_JIT_MODULES;
+  if (km->max < 1) km->max = 1;
+}
+
+static void kernel_modules_discard(kernel_modules *km) {
+  for (int i = 0; i < km->n; i++) cpu_jit_module_discard(&km->m[i]);
+  km->n = 0;
+}
+
+static kiln_status kernel_module_for(kernel_modules *km, const hlo_instr *ins, cpu_jit_module **out) {
+  int64_t code = 1;
+  if (ins->op == HLO_OP_FUSION && ins->n_called == 1) code = ins->called[0]->n_instrs;
+  int best = -1;
+  if (km->n < km->max) {
+    TRY(cpu_jit_new_module(km->name, &km->m[km->n]));
+    best = km->n++;
+  } else {
+    best = 0;
+    for (int i = 1; i < km->n; i++)
+      if (km->code[i] < km->code[best]) best = i;
+  }
+  km->code[best] += code;
+  *out = &km->m[best];
+  return NULL;
+}
+
+/* refs: the instruction's outputs (each leaf of a packed tuple result), then its
+ * operands. */
+static kiln_status add_thunk(cpu_program *p, const hlo_instr *ins, thunk_kind kind, thunk **out) {
+  thunk *t = &p->thunks[p->n_thunks];
+  memset(t, 0, sizeof *t);
+  t->kind = kind;
+  t->ins = ins;
+  int n_out = shape_is_tuple(&ins->shape) ? ins->shape.n_elems : 1;
+  t->n_refs = n_out + ins->n_operands;
+  t->refs = calloc((size_t)t->n_refs, sizeof *t->refs);
+  if (!t->refs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  p->n_thunks++;
+  TRY(resolve(p->comp, p->assignment, ins, &t->refs[0]));
+  for (int k = 1; k < n_out; k++) {
+    t->refs[k] = t->refs[0];
+    t->refs[k].offset += hlo_buffer_packed_element_offset(&ins->shape, k, CPU_ALIGNMENT);
+  }
+  for (int k = 0; k < ins->n_operands; k++)
+    TRY(resolve(p->comp, p->assignment, ins->operands[k], &t->refs[n_out + k]));
+  *out = t;
+  return NULL;
+}
+
+static int instr_index(const hlo_computation *c, const hlo_instr *ins) {
+  for (int k = 0; k < c->n_instrs; k++)
+    if (c->instrs[k] == ins) return k;
+  return -1;
+}
+
+/* Whether ins's value has storage of its own (an array, or a packed tuple block), as
+ * opposed to a `tuple` instruction that only groups its operands' storage. */
+static bool has_block(const cpu_program *p, const hlo_instr *ins) {
+  int i = instr_index(p->comp, ins), base;
+  int64_t offset;
+  return i >= 0 && hlo_buffer_resolve(p->comp, p->assignment, i, &base, &offset);
+}
+
+/* The storage of every array leaf of ins's value, depth-first, appended to refs at
+ * *n: a value with storage (an array, or a packed tuple: a while, a sort, a parameter)
+ * gives its leaves at their packed offsets; a `tuple` instruction has none and gives
+ * its operands' leaves; a get-tuple-element of one gives that operand's. */
+static kiln_status collect_leaves(const cpu_program *p, const hlo_instr *ins, buffer_ref *refs, int *n) {
+  int i = instr_index(p->comp, ins);
+  buffer_ref base;
+  if (i >= 0 && hlo_buffer_resolve(p->comp, p->assignment, i, &base.base, &base.offset)) {
+    int leaves = cpu_eval_leaf_count(&ins->shape);
+    for (int k = 0; k < leaves; k++) {
+      refs[*n] = base;
+      refs[(*n)++].offset += cpu_eval_leaf_offset(&ins->shape, k, CPU_ALIGNMENT);
+    }
+    return NULL;
+  }
+  if (ins->op == HLO_OP_TUPLE) {
+    for (int k = 0; k < ins->n_operands; k++) TRY(collect_leaves(p, ins->operands[k], refs, n));
+    return NULL;
+  }
+  if (ins->op == HLO_OP_GET_TUPLE_ELEMENT && ins->n_operands == 1 && shape_is_tuple(&ins->operands[0]->shape) &&
+      ins->tuple_index >= 0 && ins->tuple_index < ins->operands[0]->shape.n_elems) {
+    /* The operand's leaves, then only those of the element taken. */
+    const hlo_shape *ts = &ins->operands[0]->shape;
+    int all = cpu_eval_leaf_count(ts), first = *n, skip = 0;
+    buffer_ref *tmp = calloc((size_t)all + 1, sizeof *tmp);
+    if (!tmp) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    int m = 0;
+    kiln_status st = collect_leaves(p, ins->operands[0], tmp, &m);
+    for (int e = 0; e < ins->tuple_index; e++) skip += cpu_eval_leaf_count(&ts->elems[e]);
+    int take = cpu_eval_leaf_count(&ins->shape);
+    for (int k = 0; !st && k < take; k++) refs[first + k] = tmp[skip + k];
+    if (!st) *n += take;
+    free(tmp);
+    return st;
+  }
+  return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): its value has no storage", ins->name,
+                      hlo_opcode_name(ins->op));
+}
+
+/* A thunk working on leaves (evaluator, native, while, conditional): refs[0..n_out)
+ * the result's leaves, then every operand's leaves in operand order (see cpu_eval_run,
+ * cpu_native_run). */
+static kiln_status add_leaf_thunk(cpu_program *p, const hlo_instr *ins, thunk_kind kind, thunk **out) {
+  thunk *t = &p->thunks[p->n_thunks];
+  memset(t, 0, sizeof *t);
+  t->kind = kind;
+  t->ins = ins;
+  int n = cpu_eval_leaf_count(&ins->shape);
+  for (int k = 0; k < ins->n_operands; k++) n += cpu_eval_leaf_count(&ins->operands[k]->shape);
+  t->refs = calloc((size_t)n + 1, sizeof *t->refs);
+  if (!t->refs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  p->n_thunks++;
+  TRY(collect_leaves(p, ins, t->refs, &t->n_refs));
+  t->n_out = t->n_refs;
+  for (int k = 0; k < ins->n_operands; k++) TRY(collect_leaves(p, ins->operands[k], t->refs, &t->n_refs));
+  *out = t;
+  return NULL;
+}
+
+static kiln_status add_eval_thunk(cpu_executable *x, cpu_program *p, const hlo_instr *ins) {
+  thunk *t;
+  TRY(add_leaf_thunk(p, ins, THUNK_EVAL, &t));
+  return cpu_eval_create(x->module, ins, &t->eval);
+}
+
+static kiln_status add_native_thunk(cpu_executable *x, kernel_modules *km, cpu_program *p, const hlo_instr *ins,
+                                    bool *has_kernels) {
+  thunk *t;
+  TRY(add_leaf_thunk(p, ins, THUNK_NATIVE, &t));
+  char prefix[48];
+  snprintf(prefix, sizeof prefix, "kiln_x%llu_n%d_", (unsigned long long)x->id, x->n_kernels++);
+  cpu_jit_module *jm;
+  TRY(kernel_module_for(km, ins, &jm));
+  bool uses_jit = false;
+  TRY(cpu_native_create(ins, jm, prefix, &t->native, &uses_jit));
+  if (uses_jit) *has_kernels = true;
+  return NULL;
+}
+
+/* The operand of thunk T whose arena block T's result takes over (buffer assignment's
+ * in-place reuse), or -1. */
+static int in_place_operand(const cpu_program *p, const thunk *t) {
+  const hlo_buffer_slot *slots = p->assignment->slots, *out = &slots[t->refs[0].base];
+  if (out->kind != HLO_BUFFER_ARENA || !out->in_place) return -1;
+  for (int k = 0; k < t->ins->n_operands; k++) {
+    const buffer_ref *r = &t->refs[1 + k];
+    if (slots[r->base].kind == HLO_BUFFER_ARENA && slots[r->base].offset + r->offset == out->offset + t->refs[0].offset)
+      return k;
+  }
+  return -1;
+}
+
+/* Constants that oneDNN primitives capture when they are created (weights reordered
+ * into their own blocked copy, biases and other operands copied) are never read from
+ * the module again, so their literal data is released once the last primitive reading
+ * them exists: a compile then holds each weight once, not twice (vit_b_16: ~330 MB).
+ * readers[i] counts the operand slots reading constant i of the entry; creating a
+ * primitive that captures the constant takes its slots off, and any other reader (a
+ * kernel, an alias such as a reshape, a tuple, the root) is never taken off, which pins
+ * the data. Constants of loop bodies and branches are left alone (readers is NULL
+ * there). */
+static int *constant_readers(const hlo_module *m) {
+  const hlo_computation *entry = m->entry;
+  int *index_of_id = malloc(((size_t)m->next_id + 1) * sizeof *index_of_id);
+  int *readers = calloc((size_t)entry->n_instrs + 1, sizeof *readers);
+  if (!index_of_id || !readers) {
+    free(index_of_id);
+    free(readers);
+    return NULL;
+  }
+  for (int i = 0; i < entry->n_instrs; i++) index_of_id[entry->instrs[i]->id] = i;
+  for (int i = 0; i < entry->n_instrs; i++)
+    for (int k = 0; k < entry->instrs[i]->n_operands; k++) readers[index_of_id[entry->instrs[i]->operands[k]->id]]++;
+  for (int i = 0; i < entry->n_instrs; i++)
+    if (entry->instrs[i] == entry->root) readers[i]++;
+  free(index_of_id);
+  return readers;
+}
+
+/* After the primitive of thunk T captured its constant operands. */
+static void release_captured_constants(const cpu_program *p, const thunk *t, int *readers) {
+  if (!readers) return;
+  for (int k = 0; k < t->ins->n_operands; k++) {
+    hlo_instr *c = t->ins->operands[k];
+    int i = t->refs[1 + k].base;
+    if (c->op != HLO_OP_CONSTANT || p->comp->instrs[i] != c || !c->literal) continue;
+    if (--readers[i] == 0) {
+      free(c->literal->data);
+      c->literal->data = NULL;
+    }
+  }
+}
+
+static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hlo_computation *comp, int *readers,
+                                 bool *has_kernels, cpu_program **out);
+
+/* The sizes of the result's leaves, for the copies control thunks make. */
+static kiln_status set_leaf_bytes(thunk *t) {
+  t->leaf_bytes = calloc((size_t)t->n_out + 1, sizeof *t->leaf_bytes);
+  if (!t->leaf_bytes) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int k = 0; k < t->n_out; k++) t->leaf_bytes[k] = shape_byte_size(cpu_leaf_shape(&t->ins->shape, k));
+  return NULL;
+}
+
+static bool same_ref(buffer_ref a, buffer_ref b) { return a.base == b.base && a.offset == b.offset; }
+
+/* Whether any thunk of p from index `from` on has a ref starting inside bytes [lo, hi)
+ * of the storage of instruction `base`. Refs name where each array value starts (leaf
+ * thunks list every leaf of a tuple), so a value inside the range is always seen. */
+static bool touched_from(const cpu_program *p, int from, int base, int64_t lo, int64_t hi) {
+  for (int i = from; i < p->n_thunks; i++) {
+    const thunk *t = &p->thunks[i];
+    for (int r = 0; r < t->n_refs; r++)
+      if (t->refs[r].base == base && t->refs[r].offset >= lo && t->refs[r].offset < hi) return true;
+  }
+  return false;
+}
+
+/* A loop carrying a buffer it updates one slice of per step (a scan's stacked outputs)
+ * would copy the whole buffer twice per iteration: the dynamic-update-slice into its
+ * own block, then that block back into the state. When the body's result leaf k is a
+ * dynamic-update-slice of state leaf k, and nothing after it in the body reads that
+ * leaf or the slice's own result, the slice writes straight into the state: its output
+ * is redirected to the leaf (the native kernel then copies only the window) and the
+ * leaf stays where it is. */
+static void update_state_in_place(thunk *w, int k) {
+  if (w->moves[k] != LEAF_COPY) return;
+  cpu_program *body = w->progs[1];
+  buffer_ref src = body->results[k];
+  int at = -1;
+  for (int i = 0; i < body->n_thunks && at < 0; i++)
+    if (body->thunks[i].kind == THUNK_NATIVE && body->thunks[i].ins->op == HLO_OP_DYNAMIC_UPDATE_SLICE &&
+        same_ref(body->thunks[i].refs[0], src))
+      at = i;
+  if (at < 0) return;
+  thunk *t = &body->thunks[at];
+  buffer_ref leaf = t->refs[t->n_out]; /* operand 0 */
+  int64_t lo = cpu_eval_leaf_offset(&w->ins->shape, k, CPU_ALIGNMENT), hi = lo + w->leaf_bytes[k];
+  if (body->assignment->slots[leaf.base].kind != HLO_BUFFER_PARAMETER || leaf.offset != lo) return;
+  if (touched_from(body, at + 1, leaf.base, lo, hi) || touched_from(body, at + 1, src.base, 0, INT64_MAX)) return;
+  for (int j = 0; j < w->n_out; j++) {
+    const buffer_ref *r = &body->results[j];
+    if (j == k) continue;
+    if (same_ref(*r, src) || (r->base == leaf.base && r->offset >= lo && r->offset < hi)) return;
+  }
+  t->refs[0] = leaf;
+  body->results[k] = leaf;
+  w->moves[k] = LEAF_KEEP;
+}
+
+/* A while loop run natively: the condition and the body become programs of their own
+ * that take the loop state -- the while's own packed block -- as their parameter. The
+ * init value is copied into the block once; after each body run its result leaves are
+ * moved into the block (see leaf_move), so the state never lives anywhere else. */
+static kiln_status build_while(cpu_executable *x, kernel_modules *km, cpu_program *p, thunk *t, bool *has_kernels) {
+  const hlo_instr *ins = t->ins;
+  if (ins->n_called != 2 || ins->n_operands != 1 || t->n_out == 0)
+    return ERR_UNIMPLEMENTED("cpu: %s: not a while with a condition, a body and state", ins->name);
+  t->progs = calloc(2, sizeof *t->progs);
+  if (!t->progs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  t->n_progs = 2;
+  TRY(build_program(x, km, ins->called[0], NULL, has_kernels, &t->progs[0]));
+  TRY(build_program(x, km, ins->called[1], NULL, has_kernels, &t->progs[1]));
+  const cpu_program *cond = t->progs[0], *body = t->progs[1];
+  if (cond->n_results != 1 || cpu_leaf_shape(&cond->comp->root->shape, 0)->type != HLO_PRED)
+    return ERR_UNIMPLEMENTED("cpu: %s: its condition does not return one pred", ins->name);
+  if (body->n_results != t->n_out)
+    return ERR_INTERNAL("cpu: %s: the body returns %d leaves for a state of %d", ins->name, body->n_results, t->n_out);
+  TRY(set_leaf_bytes(t));
+  t->moves = calloc((size_t)t->n_out, sizeof *t->moves);
+  t->stage_at = calloc((size_t)t->n_out, sizeof *t->stage_at);
+  if (!t->moves || !t->stage_at) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  int64_t staged = 0;
+  for (int k = 0; k < t->n_out; k++) {
+    const buffer_ref *r = &body->results[k];
+    if (body->assignment->slots[r->base].kind != HLO_BUFFER_PARAMETER) {
+      t->moves[k] = LEAF_COPY;
+    } else if (r->offset == cpu_eval_leaf_offset(&ins->shape, k, CPU_ALIGNMENT)) {
+      t->moves[k] = LEAF_KEEP;
+    } else {
+      t->moves[k] = LEAF_STAGE;
+      t->stage_at[k] = staged;
+      staged += (t->leaf_bytes[k] + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+    }
+  }
+  if (staged > 0 && !(t->scratch = aligned_alloc(CPU_ALIGNMENT, (size_t)staged)))
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int k = 0; k < t->n_out; k++) update_state_in_place(t, k);
+  return NULL;
+}
+
+/* A conditional run natively: each branch is a program of its own. A branch's operand
+ * is handed over as one block: its own storage when it has one, else (a `tuple` of
+ * separately stored values) packed into scratch memory first. */
+static kiln_status build_conditional(cpu_executable *x, kernel_modules *km, cpu_program *p, thunk *t,
+                                     bool *has_kernels) {
+  const hlo_instr *ins = t->ins;
+  int n = ins->n_called;
+  if (n < 1 || ins->n_operands != n + 1) return ERR_UNIMPLEMENTED("cpu: %s: malformed conditional", ins->name);
+  hlo_type sel = ins->operands[0]->shape.type;
+  if (!shape_is_array(&ins->operands[0]->shape) || ins->operands[0]->shape.rank != 0 ||
+      !(sel == HLO_S32 || (sel == HLO_PRED && n == 2)))
+    return ERR_UNIMPLEMENTED("cpu: %s: the selector is not pred[] (two branches) or s32[]", ins->name);
+  t->progs = calloc((size_t)n, sizeof *t->progs);
+  t->arg_leaf = calloc((size_t)n, sizeof *t->arg_leaf);
+  t->arg_packed = calloc((size_t)n, sizeof *t->arg_packed);
+  if (!t->progs || !t->arg_leaf || !t->arg_packed) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  t->n_progs = n;
+  int64_t scratch = 0;
+  int leaf = t->n_out + 1; /* after the result's leaves and the selector's */
+  for (int b = 0; b < n; b++) {
+    TRY(build_program(x, km, ins->called[b], NULL, has_kernels, &t->progs[b]));
+    if (t->progs[b]->n_results != t->n_out)
+      return ERR_INTERNAL("cpu: %s: branch %d returns %d leaves for a result of %d", ins->name, b,
+                          t->progs[b]->n_results, t->n_out);
+    const hlo_instr *arg = ins->operands[b + 1];
+    t->arg_leaf[b] = leaf;
+    t->arg_packed[b] = has_block(p, arg) && cpu_eval_leaf_count(&arg->shape) > 0;
+    leaf += cpu_eval_leaf_count(&arg->shape);
+    int64_t bytes = hlo_buffer_packed_bytes(&arg->shape, CPU_ALIGNMENT);
+    if (bytes < 0) return ERR_UNIMPLEMENTED("cpu: %s: operand %d is too large", ins->name, b + 1);
+    if (!t->arg_packed[b] && bytes > scratch) scratch = bytes;
+  }
+  TRY(set_leaf_bytes(t));
+  scratch = (scratch + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+  if (!(t->scratch = aligned_alloc(CPU_ALIGNMENT, (size_t)(scratch > 0 ? scratch : CPU_ALIGNMENT))))
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  return NULL;
+}
+
+/* A while or conditional as a thunk running programs of its own. UNIMPLEMENTED when a
+ * called computation cannot be compiled; nothing is left behind then (the caller runs
+ * the instruction through the evaluator instead). */
+static kiln_status add_control_thunk(cpu_executable *x, kernel_modules *km, cpu_program *p, const hlo_instr *ins,
+                                     bool *has_kernels) {
+  thunk *t;
+  kiln_status st = add_leaf_thunk(p, ins, ins->op == HLO_OP_WHILE ? THUNK_WHILE : THUNK_CONDITIONAL, &t);
+  if (!st) st = ins->op == HLO_OP_WHILE ? build_while(x, km, p, t, has_kernels)
+                                        : build_conditional(x, km, p, t, has_kernels);
+  if (st && p->n_thunks > 0 && &p->thunks[p->n_thunks - 1] == t) {
+    cpu_thunk_free(t);
+    p->n_thunks--;
+  }
+  return st;
+}
+
+static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_modules *km, bool *has_kernels,
+                                    int *readers) {
+  const hlo_computation *comp = p->comp;
+  for (int i = 0; i < comp->n_instrs; i++) {
+    const hlo_instr *ins = comp->instrs[i];
+    const hlo_buffer_slot *slot = &p->assignment->slots[i];
+    if (slot->kind != HLO_BUFFER_ARENA) {
+      if (ins->op == HLO_OP_PARAMETER || ins->op == HLO_OP_CONSTANT || ins->op == HLO_OP_TUPLE ||
+          ins->op == HLO_OP_GET_TUPLE_ELEMENT || ins->op == HLO_OP_BITCAST || ins->op == HLO_OP_RESHAPE)
+        continue;
+      return status_error(KILN_UNIMPLEMENTED, "cpu: %s (%s): no storage was assigned to it", ins->name,
+                          hlo_opcode_name(ins->op));
+    }
+    /* Tuple-shaped results other than a variadic reduce's, a loop's or a branch's
+     * are the evaluator's. */
+    bool tuple = !shape_is_array(&ins->shape) && ins->op != HLO_OP_REDUCE;
+    if (tuple ? hlo_buffer_packed_bytes(&ins->shape, CPU_ALIGNMENT) == 0
+              : shape_elements(cpu_kernel_output_shape(ins, 0)) == 0)
+      continue;
+    thunk *t;
+    if (ins->op == HLO_OP_WHILE || ins->op == HLO_OP_CONDITIONAL) {
+      kiln_status st = add_control_thunk(x, km, p, ins, has_kernels);
+      if (!st) continue;
+      if (kiln_status_code(st) != KILN_UNIMPLEMENTED) return st;
+      kiln_status_free(st); /* a called computation cannot be compiled: evaluated below */
+    }
+    if (cpu_native_supports(ins, NULL)) {
+      TRY(add_native_thunk(x, km, p, ins, has_kernels));
+    } else if (tuple) {
+      strbuf why;
+      strbuf_init(&why);
+      if (!cpu_eval_supports(ins, &why)) {
+        kiln_status st = status_error(KILN_UNIMPLEMENTED, "cpu: cannot compile %s (%s): a tuple-shaped result; %s",
+                                      ins->name, hlo_opcode_name(ins->op), strbuf_cstr(&why));
+        strbuf_free(&why);
+        return st;
+      }
+      strbuf_free(&why);
+      TRY(add_eval_thunk(x, p, ins));
+    } else if (ins->op == HLO_OP_COPY) {
+      TRY(add_thunk(p, ins, THUNK_COPY, &t));
+      t->bytes = shape_byte_size(&ins->shape);
+    } else if (cpu_dnnl_supports(ins)) {
+      TRY(add_thunk(p, ins, THUNK_DNNL, &t));
+      kiln_status st = cpu_dnnl_create(ins, in_place_operand(p, t), &t->prim);
+      if (st) return status_wrap(st, "cpu: %s", ins->name);
+      release_captured_constants(p, t, readers);
+    } else {
+      strbuf why;
+      strbuf_init(&why);
+      if (!cpu_elemental_supports(ins, &why)) {
+        /* Neither path takes it: the evaluator runs this one instruction. */
+        strbuf_append(&why, "; ");
+        if (cpu_eval_supports(ins, &why)) {
+          strbuf_free(&why);
+          TRY(add_eval_thunk(x, p, ins));
+          continue;
+        }
+        kiln_status st = status_error(KILN_UNIMPLEMENTED, "cpu: cannot compile %s: %s", ins->name, strbuf_cstr(&why));
+        strbuf_free(&why);
+        return st;
+      }
+      strbuf_free(&why);
+      TRY(add_thunk(p, ins, THUNK_KERNEL, &t));
+      t->kernel = x->n_kernels++;
+      char name[48];
+      snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, t->kernel);
+      cpu_jit_module *jm;
+      TRY(kernel_module_for(km, ins, &jm));
+      TRY(cpu_codegen_add_kernel(jm, ins, name, &t->space));
+      *has_kernels = true;
+    }
+  }
+  return NULL;
+}
+
+/* Assigns comp's buffers and turns it into thunks. readers: see constant_readers
+ * (entry only). A sub-program (not the entry) also records its root's leaves. */
+static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hlo_computation *comp, int *readers,
+                                 bool *has_kernels, cpu_program **out) {
+  *out = NULL;
+  cpu_program *p = calloc(1, sizeof *p);
+  if (!p) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  p->comp = comp;
+  kiln_status st = hlo_assign_buffers(comp, CPU_ALIGNMENT, &p->assignment);
+  if (!st && !(p->thunks = calloc((size_t)comp->n_instrs + 1, sizeof *p->thunks)))
+    st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  if (!st) st = build_thunk_list(x, p, km, has_kernels, readers);
+  if (!st && comp != x->module->entry) {
+    int n = cpu_eval_leaf_count(&comp->root->shape);
+    if (!(p->results = calloc((size_t)n + 1, sizeof *p->results)))
+      st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    if (!st) st = collect_leaves(p, comp->root, p->results, &p->n_results);
+  }
+  if (st) {
+    cpu_program_free(p);
+    return st;
+  }
+  *out = p;
+  return NULL;
+}
+
+static kiln_status build_entry(cpu_executable *x, kernel_modules *km, bool *has_kernels) {
+  const hlo_computation *entry = x->module->entry;
+  for (int i = 0; i < entry->n_params; i++)
+    if (!shape_is_array(&entry->params[i]->shape))
+      return status_error(KILN_UNIMPLEMENTED, "cpu: parameter %s has a tuple shape", entry->params[i]->name);
+  int *readers = constant_readers(x->module); /* NULL (out of memory): nothing is released */
+  kiln_status st = build_program(x, km, entry, readers, has_kernels, &x->entry);
+  free(readers);
+  return st;
+}
+
+/* Calls fn on every thunk of p and of the programs its thunks run. */
+static kiln_status each_thunk(cpu_program *p, kiln_status (*fn)(thunk *t, void *ctx), void *ctx) {
+  for (int i = 0; i < p->n_thunks; i++) {
+    TRY(fn(&p->thunks[i], ctx));
+    for (int k = 0; k < p->thunks[i].n_progs; k++) TRY(each_thunk(p->thunks[i].progs[k], fn, ctx));
+  }
+  return NULL;
+}
+
+typedef struct evaluated_list {
+  strbuf *b;
+  int n, listed;
+} evaluated_list;
+
+static kiln_status note_evaluated(thunk *t, void *ctx) {
+  evaluated_list *l = ctx;
+  if (t->kind != THUNK_EVAL) return NULL;
+  if (l->b && l->listed < 8) {
+    strbuf_printf(l->b, "%s %s (%s)", l->listed ? "," : "", t->ins->name, hlo_opcode_name(t->ins->op));
+    l->listed++;
+  }
+  l->n++;
+  return NULL;
+}
+
+/* The warning about evaluator thunks, or NULL when there are none: they are slow (the
+ * evaluator is the oracle, not a fast path), so whoever compiles should know which. */
+static char *describe_evaluated(const cpu_executable *x) {
+  evaluated_list count = {NULL, 0, 0};
+  each_thunk(x->entry, note_evaluated, &count);
+  ((cpu_executable *)x)->n_evaluated = count.n;
+  if (!count.n) return NULL;
+  strbuf b;
+  strbuf_init(&b);
+  strbuf_printf(&b,
+                "device cpu runs %d instruction%s of %s through the evaluator (the interpreter's code), the rest "
+                "compiled:",
+                count.n, count.n == 1 ? "" : "s", x->module->name);
+  evaluated_list list = {&b, 0, 0};
+  each_thunk(x->entry, note_evaluated, &list);
+  if (list.n > list.listed) strbuf_printf(&b, " and %d more", list.n - list.listed);
+  return strbuf_take(&b);
+}
+
+static kiln_status link_thunk(thunk *t, void *ctx) {
+  const cpu_executable *x = ctx;
+  if (t->kind == THUNK_NATIVE) return cpu_native_link(t->native, x->jit);
+  if (t->kind != THUNK_KERNEL) return NULL;
+  char name[48];
+  snprintf(name, sizeof name, "kiln_x%llu_k%d", (unsigned long long)x->id, t->kernel);
+  void *addr;
+  TRY(cpu_jit_lookup(x->jit, name, &addr));
+  t->fn = (cpu_kernel_fn)addr;
+  return NULL;
+}
+
+static kiln_status build_outputs(cpu_executable *x) {
+  const cpu_program *p = x->entry;
+  const hlo_buffer_assignment *a = p->assignment;
+  x->n_outputs = a->n_outputs;
+  x->outputs = calloc((size_t)a->n_outputs + 1, sizeof *x->outputs);
+  if (!x->outputs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int k = 0; k < a->n_outputs; k++) {
+    const hlo_instr *ins = p->comp->instrs[a->output_instr[k]];
+    /* Only a packed tuple (a variadic reduce, a while, ...) can be copied out leaf by
+     * leaf; a `tuple` instruction inside the root tuple has no block of its own. */
+    if (ins->op == HLO_OP_TUPLE)
+      return status_error(KILN_UNIMPLEMENTED, "cpu: output %s (%s) is a nested tuple", ins->name,
+                          hlo_opcode_name(ins->op));
+    TRY(resolve(p->comp, a, ins, &x->outputs[k]));
+  }
+  return NULL;
+}
+
+/* Fusion groups the ops the code generator has rules for by opcode, but it lacks a few
+ * of them (reduce-precision, some element types): a fusion holding one would run
+ * through the evaluator as a whole. Such a fusion is split back into its instructions,
+ * so only the one the code generator lacks is evaluated and the rest become kernels:
+ * relabelled a call (same operands, one called computation), the call inliner does the
+ * split. This holds in the entry and in loop bodies and branches alike. */
+static kiln_status unfuse_uncompilable(hlo_module *m) {
+  bool any = false;
+  for (int c = 0; c < m->n_comps; c++) {
+    if (m->comps[c]->is_fusion_computation) continue;
+    for (int i = 0; i < m->comps[c]->n_instrs; i++) {
+      hlo_instr *ins = m->comps[c]->instrs[i];
+      if (ins->op != HLO_OP_FUSION || ins->n_called != 1 || cpu_dnnl_supports(ins) ||
+          cpu_elemental_supports(ins, NULL))
+        continue;
+      ins->op = HLO_OP_CALL;
+      ins->fusion_kind = NULL;
+      any = true;
+    }
+  }
+  bool changed;
+  return any ? status_wrap(hlo_pass_call_inliner(m, &changed), "cpu: splitting a fusion") : NULL;
+}
+
+kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_options *opts, cpu_executable **out) {
+  *out = NULL;
+  cpu_executable *x = calloc(1, sizeof *x);
+  if (!x) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  x->profile = opts->profile;
+  x->id = __atomic_fetch_add(&next_executable_id, 1, __ATOMIC_RELAXED);
+  pthread_mutex_init(&x->run_lock, NULL);
+  kiln_status st = hlo_module_clone(m, &x->module);
+  if (!st) {
+    hlo_pipeline *p = hlo_pipeline_new_cpu(eval_pass_constant_folding, cpu_pass_quantized_products);
+    hlo_pipeline_options po = hlo_pipeline_options_default();
+    po.dump_to = opts->dump_to;
+    po.dump_pass_re = opts->dump_pass_re;
+    po.dump_large_constants = opts->dump_large_constants;
+    po.disabled_passes = opts->disabled_passes;
+    st = hlo_pipeline_run(p, x->module, &po, NULL);
+    hlo_pipeline_free(p);
+  }
+  if (!st) st = unfuse_uncompilable(x->module);
+  kernel_modules km;
+  kernel_modules_init(&km, x->module->name);
+  bool has_kernels = false;
+  if (!st) st = build_entry(x, &km, &has_kernels);
+  if (!st) st = build_outputs(x);
+  if (!st) x->evaluated = describe_evaluated(x);
+  if (!st && has_kernels) {
+    st = cpu_jit_create_many(km.m, km.n, &x->jit); /* takes the modules */
+    km.n = 0;
+    if (!st) st = each_thunk(x->entry, link_thunk, x);
+  } else {
+    kernel_modules_discard(&km);
+  }
+  if (st) {
+    cpu_executable_free(x);
+    return st;
+  }
+  *out = x;
+  return NULL;
+}
+

@@ -1,0 +1,347 @@
+/* Running, profiling and freeing cpu executables (see cpu_executable.h). A while thunk
+ * copies its init into the loop state (its own block), then alternates the condition
+ * and body programs on that block, moving the body's result leaves back in (see
+ * leaf_move); a conditional thunk hands its chosen branch one block (packing a tuple
+ * of separately stored values first) and copies the branch's result out. */
+#include "backends/cpu/cpu_executable.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hlo/literal.h"
+#include "hlo/printer.h"
+
+const hlo_shape *cpu_leaf_shape(const hlo_shape *s, int k) {
+  if (!shape_is_tuple(s)) return s;
+  for (int e = 0; e < s->n_elems; e++) {
+    int n = cpu_eval_leaf_count(&s->elems[e]);
+    if (k < n) return cpu_leaf_shape(&s->elems[e], k);
+    k -= n;
+  }
+  return s;
+}
+
+/* --profile: where an executable's run time went, per thunk, most expensive first. */
+static int by_time(const void *a, const void *b) {
+  const thunk *x = *(const thunk *const *)a, *y = *(const thunk *const *)b;
+  return (x->ns < y->ns) - (x->ns > y->ns);
+}
+
+/* "kLoop" etc. for a fusion thunk, "" otherwise. */
+static const char *fusion_kind_of(const thunk *t) {
+  return t->ins->op == HLO_OP_FUSION && t->ins->fusion_kind ? t->ins->fusion_kind : "";
+}
+
+typedef struct profile_group {
+  int kind;
+  const char *op, *fusion_kind;
+  int n;
+  int64_t ns;
+} profile_group;
+
+static int group_by_time(const void *a, const void *b) {
+  const profile_group *x = a, *y = b;
+  return (x->ns < y->ns) - (x->ns > y->ns);
+}
+
+/* Every thunk of program p and of the programs its loops and conditionals run. */
+static int count_thunks(const cpu_program *p) {
+  int n = p->n_thunks;
+  for (int i = 0; i < p->n_thunks; i++)
+    for (int k = 0; k < p->thunks[i].n_progs; k++) n += count_thunks(p->thunks[i].progs[k]);
+  return n;
+}
+
+static void gather_thunks(const cpu_program *p, const thunk **out, int *n) {
+  for (int i = 0; i < p->n_thunks; i++) {
+    out[(*n)++] = &p->thunks[i];
+    for (int k = 0; k < p->thunks[i].n_progs; k++) gather_thunks(p->thunks[i].progs[k], out, n);
+  }
+}
+
+static bool is_control(const thunk *t) { return t->kind == THUNK_WHILE || t->kind == THUNK_CONDITIONAL; }
+
+void cpu_executable_print_profile(const cpu_executable *x) {
+  int64_t total = 0, runs = 0;
+  const cpu_program *entry = x->entry;
+  for (int i = 0; i < entry->n_thunks; i++) {
+    total += entry->thunks[i].ns;
+    if (entry->thunks[i].runs > runs) runs = entry->thunks[i].runs;
+  }
+  if (runs == 0 || total == 0) return;
+  int n = count_thunks(entry), m = 0;
+  const thunk **order = malloc(((size_t)n + 1) * sizeof *order);
+  if (!order) return;
+  gather_thunks(entry, order, &m);
+  qsort(order, (size_t)n, sizeof *order, by_time);
+  static const char *const kinds[] = {"kernel", "onednn", "copy", "evaluator", "native", "loop", "branch"};
+  fprintf(stderr, "cpu profile of %s: %d thunks, %.3f ms per run over %lld runs; the most expensive%s:\n",
+          x->module->name, n, (double)total / 1e6 / (double)runs, (long long)runs,
+          n > entry->n_thunks ? " (a loop's or conditional's time includes the thunks it runs)" : "");
+  for (int i = 0; i < n && i < 15; i++) {
+    const thunk *t = order[i];
+    char *shape = shape_to_string(&t->ins->shape);
+    const char *fk = fusion_kind_of(t);
+    fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s %s%s%s %s\n", 100.0 * (double)t->ns / (double)total,
+            (double)t->ns / 1e6 / (double)runs, kinds[t->kind], t->ins->name,
+            hlo_opcode_name(t->ins->op), fk[0] ? ":" : "", fk, shape);
+    free(shape);
+  }
+  /* Then the whole run by what computes it (kernel fusion:kLoop, onednn convolution,
+   * ...), so the shares of the thunks below the top ones are visible too. Loops and
+   * conditionals are left out: their time is that of the thunks they run. */
+  profile_group *groups = calloc((size_t)n + 1, sizeof *groups);
+  int n_groups = 0;
+  for (int i = 0; groups && i < n; i++) {
+    const thunk *t = order[i];
+    if (is_control(t)) continue;
+    const char *op = hlo_opcode_name(t->ins->op);
+    const char *fk = fusion_kind_of(t);
+    int g = 0;
+    while (g < n_groups && !(groups[g].kind == (int)t->kind && strcmp(groups[g].op, op) == 0 &&
+                             strcmp(groups[g].fusion_kind, fk) == 0))
+      g++;
+    if (g == n_groups) groups[n_groups++] = (profile_group){(int)t->kind, op, fk, 0, 0};
+    groups[g].n++;
+    groups[g].ns += t->ns;
+  }
+  if (n_groups) qsort(groups, (size_t)n_groups, sizeof *groups, group_by_time);
+  if (n_groups) fprintf(stderr, "  by kind:\n");
+  for (int g = 0; g < n_groups; g++)
+    fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s%s%s (%d)\n", 100.0 * (double)groups[g].ns / (double)total,
+            (double)groups[g].ns / 1e6 / (double)runs, kinds[groups[g].kind], groups[g].op,
+            groups[g].fusion_kind[0] ? ":" : "", groups[g].fusion_kind, groups[g].n);
+  free(groups);
+  free(order);
+}
+
+void cpu_thunk_free(thunk *t) {
+  free(t->refs);
+  if (t->prim) cpu_dnnl_destroy(t->prim);
+  cpu_eval_destroy(t->eval);
+  cpu_native_destroy(t->native);
+  for (int k = 0; k < t->n_progs; k++) cpu_program_free(t->progs[k]);
+  free(t->progs);
+  free(t->leaf_bytes);
+  free(t->moves);
+  free(t->stage_at);
+  free(t->arg_leaf);
+  free(t->arg_packed);
+  free(t->scratch);
+  memset(t, 0, sizeof *t);
+}
+
+void cpu_program_free(cpu_program *p) {
+  if (!p) return;
+  for (int i = 0; i < p->n_thunks; i++) cpu_thunk_free(&p->thunks[i]);
+  free(p->thunks);
+  free(p->results);
+  if (p->assignment) hlo_buffer_assignment_free(p->assignment);
+  free(p->arena);
+  free(p);
+}
+
+void cpu_executable_free(cpu_executable *x) {
+  if (!x) return;
+  cpu_program_free(x->entry); /* its native kernels hold addresses of code in the JIT */
+  free(x->outputs);
+  cpu_jit_destroy(x->jit);
+  if (x->module) hlo_module_free(x->module);
+  pthread_mutex_destroy(&x->run_lock);
+  free(x->evaluated);
+  free(x->fingerprint);
+  free(x);
+}
+
+static kiln_status check_args(const hlo_computation *entry, hlo_literal *const *args, int n_args) {
+  if (n_args != entry->n_params)
+    return status_error(KILN_INVALID_ARGUMENT, "cpu: expected %d arguments, got %d", entry->n_params, n_args);
+  for (int p = 0; p < n_args; p++) {
+    const hlo_shape *want = &entry->params[p]->shape;
+    if (!args[p] || !shape_compatible(&args[p]->shape, want)) {
+      char *w = shape_to_string(want);
+      char *g = args[p] ? shape_to_string(&args[p]->shape) : NULL;
+      kiln_status st = status_error(KILN_INVALID_ARGUMENT, "cpu: argument %d (%s) has shape %s, expected %s", p,
+                                    entry->params[p]->name, g ? g : "(null)", w);
+      free(w);
+      free(g);
+      return st;
+    }
+  }
+  return NULL;
+}
+
+/* The address of a buffer of program p, whose parameters are at params[]. */
+static char *buffer_address(const cpu_program *p, char *const *params, buffer_ref r) {
+  const hlo_buffer_slot *slot = &p->assignment->slots[r.base];
+  char *a;
+  switch (slot->kind) {
+    case HLO_BUFFER_PARAMETER: a = params[slot->param_index]; break;
+    case HLO_BUFFER_CONSTANT: a = p->comp->instrs[r.base]->literal->data; break;
+    default: a = p->arena + slot->offset; break;
+  }
+  return a ? a + r.offset : NULL; /* NULL: a constant a primitive captured (never read) */
+}
+
+static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *params);
+
+/* bufs[0..n_out): the state leaves (the while's block); bufs[n_out..): the init's. */
+static kiln_status run_while(cpu_executable *x, thunk *t, char *const *bufs) {
+  for (int k = 0; k < t->n_out; k++)
+    if (bufs[k] != bufs[t->n_out + k]) memmove(bufs[k], bufs[t->n_out + k], (size_t)t->leaf_bytes[k]);
+  char *state = bufs[0]; /* leaf 0 sits at the start of the block */
+  cpu_program *cond = t->progs[0], *body = t->progs[1];
+  for (;;) {
+    TRY(run_program(x, cond, &state));
+    if (!*(const uint8_t *)buffer_address(cond, &state, cond->results[0])) return NULL;
+    TRY(run_program(x, body, &state));
+    /* Leaves the body took from other state leaves are read before any is written. */
+    for (int k = 0; k < t->n_out; k++)
+      if (t->moves[k] == LEAF_STAGE)
+        memcpy(t->scratch + t->stage_at[k], buffer_address(body, &state, body->results[k]), (size_t)t->leaf_bytes[k]);
+    for (int k = 0; k < t->n_out; k++) {
+      if (t->moves[k] == LEAF_COPY)
+        memcpy(bufs[k], buffer_address(body, &state, body->results[k]), (size_t)t->leaf_bytes[k]);
+      else if (t->moves[k] == LEAF_STAGE)
+        memcpy(bufs[k], t->scratch + t->stage_at[k], (size_t)t->leaf_bytes[k]);
+    }
+  }
+}
+
+/* bufs[0..n_out): the result's leaves; then the selector, then each branch operand's
+ * leaves. Out-of-range s32 selectors run the last branch, as XLA specifies. */
+static kiln_status run_conditional(cpu_executable *x, thunk *t, char *const *bufs) {
+  int n = t->n_progs, b;
+  if (t->ins->operands[0]->shape.type == HLO_PRED) {
+    b = *(const uint8_t *)bufs[t->n_out] ? 0 : 1;
+  } else {
+    int32_t v;
+    memcpy(&v, bufs[t->n_out], sizeof v);
+    b = v < 0 || v >= n ? n - 1 : v;
+  }
+  const hlo_instr *operand = t->ins->operands[b + 1];
+  char *arg = t->scratch;
+  if (t->arg_packed[b]) {
+    arg = bufs[t->arg_leaf[b]];
+  } else {
+    int leaves = cpu_eval_leaf_count(&operand->shape);
+    for (int k = 0; k < leaves; k++)
+      memcpy(arg + cpu_eval_leaf_offset(&operand->shape, k, CPU_ALIGNMENT), bufs[t->arg_leaf[b] + k],
+             (size_t)shape_byte_size(cpu_leaf_shape(&operand->shape, k)));
+  }
+  cpu_program *branch = t->progs[b];
+  TRY(run_program(x, branch, &arg));
+  for (int k = 0; k < t->n_out; k++)
+    memmove(bufs[k], buffer_address(branch, &arg, branch->results[k]), (size_t)t->leaf_bytes[k]);
+  return NULL;
+}
+
+static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *params) {
+  int64_t bytes = (p->assignment->arena_bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
+  /* Allocated on the first run and kept: fresh memory would page-fault on every run. */
+  if (bytes > 0 && !p->arena && !(p->arena = aligned_alloc(CPU_ALIGNMENT, (size_t)bytes)))
+    return status_error(KILN_RESOURCE_EXHAUSTED, "cpu: cannot allocate a %lld-byte arena", (long long)bytes);
+  char *ptrs[64];
+  char **bufs = ptrs;
+  for (int i = 0; i < p->n_thunks; i++) {
+    thunk *t = &p->thunks[i];
+    if (t->n_refs > 64) {
+      bufs = malloc((size_t)t->n_refs * sizeof *bufs);
+      if (!bufs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    for (int k = 0; k < t->n_refs; k++) bufs[k] = buffer_address(p, params, t->refs[k]);
+    kiln_status st = NULL;
+    struct timespec t0 = {0}, t1;
+    if (x->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
+    switch (t->kind) {
+      case THUNK_KERNEL: cpu_kernel_run(t->fn, bufs, &t->space); break;
+      case THUNK_COPY:
+        if (bufs[0] != bufs[1]) memmove(bufs[0], bufs[1], (size_t)t->bytes);
+        break;
+      case THUNK_DNNL: st = cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]); break;
+      case THUNK_EVAL: st = cpu_eval_run(t->eval, bufs, bufs + t->n_out); break;
+      case THUNK_NATIVE: st = cpu_native_run(t->native, bufs, bufs + t->n_out); break;
+      case THUNK_WHILE: st = run_while(x, t, bufs); break;
+      case THUNK_CONDITIONAL: st = run_conditional(x, t, bufs); break;
+    }
+    if (x->profile) {
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      t->ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+      t->runs++;
+    }
+    if (bufs != ptrs) {
+      free(bufs);
+      bufs = ptrs;
+    }
+    if (st) return st;
+  }
+  return NULL;
+}
+
+/* A result literal from an output's storage: an array, or a packed tuple (nested ones
+ * too: an evaluator thunk's while may carry tuples). */
+static kiln_status output_literal(const hlo_shape *shape, const char *src, hlo_literal **out) {
+  *out = NULL;
+  if (!shape_is_tuple(shape)) {
+    TRY(literal_create(shape, out));
+    int64_t bytes = shape_byte_size(shape);
+    if (bytes > 0) memcpy((*out)->data, src, (size_t)bytes);
+    return NULL;
+  }
+  int n = shape->n_elems;
+  hlo_literal **leaves = calloc((size_t)n + 1, sizeof *leaves);
+  if (!leaves) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  kiln_status st = NULL;
+  for (int k = 0; k < n && !st; k++)
+    st = output_literal(&shape->elems[k], src + hlo_buffer_packed_element_offset(shape, k, CPU_ALIGNMENT), &leaves[k]);
+  if (st) {
+    for (int k = 0; k < n; k++) literal_free(leaves[k]);
+    free(leaves);
+    return st;
+  }
+  *out = literal_tuple(n, leaves);
+  free(leaves);
+  return NULL;
+}
+
+static kiln_status make_result(const cpu_executable *x, char *const *params, hlo_literal **out) {
+  const cpu_program *p = x->entry;
+  const hlo_buffer_assignment *a = p->assignment;
+  hlo_literal **elems = calloc((size_t)x->n_outputs + 1, sizeof *elems);
+  if (!elems) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  kiln_status st = NULL;
+  for (int k = 0; k < x->n_outputs && !st; k++) {
+    const hlo_instr *ins = p->comp->instrs[a->output_instr[k]];
+    st = output_literal(&ins->shape, buffer_address(p, params, x->outputs[k]), &elems[k]);
+  }
+  if (st) {
+    for (int k = 0; k < x->n_outputs; k++) literal_free(elems[k]);
+    free(elems);
+    return st;
+  }
+  if (p->comp->root->op == HLO_OP_TUPLE) {
+    *out = literal_tuple(x->n_outputs, elems);
+  } else {
+    *out = elems[0];
+  }
+  free(elems);
+  return NULL;
+}
+
+kiln_status cpu_executable_run(cpu_executable *x, hlo_literal *const *args, int n_args, hlo_literal **out) {
+  *out = NULL;
+  TRY(check_args(x->module->entry, args, n_args));
+  char *stack[16] = {0};
+  char **params = n_args <= 16 ? stack : malloc((size_t)n_args * sizeof *params);
+  if (!params) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < n_args; i++) params[i] = args[i]->data;
+  pthread_mutex_lock(&x->run_lock);
+  kiln_status st = run_program(x, x->entry, params);
+  if (!st) st = make_result(x, params, out);
+  pthread_mutex_unlock(&x->run_lock);
+  if (params != stack) free(params);
+  return st;
+}

@@ -1,0 +1,136 @@
+/* hlo_module_clone (see clone.h): computations first (so calls can be re-pointed by
+ * index), then each computation's instructions in order through an id map. An
+ * instruction is struct-copied, so attributes added to hlo_instr later are copied too,
+ * and only its pointer fields are re-pointed into the new module's arena here. */
+#include "hlo/clone.h"
+
+#include <stdlib.h>
+
+#include "hlo/literal.h"
+
+static const char *copy_str(arena *a, const char *s) { return s ? arena_strdup(a, s) : NULL; }
+static hlo_ints copy_ints(arena *a, hlo_ints v) { return v.n ? hlo_ints_make(a, v.n, v.v) : v; }
+
+static hlo_raw_attr *copy_raw_attrs(arena *a, int n, const hlo_raw_attr *src) {
+  if (!n) return NULL;
+  hlo_raw_attr *r = arena_calloc(a, (size_t)n, sizeof *r);
+  for (int i = 0; i < n; i++) {
+    r[i].key = copy_str(a, src[i].key);
+    r[i].value = copy_str(a, src[i].value);
+  }
+  return r;
+}
+
+/* Re-points every pointer of a struct-copied instruction at storage of module a. Plain
+ * fields came with the struct copy, so attributes added to hlo_instr later are copied
+ * too; only pointer fields need a line here. */
+static void copy_instr_pointers(arena *a, hlo_instr *d) {
+  d->dimensions = copy_ints(a, d->dimensions);
+  d->slice_start = copy_ints(a, d->slice_start);
+  d->slice_limit = copy_ints(a, d->slice_limit);
+  d->slice_stride = copy_ints(a, d->slice_stride);
+  d->dynamic_slice_sizes = copy_ints(a, d->dynamic_slice_sizes);
+  d->pad_lo = copy_ints(a, d->pad_lo);
+  d->pad_hi = copy_ints(a, d->pad_hi);
+  d->pad_interior = copy_ints(a, d->pad_interior);
+  d->dot.lhs_batch = copy_ints(a, d->dot.lhs_batch);
+  d->dot.rhs_batch = copy_ints(a, d->dot.rhs_batch);
+  d->dot.lhs_contracting = copy_ints(a, d->dot.lhs_contracting);
+  d->dot.rhs_contracting = copy_ints(a, d->dot.rhs_contracting);
+  d->gather.offset_dims = copy_ints(a, d->gather.offset_dims);
+  d->gather.collapsed_slice_dims = copy_ints(a, d->gather.collapsed_slice_dims);
+  d->gather.start_index_map = copy_ints(a, d->gather.start_index_map);
+  d->gather.operand_batching_dims = copy_ints(a, d->gather.operand_batching_dims);
+  d->gather.start_indices_batching_dims = copy_ints(a, d->gather.start_indices_batching_dims);
+  d->gather_slice_sizes = copy_ints(a, d->gather_slice_sizes);
+  d->scatter.update_window_dims = copy_ints(a, d->scatter.update_window_dims);
+  d->scatter.inserted_window_dims = copy_ints(a, d->scatter.inserted_window_dims);
+  d->scatter.scatter_dims_to_operand_dims = copy_ints(a, d->scatter.scatter_dims_to_operand_dims);
+  d->scatter.input_batching_dims = copy_ints(a, d->scatter.input_batching_dims);
+  d->scatter.scatter_indices_batching_dims = copy_ints(a, d->scatter.scatter_indices_batching_dims);
+  d->custom_call_target = copy_str(a, d->custom_call_target);
+  d->fusion_kind = copy_str(a, d->fusion_kind);
+  d->raw_attrs = copy_raw_attrs(a, d->n_raw_attrs, d->raw_attrs);
+  d->metadata = copy_str(a, d->metadata);
+  d->user_data = NULL;
+}
+
+static int computation_index(const hlo_module *m, const hlo_computation *c) {
+  for (int i = 0; i < m->n_comps; i++)
+    if (m->comps[i] == c) return i;
+  return -1;
+}
+
+kiln_status hlo_module_clone(const hlo_module *src, hlo_module **out) {
+  hlo_module *m = hlo_module_new(src->name);
+  arena *a = m->arena;
+  m->n_raw_attrs = src->n_raw_attrs;
+  m->raw_attrs = copy_raw_attrs(a, src->n_raw_attrs, src->raw_attrs);
+  m->stack_frames = copy_str(a, src->stack_frames);
+  hlo_instr **map = calloc((size_t)src->next_id + 1, sizeof *map);
+  if (!map) {
+    hlo_module_free(m);
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  for (int c = 0; c < src->n_comps; c++) {
+    hlo_computation *dc = hlo_computation_new(m, src->comps[c]->name);
+    dc->is_entry = src->comps[c]->is_entry;
+    dc->is_fusion_computation = src->comps[c]->is_fusion_computation;
+    if (src->comps[c] == src->entry) m->entry = dc;
+  }
+  kiln_status st = NULL;
+  for (int c = 0; c < src->n_comps && !st; c++) {
+    const hlo_computation *sc = src->comps[c];
+    hlo_computation *dc = m->comps[c];
+    for (int i = 0; i < sc->n_instrs && !st; i++) {
+      const hlo_instr *si = sc->instrs[i];
+      if (si->id < 0 || si->id >= src->next_id) {
+        st = status_error(KILN_INTERNAL, "clone: instruction %s has id %d outside the module's range", si->name, si->id);
+        break;
+      }
+      hlo_instr *d = hlo_instr_new(dc, si->op, &si->shape, si->name);
+      hlo_instr fresh = *d;
+      *d = *si;
+      d->id = fresh.id;
+      d->name = fresh.name;
+      d->parent = dc;
+      d->shape = fresh.shape;
+      d->literal = NULL;
+      copy_instr_pointers(a, d);
+      hlo_instr **ops = calloc((size_t)si->n_operands + 1, sizeof *ops);
+      hlo_computation **called = calloc((size_t)si->n_called + 1, sizeof *called);
+      if (!ops || !called) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+      for (int k = 0; !st && k < si->n_operands; k++) {
+        ops[k] = map[si->operands[k]->id];
+        if (!ops[k]) st = status_error(KILN_INTERNAL, "clone: %s uses %s before its definition", si->name, si->operands[k]->name);
+      }
+      for (int k = 0; !st && k < si->n_called; k++) {
+        int ci = computation_index(src, si->called[k]);
+        if (ci < 0) st = status_error(KILN_INTERNAL, "clone: %s calls a computation outside the module", si->name);
+        else called[k] = m->comps[ci];
+      }
+      if (!st) {
+        hlo_instr_set_operands(d, si->n_operands, ops);
+        hlo_instr_set_called(d, si->n_called, called);
+        if (si->literal) {
+          hlo_literal *l = literal_clone(si->literal);
+          if (!l) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory copying constant %s", si->name);
+          else hlo_instr_set_literal(d, l);
+        }
+      }
+      free(ops);
+      free(called);
+      map[si->id] = d;
+    }
+    if (!st) dc->root = sc->root ? map[sc->root->id] : NULL;
+    if (!st) st = hlo_computation_index_params(dc);
+  }
+  free(map);
+  if (st) {
+    hlo_module_free(m);
+    return st;
+  }
+  *out = m;
+  return NULL;
+}
+
