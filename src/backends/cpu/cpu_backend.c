@@ -46,10 +46,11 @@ static bool arrays_and_tuples(const hlo_shape *s) {
   return true;
 }
 
-/* Values with a packed block of their own, which an output tuple can copy out. */
+/* Values with a block of their own (an array, or the packed tuple result of a real op:
+ * a while, a sort, a variadic reduce or scatter, ...), which an output tuple can copy
+ * out; a `tuple` instruction only groups other values' storage. */
 static bool has_packed_result(const hlo_instr *ins) {
-  return shape_is_array(&ins->shape) || ins->op == HLO_OP_REDUCE || ins->op == HLO_OP_WHILE ||
-         ins->op == HLO_OP_CONDITIONAL;
+  return ins->op != HLO_OP_TUPLE && arrays_and_tuples(&ins->shape);
 }
 
 static bool supported_plumbing(const hlo_instr *ins) {

@@ -14,6 +14,9 @@ static const cpu_native_kind *const kinds[] = {
     &cpu_native_scan,
     &cpu_native_sort,
     &cpu_native_topk,
+    &cpu_native_scatter,
+    &cpu_native_select_and_scatter,
+    &cpu_native_reduce_window,
     NULL, /* end of the table */
 };
 

@@ -37,6 +37,9 @@ extern const cpu_native_kind cpu_native_update_slice; /* dynamic-update-slice (c
 extern const cpu_native_kind cpu_native_scan;         /* cumulative reduce-window (cpu_scan.c) */
 extern const cpu_native_kind cpu_native_sort;         /* sort, any comparator (cpu_sort.c) */
 extern const cpu_native_kind cpu_native_topk;         /* topk (cpu_sort.c) */
+extern const cpu_native_kind cpu_native_scatter;      /* scatter, any combiner (cpu_scatter.c) */
+extern const cpu_native_kind cpu_native_select_and_scatter; /* (cpu_scatter.c) */
+extern const cpu_native_kind cpu_native_reduce_window; /* tuple-shaped (variadic) reduce-window (cpu_scatter.c) */
 
 typedef struct cpu_native cpu_native;
 
