@@ -606,6 +606,49 @@ static void optimize_pipeline_runs(void) {
   hlo_module_free(m);
 }
 
+/* XLA's custom-call TopK with a plain value comparator becomes kiln's topk, a GT with
+ * the parameters swapped meaning smallest; any other comparator becomes a stable sort of
+ * (x, iota) with it, sliced (both forms evaluate like the original: checked against
+ * XLA's own results by the JAX suite's optimised top_k module). */
+static const char *topk_call(const char *direction, const char *operands, const char *type) {
+  static char buf[1024];
+  snprintf(buf, sizeof buf,
+           "HloModule topk\n\ncmp {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  c = s32[] parameter(2)\n"
+           "  d = s32[] parameter(3)\n  ROOT r = pred[] compare(%s), direction=%s%s\n}\n\n"
+           "ENTRY main {\n  x = f32[4,10] parameter(0)\n"
+           "  ROOT t = (f32[4,3], s32[4,3]) custom-call(x), custom_call_target=\"TopK\", called_computations={cmp}\n}\n",
+           operands, direction, type);
+  return buf;
+}
+
+static void topk_custom_call_becomes_topk(void) {
+  struct {
+    const char *dir, *ops, *type;
+    bool rewritten, largest;
+  } cases[] = {
+      {"GT", "a, b", ", type=TOTALORDER", true, true},
+      {"LT", "a, b", ", type=TOTALORDER", true, false},
+      {"GT", "b, a", ", type=TOTALORDER", true, false},
+      {"GT", "a, b", "", false, false}, /* IEEE order: NaNs would not sort as kiln's topk does */
+      {"GE", "a, b", ", type=TOTALORDER", false, false},
+      {"GT", "c, d", "", false, false}, /* by index */
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    hlo_module *m = check_parse_hlo(topk_call(cases[k].dir, cases[k].ops, cases[k].type));
+    bool changed = false;
+    CHECK_OK(hlo_pass_topk_custom_call(m, &changed));
+    CHECK(changed);
+    CHECK_OK(hlo_verify_module(m));
+    const hlo_instr *t = m->entry->root;
+    if (cases[k].rewritten) {
+      CHECK(t->op == HLO_OP_TOPK && t->k == 3 && t->largest == cases[k].largest && t->n_called == 0);
+    } else {
+      CHECK(t->op == HLO_OP_TUPLE && t->operands[0]->op == HLO_OP_SLICE && check_count_op(m->entry, HLO_OP_SORT) == 1);
+    }
+    hlo_module_free(m);
+  }
+}
+
 TEST_MAIN(TEST(cse_merges_identical), TEST(cse_replaces_root_and_settles_before_dce), TEST(cse_respects_attributes), TEST(cse_keeps_side_effects),
           TEST(algsimp_arith_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
           TEST(algsimp_reshape_transpose), TEST(algsimp_unit_reshape_sinks), TEST(algsimp_broadcast_slice), TEST(algsimp_converts),
@@ -613,4 +656,4 @@ TEST_MAIN(TEST(cse_merges_identical), TEST(cse_replaces_root_and_settles_before_
           TEST(folding_respects_cap), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),
           TEST(transpose_batch_dims_fold), TEST(transpose_reordering_free_dims_kept),
           TEST(reduction_splitter_splits_column_reductions), TEST(reduction_splitter_leaves_others),
-          TEST(reduction_splitter_float_sum_close), TEST(optimize_pipeline_runs))
+          TEST(reduction_splitter_float_sum_close), TEST(optimize_pipeline_runs), TEST(topk_custom_call_becomes_topk))

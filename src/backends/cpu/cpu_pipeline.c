@@ -29,6 +29,8 @@ hlo_pipeline *cpu_pipeline_new(void) {
    * row-major buffer, and the call inliner would replace a callee parameter's layout
    * (which a bitcast in the callee is defined by) with its argument's. */
   hlo_pipeline_add_pass(p, "bitcast-layouts", hlo_pass_bitcast_layouts);
+  /* XLA's optimised modules write top-k as a custom-call; kiln runs it natively. */
+  hlo_pipeline_add_pass(p, "topk-custom-call", hlo_pass_topk_custom_call);
   /* Before constant folding, which would fold dequantized weights into f32 constants. */
   hlo_pipeline_add_pass(p, "quantized-products", cpu_pass_quantized_products);
   hlo_pipeline_add_optimize_passes(p, constant_folding);

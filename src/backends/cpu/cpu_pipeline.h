@@ -4,7 +4,7 @@
 
 #include "hlo/passes/pipeline.h"
 
-/* bitcast-layouts, quantized-products, the optimize pipeline, then conv-layout,
+/* bitcast-layouts, topk-custom-call, quantized-products, the optimize pipeline, then conv-layout,
  * fix(algsimp, constant-folding, cse, dce), dot-canonicalize, fix(algsimp,
  * constant-folding, dce), opt-barrier-expander, dce, reduction-splitter, fusion (with
  * the cpu patterns), dce. */

@@ -140,6 +140,11 @@ uint64_t hlo_pass_fusion_last_work(void);
  * (opt_barrier_expander.c). */
 kiln_status hlo_pass_opt_barrier_expander(hlo_module *m, bool *changed);
 
+/* custom-call "TopK" (XLA's optimised form of top-k) whose comparator is a plain GT or
+ * LT of the values (total order for floats) -> topk(x), k, largest, in place
+ * (topk_custom_call.c). */
+kiln_status hlo_pass_topk_custom_call(hlo_module *m, bool *changed);
+
 /* Rewrites every dot to [batch..., M, K] x [batch..., K, N] -> [batch..., M, N] with one
  * contracting dimension, plus reshapes/transposes around it (dot_canonicalize.c). */
 kiln_status hlo_pass_dot_canonicalize(hlo_module *m, bool *changed);
