@@ -106,6 +106,21 @@ static void cse_keeps_side_effects(void) {
 
 /* ---- algebraic simplifier ---- */
 
+/* max(x, -inf) and min(x, +inf) are x (JAX clamps reduce_max results so); max with
+ * +inf and min with -inf are not identities and stay. check_run_pass compares the
+ * results bit for bit on pseudo-random inputs (NaNs included). */
+static void algsimp_max_min_infinity_identities(void) {
+  hlo_module *m = check_run_pass("HloModule t\nENTRY main {\n  x = f32[4] parameter(0)\n"
+                                 "  ninf = f32[] constant(-inf)\n  nb = f32[4] broadcast(ninf), dimensions={}\n"
+                                 "  pinf = f32[] constant(inf)\n  pb = f32[4] broadcast(pinf), dimensions={}\n"
+                                 "  a = f32[4] maximum(x, nb)\n  b = f32[4] minimum(pb, a)\n"
+                                 "  c = f32[4] maximum(b, pb)\n  ROOT r = f32[4] minimum(c, nb)\n}\n",
+                                 hlo_pass_algebraic_simplifier, true);
+  const hlo_instr *r = m->entry->root, *c = r->operands[0];
+  CHECK(r->op == HLO_OP_MINIMUM && c->op == HLO_OP_MAXIMUM && c->operands[0]->op == HLO_OP_PARAMETER);
+  hlo_module_free(m);
+}
+
 static void algsimp_arith_identities(void) {
   hlo_module *m = check_run_pass(
       "HloModule t\n"
@@ -650,7 +665,7 @@ static void topk_custom_call_becomes_topk(void) {
 }
 
 TEST_MAIN(TEST(cse_merges_identical), TEST(cse_replaces_root_and_settles_before_dce), TEST(cse_respects_attributes), TEST(cse_keeps_side_effects),
-          TEST(algsimp_arith_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
+          TEST(algsimp_arith_identities), TEST(algsimp_max_min_infinity_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
           TEST(algsimp_reshape_transpose), TEST(algsimp_unit_reshape_sinks), TEST(algsimp_broadcast_slice), TEST(algsimp_converts),
           TEST(algsimp_structural), TEST(algsimp_float_compare_kept), TEST(algsimp_int_reduce_of_broadcast), TEST(folding_folds_constants),
           TEST(folding_respects_cap), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),

@@ -12,6 +12,7 @@
  * with the builder (shape-checked), and a builder refusal just means the rule does not
  * fire. Rewrites may append replacements after their users, so each changed computation
  * is put back in definition order at the end. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,17 @@ static hlo_instr *simplify_binary(hlo_computation *c, hlo_instr *ins) {
       return NULL;
     case HLO_OP_DIVIDE:
       return is_one(b) ? a : NULL;
+    /* max(x, -inf) and min(x, +inf) are x for every float x (NaN propagates, -0 stays):
+     * JAX clamps every reduce_max with its -inf initial value this way, which would
+     * otherwise hide a softmax from the backend's pattern. */
+    case HLO_OP_MAXIMUM:
+    case HLO_OP_MINIMUM: {
+      bool neg = ins->op == HLO_OP_MAXIMUM;
+      if (!hlo_type_is_float(ins->shape.type)) return NULL;
+      if (hlo_pass_is_float_constant(b, neg ? -INFINITY : INFINITY, neg)) return a;
+      if (hlo_pass_is_float_constant(a, neg ? -INFINITY : INFINITY, neg)) return b;
+      return NULL;
+    }
     default:
       return NULL;
   }
@@ -392,6 +404,8 @@ static hlo_instr *simplify(hlo_computation *c, hlo_instr *ins) {
     case HLO_OP_SUBTRACT:
     case HLO_OP_MULTIPLY:
     case HLO_OP_DIVIDE:
+    case HLO_OP_MAXIMUM:
+    case HLO_OP_MINIMUM:
       return ins->n_operands == 2 ? simplify_binary(c, ins) : NULL;
     case HLO_OP_TRANSPOSE: return simplify_transpose(c, ins);
     case HLO_OP_RESHAPE: return simplify_reshape(c, ins);

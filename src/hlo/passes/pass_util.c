@@ -172,7 +172,6 @@ bool hlo_pass_is_float_constant(const hlo_instr *ins, double value, bool negativ
   return v == value && (signbit(v) != 0) == negative;
 }
 
-/* The operand of binary `b` that is not the float constant `value` (either order). */
 kiln_status hlo_pass_rewrite_each(hlo_module *m, hlo_pass_rewrite_fn rewrite, bool *changed) {
   *changed = false;
   for (int ci = 0; ci < m->n_comps; ci++) {
