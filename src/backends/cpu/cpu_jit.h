@@ -16,6 +16,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
+#include "backends/cpu/cpu_persist.h" /* cpu_jit_object */
 #include "base/status.h"
 
 typedef struct cpu_jit cpu_jit;
@@ -40,6 +41,16 @@ kiln_status cpu_jit_create(cpu_jit_module *m, cpu_jit **out);
  * resource tracker); takes ownership of every module, on success and on error. Their
  * function names must differ. */
 kiln_status cpu_jit_create_many(cpu_jit_module *mods, int n, cpu_jit **out);
+/* cpu_jit_create_many that also hands back a copy of every object file it linked
+ * (*objs, *n_objs; for the persistent cache), when objs is non-NULL. */
+kiln_status cpu_jit_create_many_keep(cpu_jit_module *mods, int n, cpu_jit **out, cpu_jit_object **objs,
+                                     int *n_objs);
+/* A cpu_jit of object files made earlier (by cpu_jit_create_many_keep, maybe in another
+ * process on this host): linked, nothing compiled. The objects stay the caller's. */
+kiln_status cpu_jit_create_from_objects(const cpu_jit_object *objs, int n, cpu_jit **out);
+/* What the generated code depends on besides the IR (malloc'd): the host triple, CPU
+ * name and CPU features the target machines are made for. */
+kiln_status cpu_jit_host_description(char **out);
 /* Address of a function defined in the module. */
 kiln_status cpu_jit_lookup(cpu_jit *j, const char *name, void **out);
 void cpu_jit_destroy(cpu_jit *j);
