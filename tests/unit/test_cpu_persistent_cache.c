@@ -33,6 +33,14 @@ static const char *const MODULE_B =
     "HloModule persist_b\n\nENTRY main {\n  a = f32[256] parameter(0)\n  b = f32[256] parameter(1)\n"
     "  l = f32[256] log(a)\n  ROOT r = f32[256] subtract(l, b)\n}\n";
 
+/* A constant array fused into a kernel: the kernel reads it through its address in
+ * this process, so the executable must never be persisted. */
+static const char *const MODULE_FUSED_CONSTANT =
+    "HloModule persist_fused_constant\n\nfused {\n  p0 = f32[256] parameter(0)\n"
+    "  k = f32[256] constant({...})\n  m = f32[256] multiply(p0, k)\n  ROOT x = f32[256] exponential(m)\n}\n\n"
+    "ENTRY main {\n  a = f32[256] parameter(0)\n  b = f32[256] parameter(1)\n"
+    "  f = f32[256] fusion(a), kind=kLoop, calls=fused\n  ROOT r = f32[256] add(f, b)\n}\n";
+
 static strbuf logged;
 static void catch_log(void *user, log_level level, const char *message) {
   (void)user;
@@ -308,6 +316,23 @@ static void test_unwritable_directory_is_a_warning_not_an_error(void) {
   chmod(ro, 0700);
 }
 
+static void test_code_embedding_process_addresses_is_never_persisted(void) {
+  char dir[160];
+  snprintf(dir, sizeof dir, "%s/fused_constant", base_dir);
+  counts c0 = now();
+  logging_on();
+  hlo_literal *first = compile_and_run(MODULE_FUSED_CONSTANT, dir);
+  hlo_literal *second = compile_and_run(MODULE_FUSED_CONSTANT, dir);
+  logging_off();
+  counts c1 = now();
+  CHECK(first && second && memcmp(first->data, second->data, 256 * sizeof(float)) == 0);
+  CHECK(c1.writes == c0.writes && c1.hits == c0.hits);
+  CHECK(entries(dir, NULL, 0) == 0);
+  CHECK(strstr(strbuf_cstr(&logged), "embeds addresses of this process") != NULL);
+  literal_free(first);
+  literal_free(second);
+}
+
 /* The entry reader on every prefix of a real entry and on single-byte corruptions:
  * each is an error, none is trusted, nothing crashes (ASan watches). */
 static void test_reader_rejects_every_prefix_and_corruption(void) {
@@ -352,4 +377,5 @@ TEST_MAIN(TEST(test_first_compile_writes_an_entry_creating_the_directory),
           TEST(test_truncated_entry_is_recompiled_and_rewritten), TEST(test_flipped_byte_is_recompiled_and_rewritten),
           TEST(test_foreign_file_is_recompiled_and_rewritten), TEST(test_entry_of_another_key_is_not_trusted),
           TEST(test_unwritable_directory_is_a_warning_not_an_error),
+          TEST(test_code_embedding_process_addresses_is_never_persisted),
           TEST(test_reader_rejects_every_prefix_and_corruption), TEST(test_cleanup))

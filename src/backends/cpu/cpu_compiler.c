@@ -647,6 +647,15 @@ static void persist_begin(cpu_executable *x, const backend_compile_options *opts
  * modules' IR is dropped unoptimised (LLVM's optimisation and code generation are what
  * the cache saves); otherwise they are compiled, and with the cache on, stored. */
 static kiln_status persist_jit(cpu_executable *x, kernel_modules *km, persist_state *ps) {
+  bool process_specific = false;
+  for (int i = 0; i < km->n; i++) process_specific |= cpu_jit_is_process_specific(&km->m[i]);
+  if (process_specific && ps->dir) {
+    log_info("cpu: compile cache: %s embeds addresses of this process (constants fused into kernels); not "
+             "persisted",
+             x->module->name);
+    ps->hit = false;
+    ps->dir = NULL;
+  }
   if (ps->hit) {
     kiln_status st = cpu_jit_create_from_objects(ps->objs, ps->n_objs, &x->jit);
     if (!st) {

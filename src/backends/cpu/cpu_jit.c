@@ -121,6 +121,17 @@ void cpu_jit_module_discard(cpu_jit_module *m) {
   memset(m, 0, sizeof *m);
 }
 
+#define PROCESS_SPECIFIC "kiln.process_addresses"
+
+void cpu_jit_mark_process_specific(LLVMModuleRef m) {
+  if (LLVMGetNamedMetadata(m, PROCESS_SPECIFIC, strlen(PROCESS_SPECIFIC))) return;
+  LLVMAddNamedMetadataOperand(m, PROCESS_SPECIFIC, LLVMMDNodeInContext(LLVMGetModuleContext(m), NULL, 0));
+}
+
+bool cpu_jit_is_process_specific(const cpu_jit_module *m) {
+  return m->module && LLVMGetNamedMetadata(m->module, PROCESS_SPECIFIC, strlen(PROCESS_SPECIFIC)) != NULL;
+}
+
 static kiln_status optimise(LLVMModuleRef module, LLVMTargetMachineRef tm) {
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);

@@ -13,6 +13,8 @@
 #ifndef KILN_BACKENDS_CPU_CPU_JIT_H
 #define KILN_BACKENDS_CPU_CPU_JIT_H
 
+#include <stdbool.h>
+
 #include <llvm-c/Core.h>
 #include <llvm-c/TargetMachine.h>
 
@@ -33,6 +35,13 @@ typedef struct cpu_jit_module {
 
 kiln_status cpu_jit_new_module(const char *name, cpu_jit_module *out);
 void cpu_jit_module_discard(cpu_jit_module *m);
+
+/* Generated code that embeds an address of this process (a constant's data as an
+ * immediate) must mark its module: such code is only valid here, so the persistent
+ * cache (cpu_persist.h) neither stores nor loads objects for an executable with a
+ * marked module. */
+void cpu_jit_mark_process_specific(LLVMModuleRef m);
+bool cpu_jit_is_process_specific(const cpu_jit_module *m);
 
 /* Verifies, optimises and compiles the module. With KILN_CPU_DUMP_IR set in the
  * environment the optimised IR is printed to stderr (for looking at vectorization). */
