@@ -333,6 +333,19 @@ static void test_code_embedding_process_addresses_is_never_persisted(void) {
   literal_free(second);
 }
 
+/* Two live executables with one key would define the same symbols: only one holds the
+ * key-derived names at a time; the name is free again once released. */
+static void test_symbol_names_are_claimed_once_per_process(void) {
+  uint64_t h = 0x1234567890abcdefull;
+  CHECK(cpu_persist_claim(h));
+  CHECK(!cpu_persist_claim(h));
+  CHECK(cpu_persist_claim(h + 1));
+  cpu_persist_release(h);
+  CHECK(cpu_persist_claim(h));
+  cpu_persist_release(h);
+  cpu_persist_release(h + 1);
+}
+
 /* The entry reader on every prefix of a real entry and on single-byte corruptions:
  * each is an error, none is trusted, nothing crashes (ASan watches). */
 static void test_reader_rejects_every_prefix_and_corruption(void) {
@@ -378,4 +391,4 @@ TEST_MAIN(TEST(test_first_compile_writes_an_entry_creating_the_directory),
           TEST(test_foreign_file_is_recompiled_and_rewritten), TEST(test_entry_of_another_key_is_not_trusted),
           TEST(test_unwritable_directory_is_a_warning_not_an_error),
           TEST(test_code_embedding_process_addresses_is_never_persisted),
-          TEST(test_reader_rejects_every_prefix_and_corruption), TEST(test_cleanup))
+          TEST(test_symbol_names_are_claimed_once_per_process), TEST(test_reader_rejects_every_prefix_and_corruption), TEST(test_cleanup))
