@@ -645,7 +645,11 @@ static void persist_begin(cpu_executable *x, const backend_compile_options *opts
 
 /* Turns the kernel modules into x->jit: on a hit the stored objects are linked and the
  * modules' IR is dropped unoptimised (LLVM's optimisation and code generation are what
- * the cache saves); otherwise they are compiled, and with the cache on, stored. */
+ * the cache saves); otherwise they are compiled, and with the cache on, stored. The IR
+ * is still generated on a hit because building it is cheap and fills the thunks
+ * (kernel iteration spaces, native kinds' state): a 4,000-instruction chain takes
+ * 10.8 s to compile and 0.24 s for a whole process on a hit, where everything LLVM
+ * does (IR building, disposal, linking) is ~16% of the samples (perf). */
 static kiln_status persist_jit(cpu_executable *x, kernel_modules *km, persist_state *ps) {
   bool process_specific = false;
   for (int i = 0; i < km->n; i++) process_specific |= cpu_jit_is_process_specific(&km->m[i]);

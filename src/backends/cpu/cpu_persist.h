@@ -13,7 +13,9 @@
  * info) and treated as a miss, and the recompiled entry replaces it. Entries are
  * written to a temporary file and renamed into place, so a concurrent reader sees a
  * whole entry or none. A directory that cannot be created or written is a warning: the
- * compile proceeds without persisting. */
+ * compile proceeds without persisting. The in-memory cache is asked first: a module
+ * this process already compiled (with or without cache_dir) is neither looked up on
+ * disk nor stored. Entries are never evicted. */
 #ifndef KILN_BACKENDS_CPU_CPU_PERSIST_H
 #define KILN_BACKENDS_CPU_CPU_PERSIST_H
 
