@@ -343,6 +343,10 @@ def cache_dir_second_process_links_stored_code():
                              '--v=1', '--json'))
         times.append(time.monotonic() - t0)
         outs.append(load(out, 0))
+        j = json.loads(res.out.splitlines()[-1])
+        want = (0, 1, 1) if i == 0 else (1, 0, 0)
+        got = (j.get('compile_cache_hits'), j.get('compile_cache_misses'), j.get('compile_cache_writes'))
+        check(got == want, '--json cache counts %r, want %r' % (got, want), res)
         if i == 0:
             check('compile cache: wrote' in res.err, 'first process writes an entry', res)
         else:
