@@ -48,6 +48,7 @@ struct kiln_options {
   bool log_placement;
   bool no_host_fallback;
   bool profile;
+  char *cache_dir; /* cpu: persistent compilation cache; "": off */
   char *plugin_path;
   api_strlist plugins;
   api_strlist plugin_options;

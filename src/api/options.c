@@ -45,6 +45,8 @@ static const opt_key keys[] = {
     {"log_placement", OPT_BOOL, F(log_placement), 0, 0, "print the device each node was placed on"},
     {"no_host_fallback", OPT_BOOL, F(no_host_fallback), 0, 0, "a node its device cannot run is an error"},
     {"profile", OPT_BOOL, F(profile), 0, 0, "cpu: print where each compiled module's time went when released"},
+    {"cache_dir", OPT_STRING, F(cache_dir), 0, 0,
+     "cpu: directory of the persistent compilation cache (object code reused across processes); \"\": off"},
     {"plugin_path", OPT_STRING, F(plugin_path), 0, 0, "colon-separated directories of *.kiln-plugin.json"},
     {"plugin", OPT_LIST, F(plugins), 0, 0, "a plugin manifest to load (adds one per call)"},
     {"plugin_option", OPT_LIST, F(plugin_options), 0, 0, "KEY=VALUE for every plugin compile (adds one per call)"},
@@ -298,6 +300,7 @@ backend_compile_options api_compile_options(const kiln_options *o) {
   c.dump_large_constants = o->dump_large_constants;
   c.disabled_passes = o->disable_passes;
   c.profile = o->profile;
+  c.cache_dir = o->cache_dir;
   c.n_plugin_options = o->plugin_options.n;
   c.plugin_options = (const char *const *)o->plugin_options.v;
   return c;

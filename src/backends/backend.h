@@ -27,6 +27,7 @@ typedef struct backend_compile_options {
   bool dump_large_constants;
   const char *disabled_passes;  /* comma-separated pass names; NULL/"": none */
   bool profile;                 /* cpu: time every thunk and print the summary when the executable is released */
+  const char *cache_dir;        /* cpu: persistent compilation cache directory (cpu_persist.h); NULL/"": off */
   int n_plugin_options;
   const char *const *plugin_options; /* "KEY=VALUE" strings passed to plugin compiles */
 } backend_compile_options;

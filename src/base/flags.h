@@ -48,6 +48,7 @@
   X(plugin, '\0', LIST, "", "plugin manifest (NAME.kiln-plugin.json) to load besides KILN_PLUGIN_PATH; repeatable") \
   X(plugin_option, '\0', LIST, "", "KEY=VALUE compile option the host passes to every plugin compile; repeatable") \
   X(profile, '\0', BOOL, "false", "cpu backend: print where each compiled module's run time went, per instruction, when its last user releases it") \
+  X(cache_dir, '\0', STRING, "", "cpu backend: directory of the persistent compilation cache; a later process compiling the same module links the stored object code instead of running LLVM (created if missing; empty: off)") \
   X(csv, '\0', STRING, "", "kiln conformance: write the opcode x dtype support matrix to this CSV file") \
   X(v, '\0', INT, "0", "verbosity: 1 prints info messages on stderr")                              \
   X(help, 'h', BOOL, "false", "print usage and exit")

@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backends/cpu/cpu_backend.h"
 #include "base/file.h"
 #include "base/flags.h"
 #include "base/log.h"
@@ -713,6 +714,13 @@ static void print_summary(const run_state *r, int iters) {
                   st.nodes, st.jit, st.clusters, (long long)st.cluster_runs, (long long)st.cluster_compiles,
                   (long long)st.cluster_cache_hits, (long long)st.cluster_fallback_runs, st.cluster_compile_ms,
                   (long long)st.op_compiles, (long long)st.op_cache_hits);
+  if (kiln_flags.cache_dir && *kiln_flags.cache_dir) {
+    /* The process's persistent-cache counts: `kiln run` compiles one model. */
+    int64_t hits, misses, writes;
+    cpu_backend_persistent_counts(&hits, &misses, &writes);
+    strbuf_printf(&j, ",\"compile_cache_hits\":%lld,\"compile_cache_misses\":%lld,\"compile_cache_writes\":%lld",
+                  (long long)hits, (long long)misses, (long long)writes);
+  }
   strbuf_append(&j, "}\n");
   fputs(strbuf_cstr(&j), stdout);
   strbuf_free(&j);

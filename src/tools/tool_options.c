@@ -24,6 +24,7 @@ backend_compile_options tool_compile_options(void) {
   o.dump_large_constants = kiln_flags.dump_large_constants;
   o.disabled_passes = kiln_flags.disable_passes;
   o.profile = kiln_flags.profile;
+  o.cache_dir = kiln_flags.cache_dir;
   o.n_plugin_options = kiln_flags.plugin_option.n;
   o.plugin_options = kiln_flags.plugin_option.v;
   return o;
@@ -56,6 +57,7 @@ kiln_status tool_kiln_options(kiln_options **out) {
   if (!s) s = set_flag(o, "no_host_fallback", kiln_flags.no_host_fallback ? "true" : "false");
   if (!s) s = set_flag(o, "profile", kiln_flags.profile ? "true" : "false");
   if (!s) s = set_flag(o, "signature", kiln_flags.signature);
+  if (!s) s = set_flag(o, "cache_dir", kiln_flags.cache_dir);
   for (int i = 0; !s && i < kiln_flags.plugin.n; i++) s = set_flag(o, "plugin", kiln_flags.plugin.v[i]);
   for (int i = 0; !s && i < kiln_flags.plugin_option.n; i++) s = set_flag(o, "plugin_option", kiln_flags.plugin_option.v[i]);
   if (!s) s = set_flag(o, "log_level", kiln_flags.v > 0 ? "info" : "warning");

@@ -306,6 +306,76 @@ def iters_and_json():
     expect_fail(kiln('run', hlo, '-i', 'p0=' + pa, '-i', 'p1=' + pa, '--iters=abc'), 2, '--iters', 'abc')
 
 
+def chain_module(n, length=1024):
+    """One long chain of n elementwise instructions (bench/compile_chain.py's shape):
+    LLVM's time grows with it, so it shows what the persistent cache saves."""
+    t = 'f32[%d]' % length
+    lines = ['HloModule cache_chain_%d' % n, '', 'ENTRY main {',
+             '  p0 = %s parameter(0)' % t, '  p1 = %s parameter(1)' % t]
+    prev = 'p0'
+    ops = ['add', 'multiply', 'tanh', 'subtract']
+    for i in range(n):
+        op = ops[i % 4]
+        name = 'v%d' % i
+        if op == 'tanh':
+            lines.append('  %s = %s tanh(%s)' % (name, t, prev))
+        else:
+            lines.append('  %s = %s %s(%s, p1)' % (name, t, op, prev))
+        prev = name
+    lines.append('  ROOT r = %s add(%s, p0)' % (t, prev))
+    lines.append('}')
+    return '\n'.join(lines) + '\n'
+
+
+@test
+def cache_dir_second_process_links_stored_code():
+    d = tmpdir('cache_dir')
+    hlo = write(os.path.join(d, 'chain.hlo'), chain_module(600))
+    rng = np.random.default_rng(3)
+    pa = save(d, 'a.npy', rng.standard_normal(1024).astype(np.float32))
+    pb = save(d, 'b.npy', (0.5 * rng.standard_normal(1024)).astype(np.float32))
+    cache = os.path.join(d, 'cache', 'sub')  # created on demand
+    times, outs = [], []
+    for i in range(2):
+        out = os.path.join(d, 'out%d' % i)
+        t0 = time.monotonic()
+        res = expect_ok(kiln('run', hlo, '-i', 'p0=' + pa, '-i', 'p1=' + pb, '-o', out, '--cache_dir', cache,
+                             '--v=1', '--json'))
+        times.append(time.monotonic() - t0)
+        outs.append(load(out, 0))
+        j = json.loads(res.out.splitlines()[-1])
+        want = (0, 1, 1) if i == 0 else (1, 0, 0)
+        got = (j.get('compile_cache_hits'), j.get('compile_cache_misses'), j.get('compile_cache_writes'))
+        check(got == want, '--json cache counts %r, want %r' % (got, want), res)
+        if i == 0:
+            check('compile cache: wrote' in res.err, 'first process writes an entry', res)
+        else:
+            check('compile cache: loaded' in res.err, 'second process loads the entry', res)
+    entries = [f for f in os.listdir(cache) if f.endswith('.kiln-obj')]
+    check(len(entries) == 1, 'one entry, got %r' % entries)
+    check(np.array_equal(outs[0].view(np.uint32), outs[1].view(np.uint32)), 'bit-identical outputs')
+    check(times[1] < times[0], 'second process faster: %.3f s then %.3f s' % tuple(times))
+    print('    cache_dir: chain of 600 -- first process %.3f s, second %.3f s' % tuple(times))
+    # A corrupted entry is noticed, recompiled and rewritten; the run still succeeds.
+    path = os.path.join(cache, entries[0])
+    with open(path, 'r+b') as f:
+        f.seek(os.path.getsize(path) // 2)
+        b = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([b[0] ^ 0xff]))
+    out = os.path.join(d, 'out2')
+    res = expect_ok(kiln('run', hlo, '-i', 'p0=' + pa, '-i', 'p1=' + pb, '-o', out, '--cache_dir', cache, '--v=1'))
+    check('checksum mismatch' in res.err and 'compile cache: wrote' in res.err, 'corruption noticed', res)
+    check(np.array_equal(load(out, 0).view(np.uint32), outs[0].view(np.uint32)), 'same outputs after recompiling')
+    # The flag is also read from KILN_FLAGS, and an unusable directory is only a warning.
+    blocker = write(os.path.join(d, 'a_file'), 'not a directory')
+    small = write(os.path.join(d, 'small.hlo'), chain_module(4))
+    res = expect_ok(kiln('run', small, '-i', 'p0=' + pa, '-i', 'p1=' + pb, '-o', out,
+                         env_flags='--cache_dir=' + os.path.join(blocker, 'cache')))
+    check('kiln: warning: cpu: compile cache: cannot create the directory' in res.err, 'warning', res)
+    check('--cache_dir' in kiln('help').out, 'kiln help names --cache_dir')
+
+
 # JAX-style HLO: a named function as a call (nested, called twice) and a reducer whose
 # parameter names repeat the entry's, as XLA's own tests write them.
 CALLS = """HloModule jit_f

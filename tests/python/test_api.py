@@ -214,6 +214,30 @@ def test_introspection_hlo():
     assert st["device"] == "cpu" and st["runs"] == 0
 
 
+def test_cache_dir_persists_compiled_code(tmp_path):
+    """The option cache_dir (a path object too) keeps the cpu backend's object code on
+    disk: another process compiling the same module links it ("compile cache: loaded"
+    at log level info) and computes bit-identical results."""
+    import subprocess
+    hlo = ADD_HLO.replace("add_mul", "add_mul_cache_dir")  # not in this process's memory cache
+    cache = tmp_path / "cache"
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = a * 0.25 - 1
+    got = [np.asarray(o) for o in kiln.compile_hlo(hlo, cache_dir=cache)(a, b)]
+    assert len(list(cache.glob("*.kiln-obj"))) == 1
+    code = ("import sys, numpy as np, kiln\n"
+            "msgs = []\n"
+            "f = kiln.compile_hlo(sys.argv[1], cache_dir=sys.argv[2], log_level='info',\n"
+            "                     log=lambda level, m: msgs.append(m))\n"
+            "a = np.arange(6, dtype=np.float32).reshape(2, 3)\n"
+            "outs = f(a, a * 0.25 - 1)\n"
+            "assert any('compile cache: loaded' in m for m in msgs), msgs\n"
+            "np.save(sys.argv[3], np.stack([np.asarray(o) for o in outs]))\n")
+    out = tmp_path / "out.npy"
+    subprocess.run([sys.executable, "-c", code, hlo, str(cache), str(out)], check=True, env=dict(os.environ))
+    np.testing.assert_array_equal(np.load(out).view(np.uint32), np.stack(got).view(np.uint32))
+
+
 def test_stats_count_runs():
     data, feeds = mlp_model()
     m = kiln.Model(data)

@@ -3,8 +3,17 @@
 #ifndef KILN_BACKENDS_CPU_CPU_BACKEND_H
 #define KILN_BACKENDS_CPU_CPU_BACKEND_H
 
+#include <stdint.h>
+
 /* How many compiled executables the fingerprint cache holds (live and idle). */
 int cpu_backend_cache_size(void);
+/* Frees the idle executables of that cache (tests: the next compile of a module then
+ * misses it, e.g. to reach the persistent cache). */
+void cpu_backend_cache_drop_idle(void);
+/* The persistent compilation cache's (--cache_dir) counts since the process started:
+ * compiles that linked stored objects, compiles that looked and found no usable entry,
+ * entries written. NULL pointers are skipped. */
+void cpu_backend_persistent_counts(int64_t *hits, int64_t *misses, int64_t *writes);
 
 /* The worker-thread count of the parallel regions (generated kernels and oneDNN)
  * started from the calling thread: OpenMP's per-thread nthreads setting, so two

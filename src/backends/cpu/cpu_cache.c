@@ -51,6 +51,8 @@ static void digest_bytes(const unsigned char *p, size_t n, uint64_t *h1, uint64_
   *h2 = b0;
 }
 
+void cpu_cache_digest(const void *p, size_t n, uint64_t *h1, uint64_t *h2) { digest_bytes(p, n, h1, h2); }
+
 /* The cache key: the module text with large constants elided, then the byte length
  * and digest of every constant's data in print order, then the options that change the
  * executable (dump options do not: a cache hit simply writes no dumps). */
@@ -133,7 +135,7 @@ kiln_status cpu_cache_get(const hlo_module *m, const backend_compile_options *op
   /* Compiled unlocked: two threads may compile the same module; the second insert
    * then simply adds a twin, which is harmless. */
   cpu_executable *x = NULL;
-  kiln_status st = cpu_compile_executable(m, opts, &x);
+  kiln_status st = cpu_compile_executable(m, opts, text, &x);
   if (st) {
     free(text);
     return st;
@@ -158,6 +160,21 @@ void cpu_cache_release(cpu_executable *x) {
   x->refs--;
   if (x->refs == 0 && x->profile) cpu_executable_print_profile(x);
   cache_trim();
+  pthread_mutex_unlock(&cache_lock);
+}
+
+void cpu_backend_cache_drop_idle(void) {
+  pthread_mutex_lock(&cache_lock);
+  for (cpu_executable **p = &cache_head; *p;) {
+    cpu_executable *x = *p;
+    if (x->refs != 0) {
+      p = &x->next;
+      continue;
+    }
+    *p = x->next;
+    cache_size--;
+    cpu_executable_free(x);
+  }
   pthread_mutex_unlock(&cache_lock);
 }
 

@@ -12,6 +12,10 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_executable.h"
 
+/* The 128-bit digest of the fingerprint and the constants, continuing from *h1, *h2
+ * (also the persistent cache's file names and checksums, cpu_persist.c). */
+void cpu_cache_digest(const void *p, size_t n, uint64_t *h1, uint64_t *h2);
+
 /* The cached executable for m and opts, compiled now if there is none; the caller holds
  * one reference. Repeats the executable's evaluator warning on every call. */
 kiln_status cpu_cache_get(const hlo_module *m, const backend_compile_options *opts, cpu_executable **out);

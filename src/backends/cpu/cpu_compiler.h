@@ -15,7 +15,10 @@
 
 /* Compiles m (borrowed) with opts (not NULL). The executable's fingerprint and cache
  * fields are left for the cache to fill. UNIMPLEMENTED names the instruction no path
- * can run. */
-kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_options *opts, cpu_executable **out);
+ * can run. fingerprint: the in-memory cache's key for m and opts; with
+ * opts->cache_dir set it keys the persistent cache (cpu_persist.h), whose objects are
+ * linked instead of running LLVM on a hit (NULL: no persistent cache). */
+kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_options *opts, const char *fingerprint,
+                                   cpu_executable **out);
 
 #endif

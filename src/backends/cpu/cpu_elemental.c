@@ -20,6 +20,7 @@
  * operand's payload, pred arithmetic is boolean, reduce-precision is the evaluator's
  * bit recipe (halves through f32). */
 #include "backends/cpu/cpu_elemental.h"
+#include "backends/cpu/cpu_jit.h" /* cpu_jit_mark_process_specific */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1004,6 +1005,7 @@ static LLVMValueRef emit_constant(cpu_emitter *e, const hlo_instr *ins, const cp
   /* The literal outlives the kernel: the executable owns the module that owns it. */
   LLVMTypeRef et = cpu_llvm_type(e->c, l->shape.type);
   LLVMValueRef base = LLVMConstIntToPtr(cint(e->i64, (uint64_t)(uintptr_t)l->data), LLVMPointerType(et, 0));
+  cpu_jit_mark_process_specific(e->m); /* the address is this process's: never persisted */
   return load_at(e, base, l->shape.type, linearize(e, &ins->shape, ix));
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/cpu/cpu_persist.h"
 #include "hlo/literal.h"
 #include "hlo/printer.h"
 
@@ -149,6 +150,7 @@ void cpu_executable_free(cpu_executable *x) {
   cpu_program_free(x->entry); /* its native kernels hold addresses of code in the JIT */
   free(x->outputs);
   cpu_jit_destroy(x->jit);
+  if (x->persist_claimed) cpu_persist_release(x->persist_claim); /* after its symbols left the JIT */
   if (x->module) hlo_module_free(x->module);
   pthread_mutex_destroy(&x->run_lock);
   free(x->evaluated);

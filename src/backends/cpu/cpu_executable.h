@@ -93,7 +93,13 @@ struct cpu_program {
 };
 
 typedef struct cpu_executable {
-  uint64_t id;       /* unique per process: kernel symbols are kiln_x<id>_k<kernel> */
+  uint64_t id;       /* unique per process */
+  /* Prefix of its kernels' symbols: kiln_x<id>, or kiln_p<key digest> when compiled
+   * through the persistent cache (the same in every process, cpu_persist.h), in which
+   * case persist_claim is the claimed digest. */
+  char sym[40];
+  uint64_t persist_claim;
+  bool persist_claimed;
   char *fingerprint; /* the cache key (cpu_cache.c) */
   uint64_t hash;
   int refs;          /* cache references (cpu_cache.c) */

@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_jit.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,17 @@ void cpu_jit_module_discard(cpu_jit_module *m) {
   memset(m, 0, sizeof *m);
 }
 
+#define PROCESS_SPECIFIC "kiln.process_addresses"
+
+void cpu_jit_mark_process_specific(LLVMModuleRef m) {
+  if (LLVMGetNamedMetadata(m, PROCESS_SPECIFIC, strlen(PROCESS_SPECIFIC))) return;
+  LLVMAddNamedMetadataOperand(m, PROCESS_SPECIFIC, LLVMMDNodeInContext(LLVMGetModuleContext(m), NULL, 0));
+}
+
+bool cpu_jit_is_process_specific(const cpu_jit_module *m) {
+  return m->module && LLVMGetNamedMetadata(m->module, PROCESS_SPECIFIC, strlen(PROCESS_SPECIFIC)) != NULL;
+}
+
 static kiln_status optimise(LLVMModuleRef module, LLVMTargetMachineRef tm) {
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
   LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
@@ -204,7 +216,70 @@ static kiln_status create_shared_jit(void) {
 }
 
 kiln_status cpu_jit_create_many(cpu_jit_module *mods, int n, cpu_jit **out) {
+  return cpu_jit_create_many_keep(mods, n, out, NULL, NULL);
+}
+
+void cpu_jit_objects_free(cpu_jit_object *objs, int n) {
+  if (!objs) return;
+  for (int i = 0; i < n; i++) free(objs[i].data);
+  free(objs);
+}
+
+/* Copies of the objects before LLJIT takes them (it owns and may free its buffers). */
+static kiln_status copy_objects(const compile_job *jobs, int n, cpu_jit_object **objs, int *n_objs) {
+  cpu_jit_object *o = calloc((size_t)n + 1, sizeof *o);
+  if (!o) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int i = 0; i < n; i++) {
+    size_t size = LLVMGetBufferSize(jobs[i].object);
+    o[i].size = size;
+    o[i].data = malloc(size ? size : 1);
+    if (!o[i].data) {
+      cpu_jit_objects_free(o, i);
+      return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    }
+    memcpy(o[i].data, LLVMGetBufferStart(jobs[i].object), size);
+  }
+  *objs = o;
+  *n_objs = n;
+  return NULL;
+}
+
+kiln_status cpu_jit_create_from_objects(const cpu_jit_object *objs, int n, cpu_jit **out) {
   *out = NULL;
+  TRY(ensure_init());
+  cpu_jit *j = calloc(1, sizeof *j);
+  if (!j) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  j->tracker = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(shared_jit));
+  for (int i = 0; i < n; i++) {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(objs[i].data, objs[i].size, "kiln-cached");
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(shared_jit, j->tracker, buf); /* takes buf */
+    if (err) {
+      cpu_jit_destroy(j);
+      return llvm_error(err, "adding cached kernels to the JIT");
+    }
+  }
+  *out = j;
+  return NULL;
+}
+
+kiln_status cpu_jit_host_description(char **out) {
+  *out = NULL;
+  TRY(ensure_init());
+  size_t n = strlen(host_triple) + strlen(host_cpu) + strlen(host_features) + 8;
+  char *s = malloc(n);
+  if (!s) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  snprintf(s, n, "%s %s %s", host_triple, host_cpu, host_features);
+  *out = s;
+  return NULL;
+}
+
+kiln_status cpu_jit_create_many_keep(cpu_jit_module *mods, int n, cpu_jit **out, cpu_jit_object **objs,
+                                     int *n_objs) {
+  *out = NULL;
+  if (objs) {
+    *objs = NULL;
+    *n_objs = 0;
+  }
   compile_job *jobs = calloc((size_t)n + 1, sizeof *jobs);
   pthread_t *threads = calloc((size_t)n + 1, sizeof *threads);
   bool *started = calloc((size_t)n + 1, sizeof *started);
@@ -229,6 +304,7 @@ kiln_status cpu_jit_create_many(cpu_jit_module *mods, int n, cpu_jit **out) {
   for (int i = 0; i < n; i++)
     if (jobs[i].st && !st) st = jobs[i].st;
     else kiln_status_free(jobs[i].st);
+  if (!st && objs) st = copy_objects(jobs, n, objs, n_objs);
   cpu_jit *j = st ? NULL : calloc(1, sizeof *j);
   if (!st && !j) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   if (j) j->tracker = LLVMOrcJITDylibCreateResourceTracker(LLVMOrcLLJITGetMainJITDylib(shared_jit));
@@ -246,6 +322,11 @@ kiln_status cpu_jit_create_many(cpu_jit_module *mods, int n, cpu_jit **out) {
   free(started);
   if (st) {
     cpu_jit_destroy(j);
+    if (objs) {
+      cpu_jit_objects_free(*objs, *n_objs);
+      *objs = NULL;
+      *n_objs = 0;
+    }
     return st;
   }
   *out = j;
