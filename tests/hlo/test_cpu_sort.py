@@ -1,7 +1,8 @@
 """sort and topk on the cpu backend's native kernels (src/backends/cpu/cpu_sort.c), each
-module run twice: on --device cpu and on --device interpreter. Every output must match
-the numpy reference and, bit for bit, the interpreter's output; the cpu run must not
-fall back to the evaluator for any instruction (its warning on stderr fails the case).
+module run twice (kilntest's multi-device suite): on --device interpreter and on
+--device cpu. Every output must match the numpy reference on both, and cpu's must equal
+the interpreter's bit for bit where the tolerance is exact; the cpu run must not run
+any instruction through the evaluator.
 
 Covered: stable sorts with many ties (payload order kept), f32 keys with NaNs of both
 signs, -0.0 and infinities under JAX's comparator (NaNs made one NaN and -0 made +0,
@@ -18,8 +19,6 @@ keys for TOTALORDER, np.unique ranks for IEEE so that -0 and +0 rank equal).
 """
 
 import os
-import subprocess
-import shutil
 import sys
 
 import numpy as np
@@ -29,67 +28,12 @@ import kilntest as kt  # noqa: E402
 from kilntest import S, BITWISE, EXACT_ANY_ZERO  # noqa: E402
 
 g = kt.Gen(4242)
-suite = kt.Suite('kiln cpu backend: native sort and topk vs numpy and the interpreter', pack_elements=400000)
+# Every pack runs on the interpreter and on cpu (kilntest: cpu must compile everything
+# and match the interpreter bit for bit where the tolerance is exact).
+suite = kt.Suite('kiln cpu backend: native sort and topk vs numpy and the interpreter', pack_elements=400000,
+                 devices=('interpreter', 'cpu'))
 
 
-# --------------------------------------------------------------------------------------
-# Running on both devices
-
-def _run(kiln, hlo, inputs, d, device):
-    outdir = os.path.join(d, 'out_' + device)
-    cmd = [kiln, 'run', hlo]
-    for i in range(len(inputs)):
-        cmd += ['-i', 'p%d=%s' % (i, os.path.join(d, 'p%d.npy' % i))]
-    cmd += ['-o', outdir, '--device', device]
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=300)
-    except subprocess.TimeoutExpired:
-        return None, '%s: kiln timed out' % device
-    err = proc.stderr.decode('utf-8', 'replace').strip()
-    if proc.returncode != 0:
-        return None, '%s: kiln exit %d: %s' % (device, proc.returncode, err[-2000:])
-    if device == 'cpu' and 'through the evaluator' in err:
-        return None, 'cpu ran instructions through the evaluator: %s' % err[-1000:]
-    got, k = [], 0
-    while os.path.exists(os.path.join(outdir, 'output_%d.npy' % k)):
-        got.append(np.load(os.path.join(outdir, 'output_%d.npy' % k), allow_pickle=False))
-        k += 1
-    return got, None
-
-
-class BothDevices(kt._Runner):
-    """Runs each pack on cpu and on the interpreter; the cpu outputs go on to be compared
-    with the references, after a bit-for-bit comparison with the interpreter's."""
-
-    def _exec(self, cases):
-        with self.lock:
-            self.runs += 1
-            d = os.path.join(self.tmp_root, 'run%05d' % self.runs)
-        os.makedirs(d)
-        text, inputs, outputs = kt.assemble(cases)
-        hlo = os.path.join(d, 'module.hlo')
-        with open(hlo, 'w') as f:
-            f.write(text)
-        for i, a in enumerate(inputs):
-            np.save(os.path.join(d, 'p%d.npy' % i), a)
-        cpu, err = _run(self.kiln, hlo, inputs, d, 'cpu')
-        if cpu is None:
-            return None, err
-        ref, err = _run(self.kiln, hlo, inputs, d, 'interpreter')
-        if ref is None:
-            return None, err
-        if len(cpu) != len(outputs) or len(ref) != len(outputs):
-            return None, 'wrote %d (cpu) / %d (interpreter) outputs, expected %d' % (len(cpu), len(ref), len(outputs))
-        for i, (v, _, _) in enumerate(outputs):
-            m = kt.compare(cpu[i], ref[i], v.t, BITWISE)
-            if m:
-                return None, 'output %d: cpu differs from the interpreter: %s' % (i, m)
-        if not self.keep:
-            shutil.rmtree(d, ignore_errors=True)
-        return cpu, None
-
-
-kt._Runner = BothDevices
 
 
 # --------------------------------------------------------------------------------------

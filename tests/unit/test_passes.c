@@ -121,6 +121,24 @@ static void algsimp_max_min_infinity_identities(void) {
   hlo_module_free(m);
 }
 
+/* A tuple-shaped constant becomes a tuple of array constants (backends keep values in
+ * arrays; the cpu backend once read a tuple constant's literal as if it were a packed
+ * block and crashed), and reads of its elements fold to them. */
+static void algsimp_splits_tuple_constants(void) {
+  hlo_module *m = check_run_pass("HloModule t\nENTRY main {\n  x = f32[2] parameter(0)\n"
+                                 "  c = ((f32[2], s32[]), u8[3]) constant((({1, 2}, 3), {4, 5, 6}))\n"
+                                 "  g = (f32[2], s32[]) get-tuple-element(c), index=0\n"
+                                 "  f = f32[2] get-tuple-element(g), index=0\n"
+                                 "  a = f32[2] add(x, f)\n  ROOT r = (f32[2], ((f32[2], s32[]), u8[3])) tuple(a, c)\n}\n",
+                                 hlo_pass_algebraic_simplifier, true);
+  bool changed = false; /* the nested tuple splits on the next round, as in the pipeline's fix() */
+  CHECK_OK(hlo_pass_algebraic_simplifier(m, &changed));
+  CHECK_OK(hlo_pass_dce(m, &changed));
+  for (int i = 0; i < m->entry->n_instrs; i++)
+    if (m->entry->instrs[i]->op == HLO_OP_CONSTANT) CHECK(shape_is_array(&m->entry->instrs[i]->shape));
+  hlo_module_free(m);
+}
+
 static void algsimp_arith_identities(void) {
   hlo_module *m = check_run_pass(
       "HloModule t\n"
@@ -665,7 +683,7 @@ static void topk_custom_call_becomes_topk(void) {
 }
 
 TEST_MAIN(TEST(cse_merges_identical), TEST(cse_replaces_root_and_settles_before_dce), TEST(cse_respects_attributes), TEST(cse_keeps_side_effects),
-          TEST(algsimp_arith_identities), TEST(algsimp_max_min_infinity_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
+          TEST(algsimp_arith_identities), TEST(algsimp_splits_tuple_constants), TEST(algsimp_max_min_infinity_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
           TEST(algsimp_reshape_transpose), TEST(algsimp_unit_reshape_sinks), TEST(algsimp_broadcast_slice), TEST(algsimp_converts),
           TEST(algsimp_structural), TEST(algsimp_float_compare_kept), TEST(algsimp_int_reduce_of_broadcast), TEST(folding_folds_constants),
           TEST(folding_respects_cap), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),

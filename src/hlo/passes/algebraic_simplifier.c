@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "hlo/builder.h"
+#include "hlo/literal.h"
 #include "hlo/passes/pass_util.h"
 #include "hlo/passes/pipeline.h"
 
@@ -394,6 +395,22 @@ static hlo_instr *sink_unit_reshape(hlo_computation *c, hlo_instr *ins) {
   return try_build(hlo_build_reshape(c, e, ins->shape.rank, ins->shape.dims, &out), &out);
 }
 
+/* A tuple-shaped constant -> tuple(constant per element): backends keep values in
+ * arrays (a packed tuple block is a result of a real op, a constant's literal is not laid
+ * out as one), and get-tuple-elements of it then fold away. Nested tuples split on the
+ * next round. */
+static hlo_instr *split_tuple_constant(hlo_computation *c, hlo_instr *ins) {
+  const hlo_literal *l = ins->literal;
+  if (!l || !shape_is_tuple(&ins->shape) || !l->tuple || ins->shape.n_elems > 64) return NULL;
+  hlo_instr *parts[64];
+  for (int k = 0; k < ins->shape.n_elems; k++) {
+    hlo_literal *e = literal_clone(l->tuple[k]);
+    if (!e || hlo_build_constant(c, e, &parts[k])) return NULL;
+  }
+  hlo_instr *t;
+  return hlo_build_tuple(c, ins->shape.n_elems, parts, &t) ? NULL : t;
+}
+
 static hlo_instr *simplify(hlo_computation *c, hlo_instr *ins) {
   if (hlo_opcode_is_elementwise(ins->op) && ins->shape.rank > 0) {
     hlo_instr *r = sink_unit_reshape(c, ins);
@@ -407,6 +424,7 @@ static hlo_instr *simplify(hlo_computation *c, hlo_instr *ins) {
     case HLO_OP_MAXIMUM:
     case HLO_OP_MINIMUM:
       return ins->n_operands == 2 ? simplify_binary(c, ins) : NULL;
+    case HLO_OP_CONSTANT: return split_tuple_constant(c, ins);
     case HLO_OP_TRANSPOSE: return simplify_transpose(c, ins);
     case HLO_OP_RESHAPE: return simplify_reshape(c, ins);
     case HLO_OP_BROADCAST: return simplify_broadcast(c, ins);
@@ -449,7 +467,7 @@ static bool simplify_computation(hlo_computation *c) {
   for (int i = 0; i < n; i++) {
     hlo_instr *ins = c->instrs[i];
     if (ins != c->root && !used[ins->id]) continue;
-    if (!shape_is_array(&ins->shape)) continue;
+    if (!shape_is_array(&ins->shape) && ins->op != HLO_OP_CONSTANT) continue; /* tuple constants split */
     hlo_instr *repl = simplify(c, ins);
     if (!repl || repl == ins) continue;
     if (!shape_compatible(&repl->shape, &ins->shape)) continue; /* internal guard */
