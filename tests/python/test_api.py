@@ -29,15 +29,16 @@ ENTRY main {
 }
 """
 
-SORT_HLO = """HloModule sort
-lt {
+# map has no compiled form on cpu: it runs through the evaluator, and kiln warns so.
+EVALUATED_HLO = """HloModule mapped
+add1 {
   a = f32[] parameter(0)
-  b = f32[] parameter(1)
-  ROOT c = pred[] compare(a, b), direction=LT
+  one = f32[] constant(1)
+  ROOT r = f32[] add(a, one)
 }
 ENTRY main {
   x = f32[5] parameter(0)
-  ROOT s = f32[5] sort(x), dimensions={0}, to_apply=lt
+  ROOT m = f32[5] map(x), dimensions={0}, to_apply=add1
 }
 """
 
@@ -573,12 +574,13 @@ def test_unimplemented_is_not_implemented_error():
 
 def test_log_callback_receives_warnings():
     logs = []
-    f = kiln.compile_hlo(SORT_HLO, log=lambda level, msg: logs.append((level, msg)))
-    # The cpu device does not compile sort: kiln warns that it runs it through the
+    f = kiln.compile_hlo(EVALUATED_HLO, log=lambda level, msg: logs.append((level, msg)))
+    # The cpu device does not compile map: kiln warns that it runs it through the
     # interpreter's evaluator (one thunk of the cpu executable).
     assert any(level == kiln.LogLevel.WARNING and "interpreter" in msg for level, msg in logs), logs
     assert all(isinstance(level, kiln.LogLevel) and isinstance(msg, str) for level, msg in logs)
-    np.testing.assert_array_equal(f(np.array([3, 1, 2, 5, 4], np.float32)), [1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(f(np.array([3, 1, 2, 5, 4], np.float32)), [4, 2, 3, 6, 5])
+    assert f.model.stats()["evaluated_instructions"] == 1
 
 
 def test_log_level_info_and_run_thread():
@@ -611,15 +613,15 @@ def test_log_callback_errors_are_unraisable(monkeypatch):
     def bad(level, msg):
         raise RuntimeError("callback failed")
 
-    f = kiln.compile_hlo(SORT_HLO, log=bad)  # the load still succeeds
+    f = kiln.compile_hlo(EVALUATED_HLO, log=bad)  # the load still succeeds
     assert seen and isinstance(seen[0], RuntimeError)
-    np.testing.assert_array_equal(f(np.array([2, 1, 3, 5, 4], np.float32)), [1, 2, 3, 4, 5])
+    np.testing.assert_array_equal(f(np.array([2, 1, 3, 5, 4], np.float32)), [3, 2, 4, 6, 5])
     with pytest.raises(TypeError):
-        kiln.compile_hlo(SORT_HLO, log="not callable")
+        kiln.compile_hlo(EVALUATED_HLO, log="not callable")
 
 
 def test_default_log_goes_to_stderr(capfd):
-    kiln.compile_hlo(SORT_HLO)
+    kiln.compile_hlo(EVALUATED_HLO)
     assert "interpreter" in capfd.readouterr().err
 
 
