@@ -530,25 +530,6 @@ static kiln_status scatter_create(const hlo_instr *ins, cpu_jit_module *jm, cons
 
 static kiln_status scatter_link(void *state, cpu_jit *jit) { return kernel_link(&((scatter_state *)state)->k, jit); }
 
-/* Index element i as int64; unsigned values past INT64_MAX saturate (then skipped as
- * out of bounds like any other too-large start). */
-static int64_t read_index(hlo_type t, const char *d, int64_t i) {
-  switch (t) {
-    case HLO_S8: return ((const int8_t *)d)[i];
-    case HLO_S16: return ((const int16_t *)d)[i];
-    case HLO_S32: return ((const int32_t *)d)[i];
-    case HLO_S64: return ((const int64_t *)d)[i];
-    case HLO_U8: return ((const uint8_t *)d)[i];
-    case HLO_U16: return ((const uint16_t *)d)[i];
-    case HLO_U32: return ((const uint32_t *)d)[i];
-    case HLO_U64: {
-      uint64_t v = ((const uint64_t *)d)[i];
-      return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
-    }
-    default: return 0; /* supports() admits integer types only */
-  }
-}
-
 /* base[p]: operand offset of position p's window start, -1 when the window does not
  * fit entirely (XLA skips the whole window then). */
 static void scatter_starts(const scatter_plan *sp, const char *idx, int64_t *base) {
@@ -557,7 +538,7 @@ static void scatter_starts(const scatter_plan *sp, const char *idx, int64_t *bas
   for (int64_t p = 0; p < sp->count; p++) {
     int64_t start[HLO_MAX_RANK] = {0};
     for (int k = 0; k < sp->starts_from.n; k++)
-      start[sp->starts_from.v[k]] = read_index(sp->idx_type, idx, ioff + k * sp->component_stride);
+      start[sp->starts_from.v[k]] = cpu_native_read_index(sp->idx_type, idx, ioff + k * sp->component_stride);
     for (int i = 0; i < sp->batch_operand.n; i++)
       start[sp->batch_operand.v[i]] = g[sp->ind_to_batch[sp->batch_indices.v[i]]];
     int64_t off = 0;

@@ -68,19 +68,6 @@ static kiln_status us_create(const hlo_instr *ins, cpu_jit_module *jm, const cha
   return NULL;
 }
 
-static int64_t read_index(hlo_type t, const char *p) {
-  switch (t) {
-    case HLO_S8: { int8_t v; memcpy(&v, p, 1); return v; }
-    case HLO_U8: { uint8_t v; memcpy(&v, p, 1); return v; }
-    case HLO_S16: { int16_t v; memcpy(&v, p, 2); return v; }
-    case HLO_U16: { uint16_t v; memcpy(&v, p, 2); return v; }
-    case HLO_S32: { int32_t v; memcpy(&v, p, 4); return v; }
-    case HLO_U32: { uint32_t v; memcpy(&v, p, 4); return v; }
-    case HLO_U64: { uint64_t v; memcpy(&v, p, 8); return v > INT64_MAX ? INT64_MAX : (int64_t)v; }
-    default: { int64_t v; memcpy(&v, p, 8); return v; }
-  }
-}
-
 static kiln_status us_run(void *state, char *const *out, char *const *in) {
   const update_slice *u = state;
   if (out[0] != in[0] && u->bytes > 0) memcpy(out[0], in[0], (size_t)u->bytes);
@@ -93,7 +80,7 @@ static kiln_status us_run(void *state, char *const *out, char *const *in) {
   }
   if (n_upd == 0) return NULL;
   for (int d = 0; d < u->rank; d++) {
-    int64_t v = read_index(u->index_type, in[2 + d]), hi = u->dims[d] - u->upd[d];
+    int64_t v = cpu_native_read_index(u->index_type, in[2 + d], 0), hi = u->dims[d] - u->upd[d];
     start[d] = v < 0 ? 0 : v > hi ? hi : v;
   }
   /* Walk the update's outer dims (< inner) like an odometer; each step copies one run. */
