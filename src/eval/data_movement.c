@@ -162,12 +162,7 @@ static kiln_status read_index(const hlo_instr *ins, const hlo_literal *l, int64_
   if (!hlo_type_is_int(t))
     return EVAL_ERR(KILN_INVALID_ARGUMENT, ins, "start index has element type %s, expected an integer type",
                     hlo_type_name(t));
-  if (hlo_type_is_unsigned_int(t)) {
-    uint64_t u = literal_get_u64(l, i);
-    *out = u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
-  } else {
-    *out = literal_get_s64(l, i);
-  }
+  *out = hlo_index_at(t, l->data, i);
   return NULL;
 }
 

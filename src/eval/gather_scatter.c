@@ -16,23 +16,7 @@
 #include "eval/eval_internal.h"
 
 /* Reads an index element as int64, saturating u64 values past INT64_MAX. */
-static int64_t read_index(const hlo_literal *l, int64_t i) {
-  const void *d = l->data;
-  switch (l->shape.type) {
-    case HLO_S8: return ((const int8_t *)d)[i];
-    case HLO_S16: return ((const int16_t *)d)[i];
-    case HLO_S32: return ((const int32_t *)d)[i];
-    case HLO_S64: return ((const int64_t *)d)[i];
-    case HLO_U8: return ((const uint8_t *)d)[i];
-    case HLO_U16: return ((const uint16_t *)d)[i];
-    case HLO_U32: return ((const uint32_t *)d)[i];
-    case HLO_U64: {
-      uint64_t v = ((const uint64_t *)d)[i];
-      return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
-    }
-    default: return 0; /* callers check the type first */
-  }
-}
+static int64_t read_index(const hlo_literal *l, int64_t i) { return hlo_index_at(l->shape.type, l->data, i); }
 
 static void copy_elem(void *dst, int64_t di, const void *src, int64_t si, size_t esize) {
   switch (esize) {

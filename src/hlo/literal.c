@@ -109,6 +109,23 @@ double literal_get_f64(const hlo_literal *l, int64_t i) {
   }
 }
 
+int64_t hlo_index_at(hlo_type t, const void *d, int64_t i) {
+  switch (t) {
+    case HLO_S8: case HLO_S4: case HLO_S2: return ((const int8_t *)d)[i]; /* sub-byte types: a byte each */
+    case HLO_U8: case HLO_U4: case HLO_U2: return ((const uint8_t *)d)[i];
+    case HLO_S16: return ((const int16_t *)d)[i];
+    case HLO_S32: return ((const int32_t *)d)[i];
+    case HLO_S64: return ((const int64_t *)d)[i];
+    case HLO_U16: return ((const uint16_t *)d)[i];
+    case HLO_U32: return ((const uint32_t *)d)[i];
+    case HLO_U64: {
+      uint64_t v = ((const uint64_t *)d)[i];
+      return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+    }
+    default: return 0;
+  }
+}
+
 int64_t literal_get_s64(const hlo_literal *l, int64_t i) {
   const void *d = l->data;
   switch (l->shape.type) {

@@ -39,6 +39,11 @@ void literal_free(hlo_literal *l);
 double literal_get_f64(const hlo_literal *l, int64_t i);
 int64_t literal_get_s64(const hlo_literal *l, int64_t i);
 uint64_t literal_get_u64(const hlo_literal *l, int64_t i);
+/* Element i of a row-major integer array of type t as a start index: unsigned values
+ * past INT64_MAX saturate (so they still count as too large, to be clamped or skipped,
+ * rather than wrapping negative); 0 for a non-integer type. For literals and for the raw
+ * buffers compiled code works on alike. */
+int64_t hlo_index_at(hlo_type t, const void *data, int64_t i);
 void literal_set_f64(hlo_literal *l, int64_t i, double v);  /* rounds per element type */
 void literal_set_s64(hlo_literal *l, int64_t i, int64_t v); /* wraps like a C cast */
 void literal_set_u64(hlo_literal *l, int64_t i, uint64_t v);

@@ -2,7 +2,6 @@
  * first kind whose supports() accepts an instruction runs it. */
 #include "backends/cpu/cpu_native.h"
 
-#include <stdint.h>
 #include <stdlib.h>
 
 struct cpu_native {
@@ -62,21 +61,4 @@ void cpu_native_destroy(cpu_native *n) {
   if (!n) return;
   if (n->kind->destroy) n->kind->destroy(n->state);
   free(n);
-}
-
-int64_t cpu_native_read_index(hlo_type t, const char *d, int64_t i) {
-  switch (t) {
-    case HLO_S8: return ((const int8_t *)d)[i];
-    case HLO_S16: return ((const int16_t *)d)[i];
-    case HLO_S32: return ((const int32_t *)d)[i];
-    case HLO_S64: return ((const int64_t *)d)[i];
-    case HLO_U8: return ((const uint8_t *)d)[i];
-    case HLO_U16: return ((const uint16_t *)d)[i];
-    case HLO_U32: return ((const uint32_t *)d)[i];
-    case HLO_U64: {
-      uint64_t v = ((const uint64_t *)d)[i];
-      return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
-    }
-    default: return 0; /* callers admit integer types only */
-  }
 }

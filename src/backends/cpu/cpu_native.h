@@ -52,9 +52,4 @@ kiln_status cpu_native_link(cpu_native *n, cpu_jit *jit);
 kiln_status cpu_native_run(const cpu_native *n, char *const *out, char *const *in);
 void cpu_native_destroy(cpu_native *n);
 
-/* Element i of an integer array of type t as int64, for start indices (scatter,
- * dynamic-update-slice): unsigned values past INT64_MAX saturate, so they still count
- * as too large (clamped or skipped) rather than wrapping negative. */
-int64_t cpu_native_read_index(hlo_type t, const char *data, int64_t i);
-
 #endif

@@ -36,6 +36,7 @@
 #include "backends/cpu/cpu_codegen.h"
 #include "backends/cpu/cpu_elemental.h"
 #include "backends/cpu/cpu_native.h"
+#include "hlo/literal.h"
 
 /* The one OpenMP runtime call used, declared here rather than through <omp.h> (as in
  * cpu_codegen.c: clang builds compile against gcc's libgomp, whose omp.h clang cannot
@@ -538,7 +539,7 @@ static void scatter_starts(const scatter_plan *sp, const char *idx, int64_t *bas
   for (int64_t p = 0; p < sp->count; p++) {
     int64_t start[HLO_MAX_RANK] = {0};
     for (int k = 0; k < sp->starts_from.n; k++)
-      start[sp->starts_from.v[k]] = cpu_native_read_index(sp->idx_type, idx, ioff + k * sp->component_stride);
+      start[sp->starts_from.v[k]] = hlo_index_at(sp->idx_type, idx, ioff + k * sp->component_stride);
     for (int i = 0; i < sp->batch_operand.n; i++)
       start[sp->batch_operand.v[i]] = g[sp->ind_to_batch[sp->batch_indices.v[i]]];
     int64_t off = 0;

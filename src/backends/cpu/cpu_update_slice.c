@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu_native.h"
+#include "hlo/literal.h"
 
 typedef struct update_slice {
   int rank;
@@ -80,7 +81,7 @@ static kiln_status us_run(void *state, char *const *out, char *const *in) {
   }
   if (n_upd == 0) return NULL;
   for (int d = 0; d < u->rank; d++) {
-    int64_t v = cpu_native_read_index(u->index_type, in[2 + d], 0), hi = u->dims[d] - u->upd[d];
+    int64_t v = hlo_index_at(u->index_type, in[2 + d], 0), hi = u->dims[d] - u->upd[d];
     start[d] = v < 0 ? 0 : v > hi ? hi : v;
   }
   /* Walk the update's outer dims (< inner) like an odometer; each step copies one run. */

@@ -256,15 +256,8 @@ static hlo_instr *simplify_dynamic_slice(hlo_computation *c, hlo_instr *ins) {
     const hlo_instr *idx = ins->operands[d + 1];
     if (idx->op != HLO_OP_CONSTANT || !idx->literal || idx->shape.rank != 0) return NULL;
     hlo_type t = idx->shape.type;
-    int64_t v;
-    if (hlo_type_is_unsigned_int(t)) {
-      uint64_t u = literal_get_u64(idx->literal, 0);
-      v = u > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)u;
-    } else if (hlo_type_is_signed_int(t)) {
-      v = literal_get_s64(idx->literal, 0);
-    } else {
-      return NULL;
-    }
+    if (!hlo_type_is_int(t)) return NULL;
+    int64_t v = hlo_index_at(t, idx->literal->data, 0);
     /* dynamic-slice clamps the start into [0, dim - size], so the static slice uses the
      * clamped start and reads exactly the same elements */
     int64_t size = ins->dynamic_slice_sizes.v[d], hi = x->shape.dims[d] - size;
