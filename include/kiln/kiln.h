@@ -392,8 +392,12 @@ typedef struct kiln_model_stats {
    * evaluator instead of compiled code (the cpu backend's last resort; slow): 0 means
    * everything placed on the device was compiled. */
   int64_t evaluated_instructions;
+  /* Bytes copied between host memory and devices that have memory of their own (plugins
+   * such as opencl), each way: inputs, results, and variables and large constants, which
+   * stay on the device and cross once per compiled signature. Always 0 on cpu. */
+  int64_t bytes_to_device, bytes_to_host;
 } kiln_model_stats;
-#define KILN_MODEL_STATS_INIT {sizeof(kiln_model_stats), 0, 0, 0, 0, 0, 0, 0, 0.0, 0, 0, NULL, NULL, 0}
+#define KILN_MODEL_STATS_INIT {sizeof(kiln_model_stats), 0, 0, 0, 0, 0, 0, 0, 0.0, 0, 0, NULL, NULL, 0, 0, 0}
 KILN_API kiln_status kiln_model_get_stats(const kiln_model *model, kiln_model_stats *out);
 
 /* What the bridge decided for a graph model (what `kiln cluster` prints), as text the

@@ -242,7 +242,9 @@ class Model:
         clusters, cluster_runs, cluster_compiles, cluster_cache_hits,
         cluster_fallback_runs, cluster_compile_ms, op_compiles, op_cache_hits, device, jit,
         evaluated_instructions (instructions run through kiln's reference evaluator instead
-        of compiled code; 0 when everything placed on the device was compiled)."""
+        of compiled code; 0 when everything placed on the device was compiled),
+        bytes_to_device and bytes_to_host (bytes copied to and from devices with memory of
+        their own, such as the opencl plugin; 0 on cpu)."""
         return self._m.stats()
 
     def run(self, feeds, outputs=None, *, threads=None):

@@ -601,13 +601,14 @@ static PyObject *Model_stats(ModelObject *self, PyObject *unused) {
   s = kiln_model_get_stats(self->model, &st);
   Py_END_ALLOW_THREADS
   if (s) return raise_status(s);
-  return Py_BuildValue("{s:L,s:i,s:i,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:s,s:s,s:L}", "runs", (long long)st.runs, "nodes",
+  return Py_BuildValue("{s:L,s:i,s:i,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:s,s:s,s:L,s:L,s:L}", "runs", (long long)st.runs, "nodes",
                        st.nodes, "clusters", st.clusters, "cluster_runs", (long long)st.cluster_runs,
                        "cluster_compiles", (long long)st.cluster_compiles, "cluster_cache_hits",
                        (long long)st.cluster_cache_hits, "cluster_fallback_runs", (long long)st.cluster_fallback_runs,
                        "cluster_compile_ms", st.cluster_compile_ms, "op_compiles", (long long)st.op_compiles,
                        "op_cache_hits", (long long)st.op_cache_hits, "device", st.device ? st.device : "", "jit",
-                       st.jit ? st.jit : "", "evaluated_instructions", (long long)st.evaluated_instructions);
+                       st.jit ? st.jit : "", "evaluated_instructions", (long long)st.evaluated_instructions, "bytes_to_device",
+                       (long long)st.bytes_to_device, "bytes_to_host", (long long)st.bytes_to_host);
 }
 
 /* A text feed: the hook gave (flat list of UTF-8 bytes, shape); view is filled by hand

@@ -75,6 +75,7 @@ struct kiln_model {
   int n_opt; /* optional inputs (kiln.h), in[n_in .. n_in + n_opt) after the required ones */
   api_io *in, *out;
   atomic_llong runs;
+  atomic_llong bytes_to_device, bytes_to_host; /* HLO modules on a device with memory (graphs: executor stats) */
 
   /* graphs */
   graph *g;
@@ -918,6 +919,15 @@ static executor_value *share_value(const executor_value *v) {
   return c;
 }
 
+/* Bytes of a literal's arrays (a tuple's elements summed). */
+static int64_t literal_array_bytes(const hlo_literal *l) {
+  if (!l) return 0;
+  if (l->shape.type != HLO_TUPLE) return shape_is_array(&l->shape) ? shape_byte_size(&l->shape) : 0;
+  int64_t n = 0;
+  for (int i = 0; i < l->shape.n_elems; i++) n += literal_array_bytes(l->tuple[i]);
+  return n;
+}
+
 /* Runs an HLO module; *result is the root literal. */
 static kiln_status run_hlo(kiln_model *m, const kiln_value *inputs, const run_plan *p, hlo_literal **result) {
   const hlo_computation *entry = m->module->entry;
@@ -936,6 +946,13 @@ static kiln_status run_hlo(kiln_model *m, const kiln_value *inputs, const run_pl
     l->n = shape_elements(&l->shape);
   }
   kiln_status s = m->device->execute(m->exe, args, entry->n_params, result);
+  if (backend_has_device_memory(m->device)) {
+    /* The literal execute of such a device uploads every argument, downloads the result. */
+    int64_t up = 0;
+    for (int i = 0; i < entry->n_params; i++) up += shape_is_array(&args[i]->shape) ? shape_byte_size(&args[i]->shape) : 0;
+    atomic_fetch_add(&m->bytes_to_device, up);
+    if (!s) atomic_fetch_add(&m->bytes_to_host, literal_array_bytes(*result));
+  }
   free(args);
   free(views);
   return status_wrap(s, "running %s on device %s", m->source, m->device->name);
@@ -1114,6 +1131,8 @@ kiln_status kiln_model_get_stats(const kiln_model *m, kiln_model_stats *out) {
   out->device = m->format == KILN_FORMAT_HLO ? m->device->name : executor_device_name(m->pool[0]);
   if (m->format == KILN_FORMAT_HLO) {
     out->evaluated_instructions = backend_evaluated_instructions(m->device, m->exe);
+    out->bytes_to_device = backend_resident_bytes(m->device, m->exe) + atomic_load(&((kiln_model *)m)->bytes_to_device);
+    out->bytes_to_host = atomic_load(&((kiln_model *)m)->bytes_to_host);
     memcpy(caller, out, size);
     return NULL;
   }
@@ -1130,6 +1149,8 @@ kiln_status kiln_model_get_stats(const kiln_model *m, kiln_model_stats *out) {
     out->op_compiles += st->compiles;
     out->op_cache_hits += st->cache_hits;
     out->evaluated_instructions += st->evaluated_instructions;
+    out->bytes_to_device += st->bytes_to_device;
+    out->bytes_to_host += st->bytes_to_host;
   }
   pthread_mutex_unlock((pthread_mutex_t *)&m->lock);
   memcpy(caller, out, size);

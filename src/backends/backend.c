@@ -312,3 +312,185 @@ const plugin *plugin_registry_at(int i) {
   unlock();
   return p;
 }
+
+/* ---- device buffers (backend.h): the device's own entries, or host literals ---- */
+
+bool backend_has_device_memory(const backend *b) {
+  return b && b->buffer_upload && b->buffer_download && b->buffer_free && b->execute_buffers;
+}
+
+int64_t backend_resident_bytes(const backend *b, const backend_executable *e) {
+  return b && e && b->resident_bytes ? b->resident_bytes(e) : 0;
+}
+
+static kiln_status check_array(const backend *b, const hlo_shape *s, const char *what) {
+  if (shape_is_array(s)) return NULL;
+  char *t = shape_to_string(s);
+  kiln_status st = ERR_INVALID("device %s: %s is %s; device buffers hold arrays only", b->name, what, t);
+  free(t);
+  return st;
+}
+
+static backend_buffer *buffer_new(const backend *b, const hlo_shape *s) {
+  backend_buffer *buf = calloc(1, sizeof *buf);
+  if (!buf) abort();
+  buf->device = b;
+  buf->shape = *s;
+  buf->shape.n_elems = 0;
+  buf->shape.elems = NULL;
+  buf->shape.layout_extra = NULL;
+  return buf;
+}
+
+kiln_status backend_buffer_upload(const backend *b, const hlo_literal *lit, backend_transfers *tx,
+                                  backend_buffer **out) {
+  *out = NULL;
+  TRY(check_array(b, &lit->shape, "the uploaded value"));
+  backend_buffer *buf = buffer_new(b, &lit->shape);
+  if (!backend_has_device_memory(b)) {
+    buf->host = literal_clone(lit);
+    *out = buf;
+    return NULL;
+  }
+  kiln_status s = b->buffer_upload(b, lit, &buf->handle);
+  if (s) {
+    free(buf);
+    return s;
+  }
+  if (tx) tx->to_device += shape_byte_size(&lit->shape);
+  *out = buf;
+  return NULL;
+}
+
+kiln_status backend_buffer_adopt(const backend *b, hlo_literal *lit, backend_buffer **out) {
+  *out = NULL;
+  if (backend_has_device_memory(b))
+    return ERR_INTERNAL("device %s has memory of its own: upload, do not adopt, host literals", b->name);
+  TRY(check_array(b, &lit->shape, "the adopted value"));
+  backend_buffer *buf = buffer_new(b, &lit->shape);
+  buf->host = lit;
+  *out = buf;
+  return NULL;
+}
+
+kiln_status backend_buffer_download(const backend_buffer *buf, backend_transfers *tx, hlo_literal **out) {
+  *out = NULL;
+  const backend *b = buf->device;
+  if (buf->consumed)
+    return ERR_INTERNAL("device %s: reading a buffer that was donated to an execute", b->name);
+  if (!backend_has_device_memory(b)) {
+    *out = literal_clone(buf->host);
+    return NULL;
+  }
+  hlo_literal *lit;
+  TRY(literal_create(&buf->shape, &lit));
+  kiln_status s = b->buffer_download(b, buf->handle, lit);
+  if (s) {
+    literal_free(lit);
+    return s;
+  }
+  if (tx) tx->to_host += shape_byte_size(&buf->shape);
+  *out = lit;
+  return NULL;
+}
+
+void backend_buffer_free(backend_buffer *buf) {
+  if (!buf) return;
+  if (buf->host) literal_free(buf->host);
+  if (buf->handle) buf->device->buffer_free(buf->device, buf->handle);
+  free(buf);
+}
+
+/* The root's elements: the root itself, or the elements of a root tuple (arrays). */
+static kiln_status root_elements(const backend *b, const hlo_shape *root, int *n, const hlo_shape **elems) {
+  if (shape_is_tuple(root)) {
+    for (int i = 0; i < root->n_elems; i++) TRY(check_array(b, &root->elems[i], "a result"));
+    *n = root->n_elems;
+    *elems = root->elems;
+    return NULL;
+  }
+  TRY(check_array(b, root, "the result"));
+  *n = 1;
+  *elems = root;
+  return NULL;
+}
+
+/* Host devices: the literal execute on the buffers' literals (borrowed); the results
+ * become host buffers without a copy. Donation has nothing to gain on the host. */
+static kiln_status execute_host(const backend *b, backend_executable *e, const hlo_shape *root,
+                                backend_buffer *const *args, int n_args, int n_res, const hlo_shape *elems,
+                                backend_buffer **res) {
+  hlo_literal **lits = calloc((size_t)n_args + 1, sizeof *lits);
+  if (!lits) abort();
+  for (int i = 0; i < n_args; i++) lits[i] = args[i]->host;
+  hlo_literal *out = NULL;
+  kiln_status s = b->execute(e, lits, n_args, &out);
+  free(lits);
+  if (s) return s;
+  if (shape_is_tuple(root) != (out->shape.type == HLO_TUPLE) ||
+      (shape_is_tuple(root) && out->shape.n_elems != n_res)) {
+    literal_free(out);
+    return ERR_INTERNAL("device %s returned a result of the wrong structure", b->name);
+  }
+  if (!shape_is_tuple(root)) {
+    res[0] = buffer_new(b, &elems[0]);
+    res[0]->host = out;
+    return NULL;
+  }
+  for (int i = 0; i < n_res; i++) {
+    res[i] = buffer_new(b, &elems[i]);
+    res[i]->host = out->tuple[i];
+    out->tuple[i] = NULL;
+  }
+  literal_free(out);
+  return NULL;
+}
+
+kiln_status backend_execute_buffers(const backend *b, backend_executable *e, const hlo_shape *root_shape,
+                                    backend_buffer *const *args, int n_args, const bool *donated,
+                                    backend_buffer ***results, int *n_results) {
+  *results = NULL;
+  *n_results = 0;
+  int n_res = 0;
+  const hlo_shape *elems = NULL;
+  TRY(root_elements(b, root_shape, &n_res, &elems));
+  for (int i = 0; i < n_args; i++) {
+    if (args[i]->device != b)
+      return ERR_INVALID("device %s: argument %d lives on device %s", b->name, i, args[i]->device->name);
+    if (args[i]->consumed) return ERR_INVALID("device %s: argument %d was donated to an earlier execute", b->name, i);
+  }
+  backend_buffer **res = calloc((size_t)n_res + 1, sizeof *res);
+  if (!res) abort();
+  kiln_status s = NULL;
+  if (!backend_has_device_memory(b)) {
+    s = execute_host(b, e, root_shape, args, n_args, n_res, elems, res);
+  } else {
+    void **handles = calloc((size_t)n_args + 1, sizeof *handles);
+    void **out = calloc((size_t)n_res + 1, sizeof *out);
+    bool *consumed = calloc((size_t)n_args + 1, sizeof *consumed);
+    if (!handles || !out || !consumed) abort();
+    for (int i = 0; i < n_args; i++) handles[i] = args[i]->handle;
+    s = b->execute_buffers(e, handles, n_args, donated, consumed, out, n_res);
+    for (int i = 0; i < n_args; i++)
+      if (consumed[i]) args[i]->consumed = true;
+    for (int i = 0; i < n_res; i++) {
+      if (!out[i]) continue;
+      res[i] = buffer_new(b, &elems[i]);
+      res[i]->handle = out[i];
+    }
+    if (!s)
+      for (int i = 0; i < n_res && !s; i++)
+        if (!res[i]) s = ERR_INTERNAL("device %s: execute returned no buffer for result %d", b->name, i);
+    free(handles);
+    free(out);
+    free(consumed);
+  }
+  if (s) {
+    for (int i = 0; i < n_res; i++) backend_buffer_free(res[i]);
+    free(res);
+    return s;
+  }
+  *results = res;
+  *n_results = n_res;
+  return NULL;
+}

@@ -57,6 +57,15 @@ typedef struct param_source {
   bool is_resource; /* the input is a variable handle: the parameter is its value */
 } param_source;
 
+/* A variable's value kept on a device with memory of its own between runs: uploaded
+ * when the variable's host value is not the one last uploaded (the held reference keeps
+ * that tensor, and so its address, alive, so pointer identity is a safe test), replaced
+ * by the cluster's own result when the cluster writes the variable. */
+typedef struct resident_value {
+  graph_tensor *value; /* a reference to the host value the buffer holds */
+  backend_buffer *buf;
+} resident_value;
+
 typedef struct cluster_sig {
   sig_state state;
   int64_t requests;
@@ -69,6 +78,7 @@ typedef struct cluster_sig {
   int n_results;
   int n_written;
   int *written_inputs; /* call-node input index of each written variable's handle */
+  resident_value *resident; /* per parameter (resource parameters only), devices with memory */
 } cluster_sig;
 
 typedef struct cluster_info {
@@ -96,7 +106,18 @@ static cluster_sig *sig_find_or_add(exec_clusters *c, char *key, size_t len) {
   return sig;
 }
 
+static void release_resident(cluster_sig *sig) {
+  if (!sig->resident) return;
+  for (int k = 0; k < sig->n_params; k++) {
+    tensor_free(sig->resident[k].value);
+    backend_buffer_free(sig->resident[k].buf);
+  }
+  free(sig->resident);
+  sig->resident = NULL;
+}
+
 static void sig_release_compiled(cluster_sig *sig) {
+  release_resident(sig);
   if (sig->exe) sig->device->destroy(sig->exe);
   sig->exe = NULL;
   hlo_module_free(sig->module);
@@ -722,7 +743,10 @@ static kiln_status compile_signature(cluster_call *cc, cluster_sig *sig) {
     lw.m = NULL;
     s = cc->device->compile(cc->device, sig->module, &e->compile, &sig->exe);
     if (s) s = status_wrap(s, "compiling for device %s", cc->device->name);
-    else e->stats.evaluated_instructions += backend_evaluated_instructions(cc->device, sig->exe);
+    else {
+      e->stats.evaluated_instructions += backend_evaluated_instructions(cc->device, sig->exe);
+      e->stats.bytes_to_device += backend_resident_bytes(cc->device, sig->exe);
+    }
   }
   hlo_module_free(lw.m);
   for (int i = 0; i < body->n_nodes; i++) free(lw.values[i]);
@@ -740,8 +764,128 @@ static kiln_status compile_signature(cluster_call *cc, cluster_sig *sig) {
 
 /* --------------------------------------------------------------- running -------- */
 
-static kiln_status run_compiled(cluster_call *cc, const cluster_sig *sig) {
+/* The parameter reading the variable behind call-node input `input`, or -1. */
+static int resource_param(const cluster_sig *sig, int input) {
+  for (int k = 0; k < sig->n_params; k++)
+    if (sig->params[k].is_resource && sig->params[k].input == input) return k;
+  return -1;
+}
+
+/* run_compiled on a device with memory of its own: inputs cross to the device each run,
+ * variables only when their host value changed since they last crossed, results come
+ * back. A variable the cluster writes keeps the cluster's result buffer as its resident
+ * copy, and its old resident copy is donated (the update may happen in place). */
+static kiln_status run_on_device(cluster_call *cc, cluster_sig *sig) {
   executor *e = cc->e;
+  backend_transfers tx = {0, 0};
+  if (!sig->resident) {
+    sig->resident = calloc((size_t)sig->n_params + 1, sizeof *sig->resident);
+    if (!sig->resident) abort();
+  }
+  int n_out = sig->n_results + sig->n_written;
+  backend_buffer **args = calloc((size_t)sig->n_params + 1, sizeof *args);
+  bool *donated = calloc((size_t)sig->n_params + 1, sizeof *donated);
+  bool *temp = calloc((size_t)sig->n_params + 1, sizeof *temp);
+  graph_tensor **got = calloc((size_t)n_out + 1, sizeof *got);
+  if (!args || !donated || !temp || !got) abort();
+  kiln_status s = NULL;
+  for (int k = 0; k < sig->n_params && !s; k++) {
+    const param_source *src = &sig->params[k];
+    const graph_tensor *t = cc->inputs[src->input];
+    hlo_literal view;
+    if (!src->is_resource) {
+      tensor_literal_view(t, &view); /* the signature fixed an HLO dtype */
+      s = backend_buffer_upload(sig->device, &view, &tx, &args[k]);
+      temp[k] = donated[k] = true; /* the device copy is ours alone */
+      continue;
+    }
+    graph_tensor *held = NULL;
+    s = exec_var_read_value(e, t, &held);
+    if (s) break;
+    resident_value *r = &sig->resident[k];
+    if (r->buf && r->value == held && !r->buf->consumed) {
+      tensor_free(held);
+    } else {
+      tensor_free(r->value);
+      backend_buffer_free(r->buf);
+      r->value = held;
+      r->buf = NULL;
+      tensor_literal_view(held, &view);
+      s = backend_buffer_upload(sig->device, &view, &tx, &r->buf);
+    }
+    args[k] = r->buf;
+  }
+  /* A written variable's old value is no longer needed on the device once the run
+   * succeeds; offering it lets the device update the variable in place. */
+  for (int w = 0; w < sig->n_written && !s; w++) {
+    int k = resource_param(sig, sig->written_inputs[w]);
+    if (k >= 0) donated[k] = true;
+  }
+  backend_buffer **res = NULL;
+  int n_res = 0;
+  if (!s)
+    s = backend_execute_buffers(sig->device, sig->exe, &sig->module->entry->root->shape, args, sig->n_params,
+                                donated, &res, &n_res);
+  if (!s && n_res != n_out) s = ERR_INTERNAL("the device returned %d results, expected %d", n_res, n_out);
+  for (int j = 0; j < n_res && !s; j++) {
+    hlo_literal *lit = NULL;
+    s = backend_buffer_download(res[j], &tx, &lit);
+    if (!s) {
+      s = tensor_adopt_literal(lit, &got[j]);
+      if (s) literal_free(lit);
+    }
+  }
+  for (int k = 0; k < sig->n_params; k++) {
+    if (temp[k]) backend_buffer_free(args[k]);
+    else if (sig->resident[k].buf && sig->resident[k].buf->consumed) {
+      /* Donated and taken: the old copy is gone whatever happens next. */
+      backend_buffer_free(sig->resident[k].buf);
+      sig->resident[k].buf = NULL;
+      tensor_free(sig->resident[k].value);
+      sig->resident[k].value = NULL;
+    }
+  }
+  for (int r = 0; r < sig->n_results && !s; r++) {
+    cc->outputs[r] = got[r];
+    got[r] = NULL;
+  }
+  /* Variables change only when the whole cluster ran. */
+  for (int w = 0; w < sig->n_written && !s; w++) {
+    const graph_tensor *handle = cc->inputs[sig->written_inputs[w]];
+    s = exec_var_write_value(e, handle, got[sig->n_results + w]);
+    got[sig->n_results + w] = NULL;
+    int k = resource_param(sig, sig->written_inputs[w]);
+    if (s || k < 0) continue;
+    /* The result buffer now mirrors the variable's new host value. */
+    graph_tensor *now = NULL;
+    s = exec_var_read_value(e, handle, &now);
+    if (s) break;
+    tensor_free(sig->resident[k].value);
+    backend_buffer_free(sig->resident[k].buf);
+    sig->resident[k].value = now;
+    sig->resident[k].buf = res[sig->n_results + w];
+    res[sig->n_results + w] = NULL;
+  }
+  for (int j = 0; j < n_res; j++) backend_buffer_free(res[j]);
+  free(res);
+  for (int j = 0; j < n_out; j++) tensor_free(got[j]);
+  free(got);
+  free(args);
+  free(donated);
+  free(temp);
+  e->stats.bytes_to_device += tx.to_device;
+  e->stats.bytes_to_host += tx.to_host;
+  if (s)
+    for (int r = 0; r < cc->n_outputs; r++) {
+      tensor_free(cc->outputs[r]);
+      cc->outputs[r] = NULL;
+    }
+  return s;
+}
+
+static kiln_status run_compiled(cluster_call *cc, cluster_sig *sig) {
+  executor *e = cc->e;
+  if (backend_has_device_memory(sig->device)) return run_on_device(cc, sig);
   hlo_literal *views = calloc((size_t)sig->n_params + 1, sizeof *views);
   hlo_literal **args = calloc((size_t)sig->n_params + 1, sizeof *args);
   graph_tensor **held = calloc((size_t)sig->n_params + 1, sizeof *held);

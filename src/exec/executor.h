@@ -66,6 +66,10 @@ typedef struct executor_stats {
   int64_t cluster_fallback_runs; /* op-by-op cluster runs: lazy first request, megamorphic, unimplemented */
   double cluster_compile_ms;     /* wall time spent lowering and compiling clusters */
   int64_t evaluated_instructions; /* in the modules compiled: instructions a device runs through the evaluator */
+  /* Bytes moved between host memory and devices with memory of their own (plugins),
+   * each way: arguments, results, resident variables and constants (0 on cpu). */
+  int64_t bytes_to_device;
+  int64_t bytes_to_host;
 } executor_stats;
 
 /* Validates g, prunes it to what its results need and checks that every needed node

@@ -97,6 +97,9 @@ typedef struct run_state {
   int n_out;
   kiln_tensor **out;
   double *times_ms;
+  /* Transfer totals before the last iteration, so --json can say what one warm run
+   * moves (on a device with memory: the inputs and outputs only). */
+  int64_t to_device_before_last, to_host_before_last;
 } run_state;
 
 static void run_state_free(run_state *r) {
@@ -707,6 +710,11 @@ static void print_summary(const run_state *r, int iters) {
   json_string(&j, st.device);
   strbuf_printf(&j, ",\"first_ms\":%.6f,\"median_ms\":%.6f,\"iters\":%d,\"evaluated_instructions\":%lld", first,
                 med, iters, (long long)st.evaluated_instructions);
+  strbuf_printf(&j, ",\"bytes_to_device\":%lld,\"bytes_to_host\":%lld,\"last_run_bytes_to_device\":%lld,"
+                    "\"last_run_bytes_to_host\":%lld",
+                (long long)st.bytes_to_device, (long long)st.bytes_to_host,
+                (long long)(st.bytes_to_device - r->to_device_before_last),
+                (long long)(st.bytes_to_host - r->to_host_before_last));
   if (model)
     strbuf_printf(&j, ",\"nodes\":%d,\"jit\":\"%s\",\"clusters\":%d,\"cluster_runs\":%lld,\"cluster_compiles\":%lld,"
                       "\"cluster_cache_hits\":%lld,\"cluster_fallback_runs\":%lld,\"cluster_compile_ms\":%.3f,"
@@ -784,6 +792,12 @@ int cmd_run(int argc, char **argv) {
     for (int k = 0; k < r.n_out; k++) {
       kiln_tensor_free(r.out[k]);
       r.out[k] = NULL;
+    }
+    if (i == iters - 1) {
+      kiln_model_stats st = KILN_MODEL_STATS_INIT;
+      kiln_status_free(kiln_model_get_stats(r.model, &st));
+      r.to_device_before_last = st.bytes_to_device;
+      r.to_host_before_last = st.bytes_to_host;
     }
     double t0 = now_ms();
     s = kiln_model_run(r.model, NULL, r.n_in, r.values, r.n_out, NULL, r.out);

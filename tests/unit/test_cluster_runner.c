@@ -733,6 +733,65 @@ static void test_dump(void) {
 
 /* ------------------------------------------------------- failing devices ----- */
 
+
+/* The counter cluster placed on the example plugin, a device with memory of its own: the
+ * variable crosses to the device once, stays there (the cluster's own update becomes its
+ * resident copy), and each later run moves only x in and the results out. The values
+ * equal the op-by-op reference bit for bit (the example plugin runs kiln's evaluator). */
+static const char counter_on_example[] =
+    "framework tf\n"
+    "graph count {\n"
+    "  input x: float[2]\n"
+    "  input h: resource[]\n"
+    "  add = AssignAddVariableOp[dtype=float](h, x) -> ()\n"
+    "  sub = AssignSubVariableOp[dtype=float](h, x3) @ add\n"
+    "  x3 = Mul[T=float](x, third)\n"
+    "  third = Const[dtype=float, value=tensor<float[]>{0.333}]()\n"
+    "  r = ReadVariableOp[dtype=float](h) @ sub\n"
+    "  output r = r:0\n"
+    "}\n"
+    "input x: float[2]\n" COUNTER_INIT
+    "c = kiln.Cluster[function=@count, n_constants=0, n_resources=1, assigned_device=example](x, v) @ ready "
+    "-> (float[2])\n"
+    "output value = c:0\n";
+
+static void test_variables_stay_on_the_device(void) {
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) abort();
+  exe[n] = 0;
+  char plugin_dir[4200];
+  snprintf(plugin_dir, sizeof plugin_dir, "%s/../plugins/example", dirname(exe));
+  setenv("KILN_PLUGIN_PATH", plugin_dir, 1);
+  backend_registry_reset();
+  pair p = {0};
+  const backend *dev = backend_find("example");
+  if (!dev) {
+    check_fail(__FILE__, __LINE__, "backend_find", "the example plugin did not load (is it built?)");
+    goto done;
+  }
+  CHECK(backend_has_device_memory(dev));
+  if (!pair_open(&p, counter_on_example, counter_ref)) goto done;
+  int64_t to_dev[4], to_host[4];
+  for (int k = 0; k < 4; k++) {
+    PAIR_RUN1(&p, "x", vec_of(GRAPH_DT_FLOAT, 2, (double[]){0.1 * (k + 1), 0.7}));
+    to_dev[k] = stats(&p)->bytes_to_device;
+    to_host[k] = stats(&p)->bytes_to_host;
+  }
+  CHECK(stats(&p)->cluster_compiles == 1 && stats(&p)->cluster_fallback_runs == 0);
+  /* First run: x and the variable (8 bytes each) go to the device. */
+  CHECK(to_dev[0] == 16);
+  /* Later runs: x only; every run brings back the result and the variable's new value. */
+  for (int k = 1; k < 4; k++) {
+    CHECK(to_dev[k] - to_dev[k - 1] == 8);
+    CHECK(to_host[k] - to_host[k - 1] == 16);
+  }
+done:
+  pair_close(&p);
+  unsetenv("KILN_PLUGIN_PATH");
+  backend_registry_reset();
+}
+
 static char plugin_tmp[] = "/tmp/kiln_cluster_plugins_XXXXXX";
 
 /* Writes a manifest for tests/plugin's tiny_MODE library into plugin_tmp. */
@@ -846,4 +905,4 @@ TEST_MAIN(TEST(test_bitwise_and_compile_once), TEST(test_onnx_body), TEST(test_l
           TEST(test_must_compile), TEST(test_megamorphic), TEST(test_unimplemented_falls_back),
           TEST(test_constant_args_by_value), TEST(test_constant_input_computed_inside), TEST(test_resource_counter),
           TEST(test_write_only_cluster), TEST(test_errors_name_the_cluster), TEST(test_dump),
-          TEST(test_failing_devices))
+          TEST(test_failing_devices), TEST(test_variables_stay_on_the_device))
