@@ -70,7 +70,9 @@ typedef struct cluster_sig {
   sig_state state;
   int64_t requests;
   const backend *device;
-  hlo_module *module;
+  /* The compiled module's result shape (the module itself is released after the compile:
+   * its constants would be a second copy of the weights). Tuple elements are arrays. */
+  hlo_shape root_shape;
   backend_executable *exe;
   bool tuple_root;
   int n_params;
@@ -120,8 +122,8 @@ static void sig_release_compiled(cluster_sig *sig) {
   release_resident(sig);
   if (sig->exe) sig->device->destroy(sig->exe);
   sig->exe = NULL;
-  hlo_module_free(sig->module);
-  sig->module = NULL;
+  free(sig->root_shape.elems);
+  sig->root_shape = (hlo_shape){0};
   free(sig->params);
   sig->params = NULL;
   free(sig->written_inputs);
@@ -542,7 +544,7 @@ static kiln_status lower_const(lowering *lw, const graph_node *node, cluster_val
   if (!t[0]) return NULL; /* a constant without outputs */
   own(lw, t[0]);
   hlo_instr *k;
-  TRY(op_constant(lw->comp, t[0], &k));
+  TRY(op_constant_borrowed(lw->comp, t[0], &k)); /* t[0] outlives the module (compile_signature) */
   if (node->n_outputs > 0)
     out[0] = (cluster_value){.defined = true, .hlo = k, .dtype = t[0]->dtype, .known = t[0], .resource = -1};
   return NULL;
@@ -591,7 +593,7 @@ static kiln_status lower_arguments(lowering *lw) {
     *v = (cluster_value){.defined = true, .dtype = t->dtype, .resource = -1};
     if (i < cc->n_constants) {
       v->known = t;
-      TRY(op_constant(lw->comp, t, &v->hlo));
+      TRY(op_constant_borrowed(lw->comp, t, &v->hlo)); /* the call's inputs outlive the module */
     } else if (i < cc->n_constants + cc->n_args) {
       const char *what = arena_printf(lw->m->arena, "argument %s", in_node->name);
       TRY(add_parameter(lw, t, (param_source){i, false}, what, &v->hlo));
@@ -739,9 +741,19 @@ static kiln_status compile_signature(cluster_call *cc, cluster_sig *sig) {
   if (!s) s = status_wrap(hlo_verify_module(lw.m), "the lowering built an invalid module");
   if (!s) {
     sig->device = cc->device;
-    sig->module = lw.m;
-    lw.m = NULL;
-    s = cc->device->compile(cc->device, sig->module, &e->compile, &sig->exe);
+    const hlo_shape *root = &lw.m->entry->root->shape;
+    sig->root_shape = *root;
+    sig->root_shape.layout_extra = NULL;
+    sig->root_shape.elems = NULL;
+    if (shape_is_tuple(root)) {
+      sig->root_shape.elems = malloc((size_t)root->n_elems * sizeof *root->elems + 1);
+      if (!sig->root_shape.elems) abort();
+      for (int i = 0; i < root->n_elems; i++) {
+        sig->root_shape.elems[i] = root->elems[i];
+        sig->root_shape.elems[i].layout_extra = NULL;
+      }
+    }
+    s = cc->device->compile(cc->device, lw.m, &e->compile, &sig->exe);
     if (s) s = status_wrap(s, "compiling for device %s", cc->device->name);
     else {
       e->stats.evaluated_instructions += backend_evaluated_instructions(cc->device, sig->exe);
@@ -824,7 +836,7 @@ static kiln_status run_on_device(cluster_call *cc, cluster_sig *sig) {
   backend_buffer **res = NULL;
   int n_res = 0;
   if (!s)
-    s = backend_execute_buffers(sig->device, sig->exe, &sig->module->entry->root->shape, args, sig->n_params,
+    s = backend_execute_buffers(sig->device, sig->exe, &sig->root_shape, args, sig->n_params,
                                 donated, &res, &n_res);
   if (!s && n_res != n_out) s = ERR_INTERNAL("the device returned %d results, expected %d", n_res, n_out);
   for (int j = 0; j < n_res && !s; j++) {

@@ -21,6 +21,9 @@ typedef struct hlo_literal {
   void *data;      /* arrays: shape_byte_size bytes, row-major; NULL for tuple/token */
   int64_t n;       /* element count of an array literal */
   struct hlo_literal **tuple; /* tuples: n_elems owned literals */
+  /* Arrays: data belongs to someone else (literal_borrow), who keeps it alive and
+   * unchanged for the literal's life; literal_free leaves it alone, nothing writes it. */
+  bool borrowed;
 } hlo_literal;
 
 /* Upper bound on a single literal's size; larger requests are RESOURCE_EXHAUSTED errors,
@@ -32,6 +35,10 @@ kiln_status literal_create(const hlo_shape *shape, hlo_literal **out);
 /* Takes ownership of elems[0..n). */
 hlo_literal *literal_tuple(int n, hlo_literal **elems);
 hlo_literal *literal_clone(const hlo_literal *l);
+/* An array literal over data it does not own (see `borrowed`): a module built only to be
+ * compiled can hold large constants without copying them; the clone a backend keeps owns
+ * its copy. */
+hlo_literal *literal_borrow(const hlo_shape *shape, const void *data);
 void literal_free(hlo_literal *l);
 
 /* Element access by linear (row-major) index, converting through double / int64. Slow

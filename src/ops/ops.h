@@ -108,6 +108,9 @@ void op_lower_args_free(op_lower_args *a);
 kiln_status op_lower(const op_def *def, const graph_node *node, hlo_computation *comp, const op_lower_args *a);
 /* An HLO constant holding t; *out stays NULL when t's dtype has no HLO form (strings). */
 kiln_status op_constant(hlo_computation *comp, const graph_tensor *t, hlo_instr **out);
+/* op_constant without the copy: the constant borrows t's data, so comp's module must be
+ * released before t (the cluster runner's modules live only for their compile). */
+kiln_status op_constant_borrowed(hlo_computation *comp, const graph_tensor *t, hlo_instr **out);
 
 /* NULL when kiln has no op of that name. O(1) after the first call. */
 const op_def *op_find(const char *name);

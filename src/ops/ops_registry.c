@@ -141,3 +141,10 @@ kiln_status op_constant(hlo_computation *comp, const graph_tensor *t, hlo_instr 
   TRY(tensor_to_literal(t, &lit));
   return hlo_build_constant(comp, lit, out);
 }
+
+kiln_status op_constant_borrowed(hlo_computation *comp, const graph_tensor *t, hlo_instr **out) {
+  *out = NULL;
+  hlo_literal view;
+  if (!tensor_literal_view(t, &view)) return NULL;
+  return hlo_build_constant(comp, literal_borrow(&view.shape, t->data), out);
+}

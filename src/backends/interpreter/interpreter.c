@@ -1,13 +1,15 @@
 /* The `interpreter` backend: the reference evaluator behind the backend vtable. Compile
- * only checks that every opcode is one the evaluator implements; the executable borrows
- * the module, which callers keep alive for the executable's lifetime (kiln run does). */
+ * only checks that every opcode is one the evaluator implements and keeps a copy of the
+ * module (callers may release theirs right after compiling, as the cluster runner does:
+ * its modules borrow the graph's weights for the compile only). */
 #include <stdlib.h>
 
 #include "backends/backend.h"
 #include "eval/eval.h"
+#include "hlo/clone.h"
 
 struct backend_executable {
-  const hlo_module *module;
+  hlo_module *module;
 };
 
 static bool interp_supports(const backend *b, const hlo_instr *ins) { return eval_supports(ins); }
@@ -26,7 +28,11 @@ static kiln_status interp_compile(const backend *b, const hlo_module *m, const b
   }
   backend_executable *e = malloc(sizeof *e);
   if (!e) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  e->module = m;
+  kiln_status s = hlo_module_clone(m, &e->module);
+  if (s) {
+    free(e);
+    return s;
+  }
   *out = e;
   return NULL;
 }
@@ -35,7 +41,11 @@ static kiln_status interp_execute(backend_executable *e, hlo_literal *const *arg
   return eval_module(e->module, args, n_args, out);
 }
 
-static void interp_destroy(backend_executable *e) { free(e); }
+static void interp_destroy(backend_executable *e) {
+  if (!e) return;
+  hlo_module_free(e->module);
+  free(e);
+}
 
 const backend interpreter_backend = {
     .name = "interpreter",
