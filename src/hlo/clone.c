@@ -5,6 +5,7 @@
 #include "hlo/clone.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "hlo/literal.h"
 
@@ -61,7 +62,14 @@ static int computation_index(const hlo_module *m, const hlo_computation *c) {
   return -1;
 }
 
-kiln_status hlo_module_clone(const hlo_module *src, hlo_module **out) {
+/* A constant's literal for the copy: its own data, or (borrow) a view of the source's
+ * array data. */
+static hlo_literal *copy_literal(const hlo_literal *l, bool borrow) {
+  if (!borrow || l->shape.type == HLO_TUPLE || !l->data) return literal_clone(l);
+  return literal_borrow(&l->shape, l->data);
+}
+
+static kiln_status clone_module(const hlo_module *src, bool borrow, hlo_module **out) {
   hlo_module *m = hlo_module_new(src->name);
   arena *a = m->arena;
   m->n_raw_attrs = src->n_raw_attrs;
@@ -113,7 +121,7 @@ kiln_status hlo_module_clone(const hlo_module *src, hlo_module **out) {
         hlo_instr_set_operands(d, si->n_operands, ops);
         hlo_instr_set_called(d, si->n_called, called);
         if (si->literal) {
-          hlo_literal *l = literal_clone(si->literal);
+          hlo_literal *l = copy_literal(si->literal, borrow);
           if (!l) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory copying constant %s", si->name);
           else hlo_instr_set_literal(d, l);
         }
@@ -134,3 +142,26 @@ kiln_status hlo_module_clone(const hlo_module *src, hlo_module **out) {
   return NULL;
 }
 
+kiln_status hlo_module_clone(const hlo_module *src, hlo_module **out) { return clone_module(src, false, out); }
+
+kiln_status hlo_module_clone_borrowing_constants(const hlo_module *src, hlo_module **out) {
+  return clone_module(src, true, out);
+}
+
+void hlo_module_own_constants(hlo_module *m) {
+  for (int c = 0; c < m->n_comps; c++) {
+    hlo_computation *comp = m->comps[c];
+    for (int i = 0; i < comp->n_instrs; i++) {
+      hlo_literal *l = comp->instrs[i]->literal;
+      if (!l || !l->borrowed) continue;
+      if (l->data) {
+        size_t n = (size_t)shape_byte_size(&l->shape);
+        void *own = malloc(n ? n : 1);
+        if (!own) abort();
+        memcpy(own, l->data, n);
+        l->data = own;
+      }
+      l->borrowed = false;
+    }
+  }
+}

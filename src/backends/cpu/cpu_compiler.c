@@ -237,8 +237,9 @@ static void release_captured_constants(const cpu_program *p, const thunk *t, int
     int i = t->refs[1 + k].base;
     if (c->op != HLO_OP_CONSTANT || p->comp->instrs[i] != c || !c->literal) continue;
     if (--readers[i] == 0) {
-      free(c->literal->data);
+      if (!c->literal->borrowed) free(c->literal->data);
       c->literal->data = NULL;
+      c->literal->borrowed = false;
     }
   }
 }
@@ -686,7 +687,11 @@ kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_op
   pthread_mutex_init(&x->run_lock, NULL);
   persist_state ps;
   persist_begin(x, opts, fingerprint, &ps);
-  kiln_status st = hlo_module_clone(m, &x->module);
+  /* The copy borrows the caller's constants while compiling: weights the oneDNN
+   * primitives pack are dropped once packed (release_captured_constants) and never
+   * copied; what remains gets its own copy at the end, since the caller may release its
+   * module as soon as this returns. */
+  kiln_status st = hlo_module_clone_borrowing_constants(m, &x->module);
   if (!st) {
     hlo_pipeline *p = cpu_pipeline_new();
     hlo_pipeline_options po = hlo_pipeline_options_default();
@@ -716,6 +721,7 @@ kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_op
     cpu_executable_free(x);
     return st;
   }
+  hlo_module_own_constants(x->module);
   *out = x;
   return NULL;
 }
