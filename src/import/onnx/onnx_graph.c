@@ -1014,8 +1014,9 @@ static kiln_status convert_graph(onnx_ctx *ctx, scope *s, const Onnx__GraphProto
       break;
     }
     /* The weights now live in the tensor: drop protobuf-c's copy to halve peak memory
-     * (free_unpacked skips a NULL buffer; nothing reads this tensor proto again). */
-    free(tp->raw_data.data);
+     * (free_unpacked skips a NULL buffer; nothing reads this tensor proto again). A
+     * payload in the mapped file is not protobuf-c's (onnx_lean.c). */
+    if (!onnx_lean_is_mapped(ctx, tp->raw_data.data)) free(tp->raw_data.data);
     tp->raw_data.data = NULL;
     tp->raw_data.len = 0;
     graph_node *c;

@@ -8,10 +8,14 @@
  * node, attribute or tensor. */
 #include "import/onnx/onnx_import.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/file.h"
 #include "base/strbuf.h"
@@ -20,6 +24,9 @@
 /* Model files over this size are refused before reading (protobuf caps a message at
  * 2 GiB; bigger weights belong in external data). */
 #define ONNX_MAX_FILE_BYTES ((int64_t)2 << 30)
+
+int64_t onnx_import_lean_min_file = (int64_t)8 << 20;
+int64_t onnx_import_lean_min_payload = (int64_t)64 << 10;
 
 int64_t onnx_import_max_inlined_nodes = (int64_t)1 << 20;
 
@@ -50,11 +57,22 @@ static kiln_status collect_opsets(onnx_ctx *ctx) {
 
 /* *owned (may be NULL) is the caller's heap copy of data, freed (and cleared) once protobuf-c
  * has copied what it needs, so a big model is not held three times over. */
-static kiln_status import_model(onnx_ctx *ctx, const void *data, size_t len, void **owned, graph **out) {
+static kiln_status import_model(onnx_ctx *ctx, const void *data, size_t len, void **owned, onnx_lean *lean,
+                                graph **out) {
   if (len == 0) return ERR_INVALID("empty file: not an ONNX model");
   kiln_status s = onnx_check_nesting(data, len);
   if (s) return status_wrap(s, "not a valid ONNX model");
-  ctx->model = onnx__model_proto__unpack(NULL, len, data);
+  /* A mapped file: decode the lean copy, the weights stay in the mapping (onnx_lean.c). */
+  if (ctx->map && onnx_lean_build(data, len, (size_t)onnx_import_lean_min_payload, lean)) {
+    ctx->model = onnx__model_proto__unpack(NULL, lean->wire_len, lean->wire);
+    free(lean->wire);
+    lean->wire = NULL;
+    if (ctx->model && !onnx_lean_attach(lean, ctx->model, data)) {
+      onnx__model_proto__free_unpacked(ctx->model, NULL);
+      ctx->model = NULL;
+    }
+  }
+  if (!ctx->model) ctx->model = onnx__model_proto__unpack(NULL, len, data);
   free(*owned);
   *owned = NULL;
   if (!ctx->model) return ERR_INVALID("not a valid ONNX model (protobuf decoding of ModelProto failed)");
@@ -70,10 +88,17 @@ static kiln_status import_model(onnx_ctx *ctx, const void *data, size_t len, voi
   return NULL;
 }
 
-static kiln_status import_with_ctx(const void *data, size_t len, void *owned, const char *model_path, graph **out) {
+static kiln_status import_with_ctx(const void *data, size_t len, void *owned, bool mapped, const char *model_path,
+                                   graph **out) {
   *out = NULL;
   onnx_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
+  if (mapped) {
+    ctx.map = data;
+    ctx.map_len = len;
+  }
+  onnx_lean lean;
+  memset(&lean, 0, sizeof lean);
   ctx.path = model_path ? model_path : "<buffer>";
   char *dir = NULL;
   if (model_path) {
@@ -83,9 +108,13 @@ static kiln_status import_with_ctx(const void *data, size_t len, void *owned, co
     ctx.dir = dir;
   }
   void *to_free = owned;
-  kiln_status s = import_model(&ctx, data, len, &to_free, out);
+  kiln_status s = import_model(&ctx, data, len, &to_free, &lean, out);
   free(to_free);
-  if (ctx.model) onnx__model_proto__free_unpacked(ctx.model, NULL);
+  if (ctx.model) {
+    onnx_lean_detach(&lean, ctx.model);
+    onnx__model_proto__free_unpacked(ctx.model, NULL);
+  }
+  onnx_lean_free(&lean);
   graph_free(ctx.root);
   free(ctx.domains);
   free(dir);
@@ -93,13 +122,28 @@ static kiln_status import_with_ctx(const void *data, size_t len, void *owned, co
 }
 
 kiln_status onnx_import_buffer(const void *data, size_t len, const char *model_path, graph **out) {
-  return import_with_ctx(data, len, NULL, model_path, out);
+  return import_with_ctx(data, len, NULL, false, model_path, out);
 }
 
 kiln_status onnx_import_file(const char *path, graph **out) {
   *out = NULL;
+  /* Large regular files are mapped so their weights are held once (onnx_lean.c). */
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= onnx_import_lean_min_file &&
+      st.st_size <= ONNX_MAX_FILE_BYTES) {
+    void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (map != MAP_FAILED) {
+      kiln_status s = import_with_ctx(map, (size_t)st.st_size, NULL, true, path, out);
+      munmap(map, (size_t)st.st_size);
+      return s;
+    }
+  } else if (fd >= 0) {
+    close(fd);
+  }
   char *data;
   size_t len;
   TRY(file_read_all(path, "ONNX model", ONNX_MAX_FILE_BYTES, &data, &len));
-  return import_with_ctx(data, len, data, path, out);
+  return import_with_ctx(data, len, data, false, path, out);
 }

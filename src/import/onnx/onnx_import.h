@@ -98,6 +98,12 @@
  * nodes plus calls than this is a RESOURCE_EXHAUSTED error. Default 1 << 20; the fuzz target
  * lowers it. */
 extern int64_t onnx_import_max_inlined_nodes;
+/* onnx_import_file maps model files of at least this many bytes and decodes them without
+ * copying initializer payloads of at least onnx_import_lean_min_payload bytes (they are
+ * copied once, into their tensors; onnx_lean.c). Settable so tests can reach the path
+ * with small files. */
+extern int64_t onnx_import_lean_min_file;
+extern int64_t onnx_import_lean_min_payload;
 
 /* Reads and imports a model file; external data is looked up beside it. */
 kiln_status onnx_import_file(const char *path, graph **out);

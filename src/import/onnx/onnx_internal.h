@@ -28,6 +28,20 @@ typedef struct onnx_domain_opset {
   int64_t version;
 } onnx_domain_opset;
 
+/* ---- lean decoding of large models (onnx_lean.c) ---- */
+typedef struct onnx_lifted {
+  size_t initializer;   /* index in ModelProto.graph.initializer */
+  size_t offset, len;   /* its raw_data payload in the mapped file */
+  uint8_t *saved;       /* what protobuf-c decoded for the cut payload, restored before freeing */
+  bool attached;
+} onnx_lifted;
+typedef struct onnx_lean {
+  uint8_t *wire;        /* the model's wire bytes with the lifted payloads cut */
+  size_t wire_len;
+  size_t n, cap;
+  onnx_lifted *lifted;
+} onnx_lean;
+
 typedef struct onnx_ctx {
   const char *path;      /* for messages */
   const char *dir;       /* model directory for external data; NULL: refused */
@@ -39,7 +53,25 @@ typedef struct onnx_ctx {
   int inline_depth;
   const Onnx__FunctionProto *inline_stack[ONNX_MAX_INLINE_DEPTH];
   int64_t inlined_nodes; /* nodes made while inlining, against onnx_import_max_inlined_nodes */
+  const uint8_t *map;    /* the mapped model file (onnx_lean.c), or NULL */
+  size_t map_len;
 } onnx_ctx;
+
+
+/* Builds the lean copy of data[0..len) (payloads of at least min_bytes are lifted);
+ * false when nothing is worth lifting or the bytes are not what it expects. */
+bool onnx_lean_build(const uint8_t *data, size_t len, size_t min_bytes, onnx_lean *out);
+/* Points the decoded initializers' raw_data into base (the mapped file); false (and
+ * nothing attached) when the decoded model does not match the lifted list. */
+bool onnx_lean_attach(onnx_lean *l, Onnx__ModelProto *m, const uint8_t *base);
+/* Undoes attach; must run before the model is freed. */
+void onnx_lean_detach(onnx_lean *l, Onnx__ModelProto *m);
+void onnx_lean_free(onnx_lean *l);
+/* After data[0..len) was copied out: drops the mapped file pages it occupied (no-op for
+ * data outside the mapping). */
+void onnx_lean_release(const onnx_ctx *ctx, const void *data, size_t len);
+/* Whether p points into the mapped model file. */
+bool onnx_lean_is_mapped(const onnx_ctx *ctx, const void *p);
 
 /* ---- string-keyed map (keys borrowed: they must outlive the map) ---- */
 typedef struct onnx_map_entry {

@@ -339,6 +339,7 @@ kiln_status onnx_tensor_from_proto(const onnx_ctx *ctx, const Onnx__TensorProto 
     s = read_external(ctx, tp, (size_t)bytes, t->data);
   } else if (tp->has_raw_data) {
     if (bytes) memcpy(t->data, tp->raw_data.data, (size_t)bytes);
+    onnx_lean_release(ctx, tp->raw_data.data, (size_t)bytes); /* one copy of a mapped model's weights */
   } else if (n > 0) {
     fill_from_typed(t, tp, field);
   }
