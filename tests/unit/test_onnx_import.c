@@ -625,9 +625,69 @@ static void test_truncated_models(void) {
   }
 }
 
+
+/* The mapped path (onnx_lean.c: the file mapped, decoded from a copy with the
+ * initializers' payloads cut, each payload copied once into its tensor) must give the
+ * same graph as decoding the whole file from memory, for every tensor encoding, and a
+ * truncated file must fail as cleanly. The thresholds are lowered so small models take
+ * the mapped path. */
+static void test_mapped_import_equals_buffer_import(void) {
+  CHECK(make_models());
+  if (!models_ready) return;
+  int64_t saved_file = onnx_import_lean_min_file, saved_payload = onnx_import_lean_min_payload;
+  onnx_import_lean_min_file = 0;
+  onnx_import_lean_min_payload = 1;
+  static const char *const models[] = {"conv_relu.onnx", "if_capture.onnx", "loop.onnx", "all_dtypes.onnx",
+                                       "init_as_input.onnx", "narrow_dtypes.onnx"};
+  for (size_t m = 0; m < sizeof models / sizeof models[0]; m++) {
+    FILE *f = fopen(model_path(models[m]), "rb");
+    CHECK(f != NULL);
+    if (!f) continue;
+    static uint8_t buf[1 << 16];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    graph *mapped = NULL, *read = NULL;
+    CHECK_OK(onnx_import_file(model_path(models[m]), &mapped));
+    CHECK_OK(onnx_import_buffer(buf, len, model_path(models[m]), &read));
+    if (mapped && read) {
+      char *a = graph_to_string(mapped), *b = graph_to_string(read);
+      if (strcmp(a, b) != 0) {
+        fprintf(stderr, "%s: the mapped import differs from the buffer import\n", models[m]);
+        CHECK(!"same graph");
+      }
+      free(a);
+      free(b);
+    }
+    graph_free(mapped);
+    graph_free(read);
+    /* Truncations of the file on disk go through the mapped path too. */
+    char cut_path[4200];
+    snprintf(cut_path, sizeof cut_path, "%s/cut.onnx", model_dir);
+    for (size_t cut = 1; cut < len; cut += 1 + cut / 16) {
+      FILE *o = fopen(cut_path, "wb");
+      if (!o) break;
+      fwrite(buf, 1, cut, o);
+      fclose(o);
+      graph *g = NULL;
+      kiln_status s = onnx_import_file(cut_path, &g);
+      if (s) {
+        CHECK(g == NULL && strstr(kiln_status_message(s), "cut.onnx") != NULL);
+        kiln_status_free(s);
+      } else {
+        CHECK_OK(graph_validate(g));
+        graph_free(g);
+      }
+    }
+    remove(cut_path);
+  }
+  onnx_import_lean_min_file = saved_file;
+  onnx_import_lean_min_payload = saved_payload;
+}
+
 TEST_MAIN(TEST(test_conv_relu), TEST(test_initializer_as_input), TEST(test_all_dtypes),
           TEST(test_narrow_dtypes_unpacked), TEST(test_external_data),
           TEST(test_if_captures), TEST(test_loop), TEST(test_scan), TEST(test_symbolic_dims),
           TEST(test_empty_and_duplicate_names), TEST(test_optional_inputs), TEST(test_constants),
           TEST(test_attribute_kinds_and_domains), TEST(test_unsorted_nodes), TEST(test_function_inlined), TEST(test_function_limits),
-          TEST(test_model_errors), TEST(test_garbage), TEST(test_truncated_models))
+          TEST(test_model_errors), TEST(test_garbage), TEST(test_truncated_models),
+          TEST(test_mapped_import_equals_buffer_import))
