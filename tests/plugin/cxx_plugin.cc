@@ -7,7 +7,9 @@
  * exception crosses the C boundary: each entry catches and turns it into an error.
  * It needs nothing from kiln but include/kiln/plugin.h, like an outside vendor's plugin.
  * Anything outside its subset (another type, another op, a called computation) is
- * UNIMPLEMENTED from compile, so the host places such modules elsewhere. */
+ * UNIMPLEMENTED from compile, so the host places such modules elsewhere.
+ * Built a second time with CXX_NULL_BUFFER_SHAPE, its table lacks a mandatory entry,
+ * which the loader must refuse (tests/unit/test_plugin.c). */
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -339,6 +341,7 @@ kiln_plugin_error *c_buffer_to_host(kiln_plugin_buffer_to_host_args *a) {
   return NULL;
 }
 
+#ifndef CXX_NULL_BUFFER_SHAPE
 kiln_plugin_error *c_buffer_shape(kiln_plugin_buffer_shape_args *a) {
   if (a->buffer->dims.size() > KILN_PLUGIN_MAX_RANK) return make_error(KILN_PLUGIN_ERR_OUT_OF_RANGE, "rank");
   a->dtype = KILN_DTYPE_F32;
@@ -347,6 +350,7 @@ kiln_plugin_error *c_buffer_shape(kiln_plugin_buffer_shape_args *a) {
   a->device = 0;
   return NULL;
 }
+#endif
 
 void c_buffer_destroy(kiln_plugin_client *, kiln_plugin_buffer *b) { delete b; }
 
@@ -355,7 +359,11 @@ const kiln_plugin_api cxx_api = {
     c_error_code, c_error_message, c_error_destroy,
     c_client_create, c_client_destroy, c_device_count, c_device_info,
     c_compile, c_executable_destroy, c_execute,
+#ifdef CXX_NULL_BUFFER_SHAPE
+    c_buffer_from_host, c_buffer_to_host, NULL, c_buffer_destroy,
+#else
     c_buffer_from_host, c_buffer_to_host, c_buffer_shape, c_buffer_destroy,
+#endif
     c_op_supported, NULL};
 
 }  // namespace

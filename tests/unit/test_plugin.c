@@ -305,6 +305,20 @@ static void test_abi2_cxx_plugin(void) {
   plugin_free(p);
 }
 
+/* An ABI-2 table with a NULL mandatory entry is refused and the library unloaded. */
+static void test_abi2_null_mandatory_entry_refused(void) {
+  find_dirs();
+  char manifest[4200], lib[4200];
+  snprintf(manifest, sizeof manifest, "%s/cxx_null_entry.kiln-plugin.json", plugin_dir);
+  snprintf(lib, sizeof lib, "%s/libcxx_null_entry.so", plugin_dir);
+  if (access(manifest, R_OK) != 0) return; /* no C++ compiler in this build */
+  plugin *p = plugin_load(manifest);
+  CHECK(contains(plugin_reason(p), "mandatory entry buffer_shape is NULL"));
+  CHECK(plugin_device_backend(p, 0) == NULL);
+  CHECK(!library_is_loaded(lib));
+  plugin_free(p);
+}
+
 static void test_execute_error_is_clean(void) {
   find_dirs();
   plugin *p = plugin_load(built_manifest("exec_error"));
@@ -465,6 +479,6 @@ TEST_MAIN(TEST(test_working_plugin), TEST(test_abi_major_mismatch_never_opens_li
           TEST(test_newer_minor_rejected), TEST(test_missing_library), TEST(test_bad_manifests),
           TEST(test_missing_entry_symbol), TEST(test_init_error), TEST(test_older_table_works),
           TEST(test_internal_compile_error_keeps_its_code), TEST(test_unimplemented_compile_falls_back),
-          TEST(test_abi2_cxx_plugin), TEST(test_execute_error_is_clean),
+          TEST(test_abi2_cxx_plugin), TEST(test_abi2_null_mandatory_entry_refused), TEST(test_execute_error_is_clean),
           TEST(test_registry_lists_unavailable_and_orders_by_priority), TEST(test_extra_exports_flagged),
           TEST(test_add_plugins), TEST(test_add_plugins_from_threads), TEST(test_cleanup))
