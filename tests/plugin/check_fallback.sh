@@ -16,6 +16,11 @@
 #   cxx                  the C++ ABI-2 plugin runs an elementwise module with a large
 #                        (hoisted, device-resident) constant; same output as the
 #                        interpreter
+#   bridge               a model (tests/plugin/addmul.graph) placed on tiny_compile_error:
+#                        the cluster's compile error (jit auto) and an op's (jit off)
+#                        fail the run with exit 1 naming the device; with
+#                        --allow_plugin_fallback it runs, warning once, and matches the
+#                        interpreter
 #   abi_major_3          a manifest declaring ABI 3 is refused before the library is
 #                        opened (its library's init would fail with its own message)
 # usage: check_fallback.sh CASE KILN BUILD_DIR SOURCE_DIR
@@ -132,6 +137,27 @@ PYEOF
   "$KILN" run "$SRC/tests/plugin/negate_constant.hlo" -o "$OUT" --plugin "$TINY/cxx.kiln-plugin.json" --device cxx \
     --json >"$OUT/stdout" 2>"$OUT/stderr"
   if [ $? -ne 0 ] || ! grep -q '"device":"cxx"' "$OUT/stdout" || ! negated; then bad "negate_constant on cxx"; fi ;;
+bridge)
+  GRAPH=$SRC/tests/plugin/addmul.graph
+  $PY -c "import numpy as np; np.save('$OUT/x.npy', np.arange(4, dtype=np.float32)); np.save('$OUT/y.npy', np.ones(4, np.float32))"
+  for jit in auto off; do
+    "$KILN" run "$GRAPH" -i x="$OUT/x.npy" -i y="$OUT/y.npy" -o "$OUT" --plugin "$TINY/tiny_compile_error.kiln-plugin.json" \
+      --device tiny_compile_error --jit $jit --min_cluster_size 1 >"$OUT/stdout" 2>"$OUT/stderr"
+    rc=$?
+    if [ $rc -ne 1 ] || ! grep -q 'device tiny_compile_error: compile failed: tiny compiler crashed politely' "$OUT/stderr"; then
+      bad "jit $jit: expected exit 1 naming the device and 'compile failed' (rc=$rc)"
+    fi
+  done
+  mkdir -p "$OUT/ref"
+  "$KILN" run "$GRAPH" -i x="$OUT/x.npy" -i y="$OUT/y.npy" -o "$OUT/ref" --device interpreter >/dev/null 2>&1 || bad "interpreter failed"
+  "$KILN" run "$GRAPH" -i x="$OUT/x.npy" -i y="$OUT/y.npy" -o "$OUT" --plugin "$TINY/tiny_compile_error.kiln-plugin.json" \
+    --device tiny_compile_error --min_cluster_size 1 --allow_plugin_fallback >"$OUT/stdout" 2>"$OUT/stderr"
+  rc=$?
+  n=$(grep -c 'falling back to the next device (--allow_plugin_fallback)' "$OUT/stderr")
+  if [ $rc -ne 0 ] || [ "$n" -ne 1 ]; then bad "with the flag: expected success and one warning (rc=$rc, $n warnings)"
+  elif ! $PY -c "import numpy as np, sys; sys.exit(0 if (np.load('$OUT/out.npy') == np.load('$OUT/ref/out.npy')).all() else 1)"; then
+    bad "with the flag: wrong result"
+  fi ;;
 abi_major_3)
   sed -e 's/"major": 1/"major": 3/' "$TINY/tiny_init_error.kiln-plugin.json" |
     sed -e "s|\"libtiny_init_error.so\"|\"$TINY/libtiny_init_error.so\"|" >"$OUT/three.kiln-plugin.json"

@@ -43,6 +43,7 @@ typedef struct plugin_device {
   int index;
   char *name;
   char *description;
+  int fallback_warned; /* --allow_plugin_fallback's warning was given (atomic) */
 } plugin_device;
 
 struct plugin {
@@ -318,21 +319,27 @@ static void release(plugin_device *d, kiln_plugin_buffer *b) {
  * and message: UNIMPLEMENTED stays UNIMPLEMENTED ("not on this device"); anything else
  * is the run's failure with the plugin's code, or, with allow_plugin_fallback, a
  * warning and UNIMPLEMENTED so the caller places the work elsewhere. */
-static kiln_status compile_failure(const plugin_device *d, int plugin_code, const char *msg,
+static kiln_status compile_failure(plugin_device *d, int plugin_code, const char *msg,
                                    const backend_compile_options *copts) {
   if (!msg || !*msg) msg = "(no message)";
   if (plugin_code == KILN_PLUGIN_ERR_UNIMPLEMENTED)
     return status_error(KILN_UNIMPLEMENTED, "device %s: cannot compile this module: %s", d->name, msg);
   if (!copts || !copts->allow_plugin_fallback)
     return status_error(code_from_plugin(plugin_code), "device %s: compile failed: %s", d->name, msg);
-  log_warning("device %s: compile failed (%s): %s; falling back to the next device (--allow_plugin_fallback)", d->name,
-              plugin_code_name(plugin_code), msg);
+  /* A model's op-by-op fallback compiles many small modules on the same device: warn
+   * once per device, then note the rest at info level. */
+  if (!__atomic_exchange_n(&d->fallback_warned, 1, __ATOMIC_RELAXED))
+    log_warning("device %s: compile failed (%s): %s; falling back to the next device (--allow_plugin_fallback)",
+                d->name, plugin_code_name(plugin_code), msg);
+  else
+    log_info("device %s: compile failed (%s): %s; falling back to the next device (--allow_plugin_fallback)", d->name,
+             plugin_code_name(plugin_code), msg);
   return status_error(KILN_UNIMPLEMENTED, "device %s: compile failed (%s): %s", d->name, plugin_code_name(plugin_code),
                       msg);
 }
 
 /* compile_failure for a plugin error (released here). */
-static kiln_status compile_error(const plugin_device *d, kiln_plugin_error *err, const backend_compile_options *copts) {
+static kiln_status compile_error(plugin_device *d, kiln_plugin_error *err, const backend_compile_options *copts) {
   const kiln_plugin_api *api = &d->owner->api;
   kiln_status s = compile_failure(d, api->error_code(err), api->error_message(err), copts);
   api->error_destroy(err);
