@@ -430,7 +430,7 @@ static kiln_status adapter_compile(const backend *b, const hlo_module *m, const 
     x->result_shapes[i].n_elems = 0;
     x->result_shapes[i].elems = NULL;
   }
-  for (int i = 0; i < n_consts && !s; i++) {
+  for (int i = 0; i < n_consts && !s && !err; i++) {
     s = upload_raw(d, consts[i], &x->resident[i], &err);
     if (!s && !err) {
       x->n_resident = i + 1;
@@ -472,7 +472,7 @@ static kiln_status check_result_shape(backend_executable *x, int i, const kiln_p
   return NULL;
 }
 
-/* Copies buf (already checked against `shape`) into a new literal. */
+/* Copies buf into dst (n_bytes, the size of the shape the caller checked). */
 static kiln_status download(plugin_device *d, const kiln_plugin_buffer *buf, void *dst, size_t n_bytes) {
   plugin *p = d->owner;
   kiln_plugin_buffer_to_host_args a;
