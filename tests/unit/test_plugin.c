@@ -305,6 +305,32 @@ static void test_abi2_cxx_plugin(void) {
   plugin_free(p);
 }
 
+/* A large constant is uploaded at compile time; the plugin refusing the upload is a
+ * compile failure judged by its code (tiny answers UNIMPLEMENTED for non-f32 buffers),
+ * and nothing leaks on the way out. */
+static void test_resident_constant_upload_failure(void) {
+  find_dirs();
+  plugin *p = plugin_load(built_manifest("ok"));
+  const backend *b = plugin_device_backend(p, 0);
+  CHECK(b != NULL);
+  if (b) {
+    char text[16384];
+    int n = snprintf(text, sizeof text, "HloModule m\nENTRY e {\n  a = s32[1024] parameter(0)\n  c = s32[1024] constant({");
+    for (int i = 0; i < 1024; i++) n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", i ? "," : "", i % 10);
+    snprintf(text + n, sizeof text - (size_t)n, "})\n  ROOT r = s32[1024] add(a, c)\n}\n");
+    hlo_module *m = NULL;
+    CHECK_OK(hlo_parse(text, strlen(text), "big", &m));
+    backend_executable *e = NULL;
+    kiln_status s = m ? b->compile(b, m, NULL, &e) : NULL;
+    CHECK(s && kiln_status_code(s) == KILN_UNIMPLEMENTED);
+    CHECK(s && contains(kiln_status_message(s), "tiny speaks f32 only"));
+    kiln_status_free(s);
+    CHECK(e == NULL);
+    hlo_module_free(m);
+  }
+  plugin_free(p);
+}
+
 /* An ABI-2 table with a NULL mandatory entry is refused and the library unloaded. */
 static void test_abi2_null_mandatory_entry_refused(void) {
   find_dirs();
@@ -479,6 +505,7 @@ TEST_MAIN(TEST(test_working_plugin), TEST(test_abi_major_mismatch_never_opens_li
           TEST(test_newer_minor_rejected), TEST(test_missing_library), TEST(test_bad_manifests),
           TEST(test_missing_entry_symbol), TEST(test_init_error), TEST(test_older_table_works),
           TEST(test_internal_compile_error_keeps_its_code), TEST(test_unimplemented_compile_falls_back),
-          TEST(test_abi2_cxx_plugin), TEST(test_abi2_null_mandatory_entry_refused), TEST(test_execute_error_is_clean),
+          TEST(test_abi2_cxx_plugin), TEST(test_abi2_null_mandatory_entry_refused),
+          TEST(test_resident_constant_upload_failure), TEST(test_execute_error_is_clean),
           TEST(test_registry_lists_unavailable_and_orders_by_priority), TEST(test_extra_exports_flagged),
           TEST(test_add_plugins), TEST(test_add_plugins_from_threads), TEST(test_cleanup))
