@@ -187,6 +187,9 @@ KILN_API void kiln_options_free(kiln_options *opts);
  *   plugin_path       colon-separated directories of *.kiln-plugin.json manifests
  *   plugin            a plugin manifest path (adds one each time it is set)
  *   plugin_option     KEY=VALUE passed to every plugin compile (adds one each time)
+ *   allow_plugin_fallback  "true": a plugin compile failing with anything but
+ *                     UNIMPLEMENTED logs a warning and the work goes to the next
+ *                     device; "false" (default): it fails the load / run
  *   log_level         "info", "warning" (default) or "error": the least severe
  *                     message delivered
  *   format            "auto" (default), "onnx", "graphdef", "tfjs", "hlo", "graph",

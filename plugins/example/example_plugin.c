@@ -1,11 +1,24 @@
-/* The example plugin: a device named `example`, built the way an outside vendor would
- * build one — against include/kiln/plugin.h only, with kiln's HLO layer and evaluator
- * linked in statically and hidden, so the library exports nothing but
- * kiln_plugin_init. It supports a deliberate subset of HLO (elementwise, reduce, dot,
+/* The example plugin (ABI 2): a device named `example`, built the way an outside vendor
+ * would build one — against include/kiln/plugin.h only, with kiln's HLO layer and
+ * evaluator linked in statically and hidden, so the library exports nothing but
+ * kiln_plugin_init. It is the reference vendors read, so it shows every part of the ABI
+ * in its simplest form:
+ *   - all state lives in the client (kiln_plugin_client), none in globals, so a process
+ *     may hold several clients; the host's log callback is kept there too;
+ *   - every entry takes its *_args struct and reads only fields within struct_size;
+ *   - "device memory" is host memory here: a buffer is a literal, and execute runs on
+ *     the buffers' literals without copying them;
+ *   - donation: a donated argument whose shape is exactly a result's becomes that
+ *     result (its memory is reused instead of allocating a new literal);
+ *   - error codes: UNIMPLEMENTED for "not on this device" (outside the supported subset,
+ *     or refused by the example.reject_opcodes compile option), other codes for
+ *     failures.
+ * It supports a deliberate subset of HLO (elementwise, reduce, dot,
  * broadcast/reshape/transpose, constant/parameter/tuple/get-tuple-element, and not
  * convolution among others), and its op_supported matrix says exactly that, so the
  * host's placer and `kiln conformance` see "unsupported" rather than "wrong" for the
  * rest. Execution parses the HLO text the host sends and runs kiln's evaluator on it. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,10 +32,16 @@ struct kiln_plugin_error {
   char *message;
 };
 
+/* The plugin's whole state: one per client_create. */
+struct kiln_plugin_client {
+  kiln_plugin_host host; /* a copy of what the host offered (fields beyond its struct_size zero) */
+};
+
 struct kiln_plugin_executable {
   hlo_module *module;
 };
 
+/* A device buffer; literal is NULL once donated away. */
 struct kiln_plugin_buffer {
   hlo_literal *literal;
 };
@@ -60,13 +79,40 @@ static void ex_error_destroy(kiln_plugin_error *e) {
   free(e);
 }
 
-static int ex_device_count(void) { return 1; }
+/* Sends a message to the host's log, if it offered one. */
+static void say(const kiln_plugin_client *c, int level, const char *message) {
+  if (c->host.log) c->host.log(c->host.host_data, level, message);
+}
 
-static kiln_plugin_error *ex_device_info(int device, kiln_plugin_device_info *out) {
-  if (device != 0) return make_error(KILN_PLUGIN_ERR_NOT_FOUND, "no such device");
-  if (out->struct_size >= offsetof(kiln_plugin_device_info, name) + sizeof out->name) out->name = "example";
-  if (out->struct_size >= offsetof(kiln_plugin_device_info, description) + sizeof out->description)
-    out->description = "example plugin (kiln evaluator inside; no convolution)";
+/* ---- the client ---- */
+
+static kiln_plugin_error *ex_client_create(kiln_plugin_client_create_args *a) {
+  kiln_plugin_client *c = calloc(1, sizeof *c);
+  if (!c) return make_error(KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
+  /* Copy only what the host's struct holds: an older host's is shorter. */
+  if (a->host) {
+    size_t n = a->host->struct_size < sizeof c->host ? a->host->struct_size : sizeof c->host;
+    memcpy(&c->host, a->host, n);
+  }
+  a->client = c;
+  say(c, KILN_PLUGIN_LOG_DEBUG, "example client created");
+  return NULL;
+}
+
+static void ex_client_destroy(kiln_plugin_client *c) { free(c); }
+
+static kiln_plugin_error *ex_device_count(kiln_plugin_device_count_args *a) {
+  a->n_devices = 1;
+  return NULL;
+}
+
+static kiln_plugin_error *ex_device_info(kiln_plugin_device_info_args *a) {
+  if (a->device != 0) return make_error(KILN_PLUGIN_ERR_NOT_FOUND, "no such device");
+  a->name = "example";
+  a->description = "example plugin (kiln evaluator inside; no convolution)";
+  /* memory_bytes is the last field: write it only when the host's struct has it. */
+  if (a->struct_size >= offsetof(kiln_plugin_device_info_args, memory_bytes) + sizeof a->memory_bytes)
+    a->memory_bytes = 0; /* host memory: no fixed size */
   return NULL;
 }
 
@@ -108,7 +154,7 @@ static bool in_list(const char *op, const char *const *list, size_t n) {
 }
 #define IN(op, list) in_list(op, list, sizeof list / sizeof list[0])
 
-static int ex_op_supported(int device, const char *opcode, int dtype) {
+static int op_supported(int device, const char *opcode, int dtype) {
   if (device != 0) return 0;
   /* Tuple-shaped results (tuple, a tuple parameter) have no element type: dtype 0. */
   if (dtype == 0) return strcmp(opcode, "tuple") == 0 || strcmp(opcode, "parameter") == 0 ||
@@ -122,6 +168,11 @@ static int ex_op_supported(int device, const char *opcode, int dtype) {
     return is_float || is_int;
   if (IN(opcode, logical)) return is_int || is_pred;
   return 0;
+}
+
+static kiln_plugin_error *ex_op_supported(kiln_plugin_op_supported_args *a) {
+  a->supported = op_supported(a->device, a->opcode, a->dtype);
+  return NULL;
 }
 
 /* Whether `op` is one of the comma-separated names in `list` (NULL: none). */
@@ -144,7 +195,7 @@ static kiln_status check_subset(const hlo_module *m, const char *rejected) {
     for (int i = 0; i < comp->n_instrs; i++) {
       const hlo_instr *ins = comp->instrs[i];
       const char *op = hlo_opcode_name(ins->op);
-      if (!ex_op_supported(0, op, dtype_from_type(ins->shape.type)) || !eval_supports(ins))
+      if (!op_supported(0, op, dtype_from_type(ins->shape.type)) || !eval_supports(ins))
         return status_error(KILN_UNIMPLEMENTED, "example plugin: %s: %s of %s is outside the supported subset",
                             ins->name, op, hlo_type_name(ins->shape.type));
       if (listed(rejected, op))
@@ -158,18 +209,17 @@ static kiln_status check_subset(const hlo_module *m, const char *rejected) {
 
 /* ---- compile / execute ---- */
 
-static kiln_plugin_error *ex_compile(int device, const char *format, const char *text, size_t len,
-                                     const kiln_plugin_option *options, size_t n_options,
-                                     kiln_plugin_executable **out) {
+static kiln_plugin_error *ex_compile(kiln_plugin_compile_args *a) {
   const char *rejected = NULL;
-  for (size_t i = 0; i < n_options; i++)
-    if (options[i].struct_size >= sizeof(kiln_plugin_option) && strcmp(options[i].key, "example.reject_opcodes") == 0)
-      rejected = options[i].value;
-  if (device != 0) return make_error(KILN_PLUGIN_ERR_NOT_FOUND, "no such device");
-  if (strcmp(format, KILN_PLUGIN_FORMAT_HLO_TEXT) != 0)
+  for (size_t i = 0; i < a->n_options; i++)
+    if (a->options[i].struct_size >= sizeof(kiln_plugin_option) &&
+        strcmp(a->options[i].key, "example.reject_opcodes") == 0)
+      rejected = a->options[i].value;
+  if (a->device != 0) return make_error(KILN_PLUGIN_ERR_NOT_FOUND, "no such device");
+  if (strcmp(a->format, KILN_PLUGIN_FORMAT_HLO_TEXT) != 0)
     return make_error(KILN_PLUGIN_ERR_UNIMPLEMENTED, "only hlo-text modules are accepted");
   hlo_module *m = NULL;
-  kiln_status s = hlo_parse(text, len, "<plugin module>", &m);
+  kiln_status s = hlo_parse(a->module, a->module_len, "<plugin module>", &m);
   if (!s) s = hlo_verify_module(m);
   if (!s) s = check_subset(m, rejected);
   if (s) {
@@ -182,11 +232,12 @@ static kiln_plugin_error *ex_compile(int device, const char *format, const char 
     return make_error(KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
   }
   e->module = m;
-  *out = e;
+  a->executable = e;
   return NULL;
 }
 
-static void ex_executable_destroy(kiln_plugin_executable *e) {
+static void ex_executable_destroy(kiln_plugin_client *c, kiln_plugin_executable *e) {
+  (void)c;
   if (!e) return;
   hlo_module_free(e->module);
   free(e);
@@ -202,83 +253,111 @@ static kiln_plugin_buffer *wrap(hlo_literal *l) {
   return b;
 }
 
-static kiln_plugin_error *ex_execute(kiln_plugin_executable *e, kiln_plugin_buffer *const *args, size_t n_args,
-                                     kiln_plugin_buffer **results, size_t max_results, size_t *n_results) {
-  *n_results = 0;
-  hlo_literal **lits = malloc((n_args ? n_args : 1) * sizeof *lits);
+static void ex_buffer_destroy(kiln_plugin_client *c, kiln_plugin_buffer *b) {
+  (void)c;
+  if (!b) return;
+  literal_free(b->literal);
+  free(b);
+}
+
+/* Makes the result buffer for value v (taken). Donation: the first donated argument
+ * still holding its memory whose shape is exactly v's gives its literal, which v is
+ * copied into, and the argument's handle is left empty (the host only destroys it).
+ * The evaluator allocates its own result, so here this saves nothing; a real device
+ * would have written the result into the donated memory directly. */
+static kiln_plugin_buffer *result_buffer(kiln_plugin_client *c, hlo_literal *v, const kiln_plugin_execute_args *a) {
+  for (size_t i = 0; a->donated && i < a->n_args; i++) {
+    kiln_plugin_buffer *arg = a->args[i];
+    if (!a->donated[i] || !arg->literal || !shape_equal(&arg->literal->shape, &v->shape)) continue;
+    kiln_plugin_buffer *b = malloc(sizeof *b);
+    if (!b) break;
+    memcpy(arg->literal->data, v->data, (size_t)shape_byte_size(&v->shape));
+    b->literal = arg->literal;
+    arg->literal = NULL;
+    literal_free(v);
+    char msg[96];
+    snprintf(msg, sizeof msg, "execute: a result reuses donated argument %zu", i);
+    say(c, KILN_PLUGIN_LOG_DEBUG, msg);
+    return b;
+  }
+  return wrap(v);
+}
+
+static kiln_plugin_error *ex_execute(kiln_plugin_execute_args *a) {
+  a->n_results = 0;
+  kiln_plugin_executable *e = a->executable;
+  hlo_literal **lits = malloc((a->n_args ? a->n_args : 1) * sizeof *lits);
   if (!lits) return make_error(KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
-  for (size_t i = 0; i < n_args; i++) lits[i] = args[i]->literal;
+  for (size_t i = 0; i < a->n_args; i++) {
+    lits[i] = a->args[i]->literal;
+    if (!lits[i]) {
+      free(lits);
+      return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "an argument was donated to an earlier execute");
+    }
+  }
   hlo_literal *out = NULL;
-  kiln_status s = eval_module(e->module, lits, (int)n_args, &out);
+  kiln_status s = eval_module(e->module, lits, (int)a->n_args, &out);
   free(lits);
   if (s) return from_status(s);
   size_t n = shape_is_tuple(&out->shape) ? (size_t)out->shape.n_elems : 1;
-  if (n > max_results) {
+  if (n > a->max_results) {
     literal_free(out);
     return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "more results than the host has room for");
   }
-  if (shape_is_tuple(&out->shape)) {
-    for (size_t i = 0; i < n; i++) {
-      results[i] = wrap(literal_clone(out->tuple[i]));
-      if (!results[i]) {
-        for (size_t k = 0; k < i; k++) {
-          literal_free(results[k]->literal);
-          free(results[k]);
-        }
-        literal_free(out);
-        return make_error(KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
-      }
+  for (size_t i = 0; i < n; i++) {
+    hlo_literal *v = shape_is_tuple(&out->shape) ? literal_clone(out->tuple[i]) : out;
+    a->results[i] = v ? result_buffer(a->client, v, a) : NULL;
+    if (!a->results[i]) {
+      for (size_t k = 0; k < i; k++) ex_buffer_destroy(a->client, a->results[k]);
+      if (shape_is_tuple(&out->shape)) literal_free(out);
+      return make_error(KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
-    literal_free(out);
-  } else {
-    results[0] = wrap(out);
-    if (!results[0]) return make_error(KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
   }
-  *n_results = n;
+  if (shape_is_tuple(&out->shape)) literal_free(out);
+  a->n_results = n;
   return NULL;
 }
 
 /* ---- buffers ---- */
 
-static kiln_plugin_error *ex_buffer_from_host(int device, int dtype, const size_t *dims, size_t rank,
-                                              const void *data, size_t n_bytes, kiln_plugin_buffer **out) {
+static kiln_plugin_error *ex_buffer_from_host(kiln_plugin_buffer_from_host_args *a) {
   hlo_type t;
-  if (!type_from_dtype(dtype, &t)) return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "unknown dtype");
-  if (rank > KILN_PLUGIN_MAX_RANK) return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "rank too large");
+  if (a->device != 0) return make_error(KILN_PLUGIN_ERR_NOT_FOUND, "no such device");
+  if (!type_from_dtype(a->dtype, &t)) return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "unknown dtype");
+  if (a->rank > KILN_PLUGIN_MAX_RANK || a->rank > HLO_MAX_RANK)
+    return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "rank too large");
   int64_t d[HLO_MAX_RANK];
-  for (size_t i = 0; i < rank; i++) d[i] = (int64_t)dims[i];
-  hlo_shape shape = shape_make(t, (int)rank, d);
-  if ((size_t)shape_byte_size(&shape) != n_bytes)
+  for (size_t i = 0; i < a->rank; i++) d[i] = (int64_t)a->dims[i];
+  hlo_shape shape = shape_make(t, (int)a->rank, d);
+  if ((size_t)shape_byte_size(&shape) != a->n_bytes)
     return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "byte size does not match the shape");
   hlo_literal *l;
   kiln_status s = literal_create(&shape, &l);
   if (s) return from_status(s);
-  if (n_bytes) memcpy(l->data, data, n_bytes);
+  if (a->n_bytes && a->data) memcpy(l->data, a->data, a->n_bytes);
   kiln_plugin_buffer *b = wrap(l);
   if (!b) return make_error(KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
-  *out = b;
+  a->buffer = b;
   return NULL;
 }
 
-static kiln_plugin_error *ex_buffer_shape(const kiln_plugin_buffer *b, int *dtype, size_t *dims, size_t *rank) {
-  const hlo_shape *s = &b->literal->shape;
-  *dtype = dtype_from_type(s->type);
-  *rank = (size_t)s->rank;
-  for (int i = 0; i < s->rank; i++) dims[i] = (size_t)s->dims[i];
+static kiln_plugin_error *ex_buffer_shape(kiln_plugin_buffer_shape_args *a) {
+  if (!a->buffer->literal) return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "the buffer was donated");
+  const hlo_shape *s = &a->buffer->literal->shape;
+  a->dtype = dtype_from_type(s->type);
+  a->rank = (size_t)s->rank;
+  for (int i = 0; i < s->rank; i++) a->dims[i] = (size_t)s->dims[i];
+  a->device = 0;
   return NULL;
 }
 
-static kiln_plugin_error *ex_buffer_to_host(const kiln_plugin_buffer *b, void *dst, size_t n_bytes) {
-  if ((size_t)shape_byte_size(&b->literal->shape) != n_bytes)
+static kiln_plugin_error *ex_buffer_to_host(kiln_plugin_buffer_to_host_args *a) {
+  const hlo_literal *l = a->buffer->literal;
+  if (!l) return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "the buffer was donated");
+  if ((size_t)shape_byte_size(&l->shape) != a->n_bytes)
     return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "byte size does not match the buffer");
-  if (n_bytes) memcpy(dst, b->literal->data, n_bytes);
+  if (a->n_bytes) memcpy(a->dst, l->data, a->n_bytes);
   return NULL;
-}
-
-static void ex_buffer_destroy(kiln_plugin_buffer *b) {
-  if (!b) return;
-  literal_free(b->literal);
-  free(b);
 }
 
 static const kiln_plugin_api example_api = {
@@ -286,27 +365,28 @@ static const kiln_plugin_api example_api = {
     KILN_PLUGIN_API_MAJOR,
     KILN_PLUGIN_API_MINOR,
     "example",
-    "1.0",
+    "2.0",
     ex_error_code,
     ex_error_message,
     ex_error_destroy,
+    ex_client_create,
+    ex_client_destroy,
     ex_device_count,
     ex_device_info,
     ex_compile,
     ex_executable_destroy,
     ex_execute,
     ex_buffer_from_host,
-    ex_buffer_shape,
     ex_buffer_to_host,
+    ex_buffer_shape,
     ex_buffer_destroy,
     ex_op_supported,
     NULL, /* instruction_supported: the matrix is exact for this subset */
-    NULL, /* shutdown: nothing global to release */
 };
 
-KILN_PLUGIN_EXPORT kiln_plugin_error *kiln_plugin_init(const kiln_plugin_host *host, const kiln_plugin_api **api) {
+/* Nothing to check or discover here: the host has judged the manifest's ABI already,
+ * and device discovery belongs in client_create. */
+KILN_PLUGIN_EXPORT kiln_plugin_error *kiln_plugin_init(const kiln_plugin_api **api) {
   *api = &example_api;
-  if (!host || host->api_major != KILN_PLUGIN_API_MAJOR)
-    return make_error(KILN_PLUGIN_ERR_UNIMPLEMENTED, "host speaks a different ABI major");
   return NULL;
 }

@@ -52,6 +52,7 @@ struct kiln_options {
   char *plugin_path;
   api_strlist plugins;
   api_strlist plugin_options;
+  bool allow_plugin_fallback; /* plugin compile failures other than UNIMPLEMENTED fall back */
   log_level log_level;
   kiln_format format;
   bool report;

@@ -50,6 +50,8 @@ static const opt_key keys[] = {
     {"plugin_path", OPT_STRING, F(plugin_path), 0, 0, "colon-separated directories of *.kiln-plugin.json"},
     {"plugin", OPT_LIST, F(plugins), 0, 0, "a plugin manifest to load (adds one per call)"},
     {"plugin_option", OPT_LIST, F(plugin_options), 0, 0, "KEY=VALUE for every plugin compile (adds one per call)"},
+    {"allow_plugin_fallback", OPT_BOOL, F(allow_plugin_fallback), 0, 0,
+     "a plugin compile failure other than UNIMPLEMENTED falls back to the next device (with a warning)"},
     {"log_level", OPT_LOG_LEVEL, F(log_level), 0, 0, "least severe message delivered: info, warning or error"},
     {"format", OPT_FORMAT, F(format), 0, 0, "auto, onnx, graphdef, tfjs, hlo or graph"},
     {"report", OPT_BOOL, F(report), 0, 0, "keep what the bridge decided, for kiln_model_report"},
@@ -303,6 +305,7 @@ backend_compile_options api_compile_options(const kiln_options *o) {
   c.cache_dir = o->cache_dir;
   c.n_plugin_options = o->plugin_options.n;
   c.plugin_options = (const char *const *)o->plugin_options.v;
+  c.allow_plugin_fallback = o->allow_plugin_fallback;
   return c;
 }
 

@@ -47,6 +47,7 @@
   X(max_literal_bytes, '\0', INT, "8589934592", "largest single tensor kiln allocates, in bytes")  \
   X(plugin, '\0', LIST, "", "plugin manifest (NAME.kiln-plugin.json) to load besides KILN_PLUGIN_PATH; repeatable") \
   X(plugin_option, '\0', LIST, "", "KEY=VALUE compile option the host passes to every plugin compile; repeatable") \
+  X(allow_plugin_fallback, '\0', BOOL, "false", "a plugin compile that fails with anything but UNIMPLEMENTED warns and falls back to the next device instead of failing the run") \
   X(profile, '\0', BOOL, "false", "cpu backend: print where each compiled module's run time went, per instruction, when its last user releases it") \
   X(cache_dir, '\0', STRING, "", "cpu backend: directory of the persistent compilation cache; a later process compiling the same module links the stored object code instead of running LLVM (created if missing; empty: off)") \
   X(csv, '\0', STRING, "", "kiln conformance: write the opcode x dtype support matrix to this CSV file") \

@@ -1,7 +1,8 @@
 /* `kiln plugins`: lists every plugin the registry discovered (KILN_PLUGIN_PATH and
  * --plugin), whether it loaded, and why not. It is the first thing to run when a device
  * is missing from `kiln devices`, so each unavailable plugin gets its full reason, and
- * loaded ones show their manifest path, ABI, priority, devices and build information. */
+ * loaded ones show their manifest path, ABI (and whether the host adapts it from ABI 1),
+ * priority, devices and build information. */
 #include <stdio.h>
 
 #include "backends/backend.h"
@@ -24,8 +25,9 @@ int cmd_plugins(int argc, char **argv) {
     printf("  manifest: %s\n", plugin_manifest_path(p));
     if (m) {
       printf("  library:  %s\n", m->library);
-      printf("  abi:      %d.%d (host %d.%d), priority %d\n", m->abi_major, m->abi_minor, KILN_PLUGIN_API_MAJOR,
-             KILN_PLUGIN_API_MINOR, m->priority);
+      /* "2.0", "1.0 (adapted)" for an ABI-1 plugin behind the host's adapter, or the
+       * manifest's numbers for one that did not load. */
+      printf("  abi:      %s, priority %d\n", plugin_abi(p), m->priority);
       if (m->build_info) printf("  build:    %s\n", m->build_info);
     }
     printf("  devices: ");

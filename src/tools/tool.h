@@ -25,7 +25,7 @@ int tool_usage_error(const char *fmt, ...) KILN_PRINTF(1, 2);
  * until flags_reset. tool_pipeline_options: --dump_to, --dump_pass_re,
  * --dump_large_constants, --disable_passes. */
 hlo_pipeline_options tool_pipeline_options(void);
-/* Those four, --profile and --plugin_option. */
+/* Those four, --profile, --plugin_option and --allow_plugin_fallback. */
 backend_compile_options tool_compile_options(void);
 /* Every flag the public API has an option for, as a new kiln_options (free it with
  * kiln_options_free); --v=1 makes the log level info. */

@@ -27,6 +27,7 @@ backend_compile_options tool_compile_options(void) {
   o.cache_dir = kiln_flags.cache_dir;
   o.n_plugin_options = kiln_flags.plugin_option.n;
   o.plugin_options = kiln_flags.plugin_option.v;
+  o.allow_plugin_fallback = kiln_flags.allow_plugin_fallback;
   return o;
 }
 
@@ -60,6 +61,7 @@ kiln_status tool_kiln_options(kiln_options **out) {
   if (!s) s = set_flag(o, "cache_dir", kiln_flags.cache_dir);
   for (int i = 0; !s && i < kiln_flags.plugin.n; i++) s = set_flag(o, "plugin", kiln_flags.plugin.v[i]);
   for (int i = 0; !s && i < kiln_flags.plugin_option.n; i++) s = set_flag(o, "plugin_option", kiln_flags.plugin_option.v[i]);
+  if (!s) s = set_flag(o, "allow_plugin_fallback", kiln_flags.allow_plugin_fallback ? "true" : "false");
   if (!s) s = set_flag(o, "log_level", kiln_flags.v > 0 ? "info" : "warning");
   if (s) {
     kiln_options_free(o);

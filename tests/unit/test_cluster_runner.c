@@ -7,7 +7,7 @@
  * megamorphic cut-off, constant arguments keyed by value), the UNIMPLEMENTED fallback
  * and its single warning, compile-time evaluation of a must-be-constant input computed
  * inside the cluster, resource variables updated across runs, dumps, and errors that
- * name the cluster -- including a device whose compile fails (tests/plugin's tiny
+ * name the cluster -- including a device whose compile says UNIMPLEMENTED (tests/plugin's tiny
  * plugins, built next to this executable) and one whose execute fails, after which
  * the variables the cluster writes must be unchanged. */
 #include <libgen.h>
@@ -816,7 +816,7 @@ static void remove_tiny_manifest(const char *mode) {
 static const char squash_on_failing_compile[] =
     "framework tf\n" SQUASH_BODY
     "input x: float[?]\n"
-    "c = kiln.Cluster[function=@squash, n_constants=0, n_resources=0, assigned_device=tiny_compile_error](x) "
+    "c = kiln.Cluster[function=@squash, n_constants=0, n_resources=0, assigned_device=tiny_compile_unimplemented](x) "
     "-> (float[?])\n"
     "output y = c:0\n";
 
@@ -846,20 +846,20 @@ static void test_failing_devices(void) {
   exe[n] = 0;
   char plugin_dir[4200];
   snprintf(plugin_dir, sizeof plugin_dir, "%s/plugin", dirname(exe));
-  write_tiny_manifest(plugin_dir, "compile_error");
+  write_tiny_manifest(plugin_dir, "compile_unimplemented");
   write_tiny_manifest(plugin_dir, "exec_error");
   setenv("KILN_PLUGIN_PATH", plugin_tmp, 1);
   backend_registry_reset();
   pair p = {0};
   graph *g = NULL;
   executor *e = NULL;
-  if (!backend_find("tiny_compile_error") || !backend_find("tiny_exec_error")) {
+  if (!backend_find("tiny_compile_unimplemented") || !backend_find("tiny_exec_error")) {
     check_fail(__FILE__, __LINE__, "backend_find", "the tiny test plugins did not load (are they built?)");
     goto done;
   }
 
-  /* A compile failure of the cluster's device (the plugin adapter reports it as
-   * UNIMPLEMENTED): one warning naming cluster, device and reason, then op by op. */
+  /* A compile the cluster's device answers with UNIMPLEMENTED (the plugin ABI's "not on
+   * this device"): one warning naming cluster, device and reason, then op by op. */
   if (pair_open(&p, squash_on_failing_compile, squash_ref)) {
     capture cap;
     capture_begin(&cap);
@@ -868,8 +868,8 @@ static void test_failing_devices(void) {
     char *err = capture_end(&cap);
     CHECK(ok);
     CHECK(stats(&p)->cluster_compiles == 0 && stats(&p)->cluster_fallback_runs == 2);
-    CHECK(count_of(err, "cluster squash cannot be compiled for device tiny_compile_error") == 1);
-    CHECK(strstr(err, "tiny compiler crashed politely") != NULL);
+    CHECK(count_of(err, "cluster squash cannot be compiled for device tiny_compile_unimplemented") == 1);
+    CHECK(strstr(err, "tiny device does not do this module") != NULL);
     free(err);
   }
 
@@ -896,7 +896,7 @@ done:
   pair_close(&p);
   unsetenv("KILN_PLUGIN_PATH");
   backend_registry_reset();
-  remove_tiny_manifest("compile_error");
+  remove_tiny_manifest("compile_unimplemented");
   remove_tiny_manifest("exec_error");
   rmdir(plugin_tmp);
 }

@@ -1,6 +1,8 @@
 /* Plugin loader tests against the throwaway plugins of tests/plugin (built next to this
- * executable, in ./plugin/): every way a plugin can be incompatible or misbehave must end
- * as an unavailable device with a reason, a fallback-able compile error or a clean
+ * executable, in ./plugin/; the tiny ones are ABI-1 plugins the host adapts, cxx is an
+ * ABI-2 plugin): every way a plugin can be incompatible or misbehave must end as an
+ * unavailable device with a reason, a compile error that keeps its code (only
+ * UNIMPLEMENTED lets the caller fall back, unless allow_plugin_fallback) or a clean
  * execute error — and the process must keep working afterwards. Manifests for the
  * incompatible cases are written to a temporary directory at run time. */
 #include <dlfcn.h>
@@ -17,6 +19,7 @@
 #include "check.h"
 #include "hlo/parser.h"
 #include "hlo/verifier.h"
+#include "kiln/plugin_v1.h"
 
 static char plugin_dir[4096];
 static char tmp_dir[] = "/tmp/kiln_test_plugin_XXXXXX";
@@ -91,11 +94,12 @@ static hlo_literal *vec4(float base) {
   return l;
 }
 
-/* Compiles and runs add(a, b) on b; returns the status of the whole run. */
-static kiln_status run_add(const backend *b, hlo_literal **out) {
+/* Compiles (with opts, NULL: defaults) and runs add(a, b) on b; returns the status of
+ * the whole run. */
+static kiln_status run_add_with(const backend *b, const backend_compile_options *opts, hlo_literal **out) {
   hlo_module *m = add_module();
   backend_executable *e = NULL;
-  kiln_status s = b->compile(b, m, NULL, &e);
+  kiln_status s = b->compile(b, m, opts, &e);
   if (!s) {
     hlo_literal *args[2] = {vec4(0), vec4(10)};
     s = b->execute(e, args, 2, out);
@@ -107,6 +111,8 @@ static kiln_status run_add(const backend *b, hlo_literal **out) {
   return s;
 }
 
+static kiln_status run_add(const backend *b, hlo_literal **out) { return run_add_with(b, NULL, out); }
+
 static void test_working_plugin(void) {
   find_dirs();
   plugin *p = plugin_load(built_manifest("ok"));
@@ -116,6 +122,7 @@ static void test_working_plugin(void) {
   const backend *b = plugin_device_backend(p, 0);
   CHECK(b && b->priority == 30);
   CHECK(plugin_note(p) == NULL);
+  CHECK(strcmp(plugin_abi(p), "1.0 (adapted)") == 0);
   hlo_module *m = add_module();
   CHECK(b->supports(b, m->entry->root));                 /* add f32 */
   hlo_module_free(m);
@@ -140,8 +147,9 @@ static void test_working_plugin(void) {
 static void test_abi_major_mismatch_never_opens_library(void) {
   find_dirs();
   const char *lib = lib_path("extra_export");
-  plugin *p = plugin_load(manifest_for("major", lib, 2, 0));
-  CHECK(contains(plugin_reason(p), "incompatible ABI major 2"));
+  plugin *p = plugin_load(manifest_for("major", lib, 3, 0));
+  CHECK(contains(plugin_reason(p), "incompatible ABI major 3"));
+  CHECK(strcmp(plugin_abi(p), "3.0") == 0);
   CHECK(plugin_device_backend(p, 0) == NULL);
   CHECK(plugin_device_count(p) == 1 && strcmp(plugin_device_name(p, 0), "major_dev") == 0);
   CHECK(!library_is_loaded(lib));
@@ -151,7 +159,11 @@ static void test_abi_major_mismatch_never_opens_library(void) {
 static void test_newer_minor_rejected(void) {
   find_dirs();
   const char *lib = lib_path("extra_export");
-  plugin *p = plugin_load(manifest_for("minor", lib, 1, KILN_PLUGIN_API_MINOR + 1));
+  plugin *p = plugin_load(manifest_for("minor", lib, 1, KILN_PLUGIN_V1_API_MINOR + 1));
+  CHECK(contains(plugin_reason(p), "newer than the host"));
+  CHECK(!library_is_loaded(lib));
+  plugin_free(p);
+  p = plugin_load(manifest_for("minor2", lib, 2, KILN_PLUGIN_API_MINOR + 1));
   CHECK(contains(plugin_reason(p), "newer than the host"));
   CHECK(!library_is_loaded(lib));
   plugin_free(p);
@@ -227,7 +239,10 @@ static void test_older_table_works(void) {
   plugin_free(p);
 }
 
-static void test_compile_error_falls_back(void) {
+/* A compile failing with INTERNAL keeps its code (the run fails); with
+ * allow_plugin_fallback it becomes UNIMPLEMENTED so the caller places the work
+ * elsewhere. */
+static void test_internal_compile_error_keeps_its_code(void) {
   find_dirs();
   plugin *p = plugin_load(built_manifest("compile_error"));
   const backend *b = plugin_device_backend(p, 0);
@@ -235,11 +250,98 @@ static void test_compile_error_falls_back(void) {
   if (b) {
     hlo_literal *out = NULL;
     kiln_status s = run_add(b, &out);
+    CHECK(s && kiln_status_code(s) == KILN_INTERNAL);
+    CHECK(s && strcmp(kiln_status_message(s),
+                      "device tiny_compile_error: compile failed: tiny compiler crashed politely") == 0);
+    kiln_status_free(s);
+    CHECK(out == NULL);
+    backend_compile_options o = backend_compile_options_default();
+    o.allow_plugin_fallback = true;
+    s = run_add_with(b, &o, &out);
     CHECK(s && kiln_status_code(s) == KILN_UNIMPLEMENTED);
+    CHECK(s && contains(kiln_status_message(s), "compile failed (INTERNAL)"));
     CHECK(s && contains(kiln_status_message(s), "tiny compiler crashed politely"));
     kiln_status_free(s);
     CHECK(out == NULL);
   }
+  plugin_free(p);
+}
+
+/* UNIMPLEMENTED from the plugin's compile stays UNIMPLEMENTED: "not on this device". */
+static void test_unimplemented_compile_falls_back(void) {
+  find_dirs();
+  plugin *p = plugin_load(built_manifest("compile_unimplemented"));
+  const backend *b = plugin_device_backend(p, 0);
+  CHECK(b != NULL);
+  if (b) {
+    hlo_literal *out = NULL;
+    kiln_status s = run_add(b, &out);
+    CHECK(s && kiln_status_code(s) == KILN_UNIMPLEMENTED);
+    CHECK(s && contains(kiln_status_message(s), "tiny device does not do this module"));
+    kiln_status_free(s);
+    CHECK(out == NULL);
+  }
+  plugin_free(p);
+}
+
+/* The C++ ABI-2 plugin loads as ABI 2.0 and runs add; two loads are two clients in one
+ * process, each with its own state. */
+static void test_abi2_cxx_plugin(void) {
+  find_dirs();
+  char manifest[4200];
+  snprintf(manifest, sizeof manifest, "%s/cxx.kiln-plugin.json", plugin_dir);
+  if (access(manifest, R_OK) != 0) return; /* no C++ compiler in this build */
+  plugin *p = plugin_load(manifest), *q = plugin_load(manifest);
+  CHECK(plugin_reason(p) == NULL && plugin_reason(q) == NULL);
+  CHECK(strcmp(plugin_abi(p), "2.0") == 0);
+  for (int k = 0; k < 2; k++) {
+    const backend *b = plugin_device_backend(k ? q : p, 0);
+    hlo_literal *out = NULL;
+    CHECK_OK(run_add(b, &out));
+    CHECK(out && literal_get_f64(out, 3) == 16.0);
+    literal_free(out);
+  }
+  plugin_free(q);
+  plugin_free(p);
+}
+
+/* A large constant is uploaded at compile time; the plugin refusing the upload is a
+ * compile failure judged by its code (tiny answers UNIMPLEMENTED for non-f32 buffers),
+ * and nothing leaks on the way out. */
+static void test_resident_constant_upload_failure(void) {
+  find_dirs();
+  plugin *p = plugin_load(built_manifest("ok"));
+  const backend *b = plugin_device_backend(p, 0);
+  CHECK(b != NULL);
+  if (b) {
+    char text[16384];
+    int n = snprintf(text, sizeof text, "HloModule m\nENTRY e {\n  a = s32[1024] parameter(0)\n  c = s32[1024] constant({");
+    for (int i = 0; i < 1024; i++) n += snprintf(text + n, sizeof text - (size_t)n, "%s%d", i ? "," : "", i % 10);
+    snprintf(text + n, sizeof text - (size_t)n, "})\n  ROOT r = s32[1024] add(a, c)\n}\n");
+    hlo_module *m = NULL;
+    CHECK_OK(hlo_parse(text, strlen(text), "big", &m));
+    backend_executable *e = NULL;
+    kiln_status s = m ? b->compile(b, m, NULL, &e) : NULL;
+    CHECK(s && kiln_status_code(s) == KILN_UNIMPLEMENTED);
+    CHECK(s && contains(kiln_status_message(s), "tiny speaks f32 only"));
+    kiln_status_free(s);
+    CHECK(e == NULL);
+    hlo_module_free(m);
+  }
+  plugin_free(p);
+}
+
+/* An ABI-2 table with a NULL mandatory entry is refused and the library unloaded. */
+static void test_abi2_null_mandatory_entry_refused(void) {
+  find_dirs();
+  char manifest[4200], lib[4200];
+  snprintf(manifest, sizeof manifest, "%s/cxx_null_entry.kiln-plugin.json", plugin_dir);
+  snprintf(lib, sizeof lib, "%s/libcxx_null_entry.so", plugin_dir);
+  if (access(manifest, R_OK) != 0) return; /* no C++ compiler in this build */
+  plugin *p = plugin_load(manifest);
+  CHECK(contains(plugin_reason(p), "mandatory entry buffer_shape is NULL"));
+  CHECK(plugin_device_backend(p, 0) == NULL);
+  CHECK(!library_is_loaded(lib));
   plugin_free(p);
 }
 
@@ -387,7 +489,7 @@ static void test_add_plugins_from_threads(void) {
 /* Removes what the tests wrote under tmp_dir. */
 static void test_cleanup(void) {
   find_dirs();
-  static const char *const names[] = {"major", "minor", "same_minor", "gone", "syntax", "types", "nodev",
+  static const char *const names[] = {"major", "minor", "minor2", "same_minor", "gone", "syntax", "types", "nodev",
                                       "reg/ok", "reg/bad"};
   char path[4400];
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -402,6 +504,8 @@ static void test_cleanup(void) {
 TEST_MAIN(TEST(test_working_plugin), TEST(test_abi_major_mismatch_never_opens_library),
           TEST(test_newer_minor_rejected), TEST(test_missing_library), TEST(test_bad_manifests),
           TEST(test_missing_entry_symbol), TEST(test_init_error), TEST(test_older_table_works),
-          TEST(test_compile_error_falls_back), TEST(test_execute_error_is_clean),
+          TEST(test_internal_compile_error_keeps_its_code), TEST(test_unimplemented_compile_falls_back),
+          TEST(test_abi2_cxx_plugin), TEST(test_abi2_null_mandatory_entry_refused),
+          TEST(test_resident_constant_upload_failure), TEST(test_execute_error_is_clean),
           TEST(test_registry_lists_unavailable_and_orders_by_priority), TEST(test_extra_exports_flagged),
           TEST(test_add_plugins), TEST(test_add_plugins_from_threads), TEST(test_cleanup))
