@@ -299,21 +299,24 @@ static kiln_plugin_error *ex_execute(kiln_plugin_execute_args *a) {
   kiln_status s = eval_module(e->module, lits, (int)a->n_args, &out);
   free(lits);
   if (s) return from_status(s);
-  size_t n = shape_is_tuple(&out->shape) ? (size_t)out->shape.n_elems : 1;
+  /* An array result is handed over (result_buffer takes it); a tuple's elements are
+   * copied out and the tuple freed here. */
+  bool tuple = shape_is_tuple(&out->shape);
+  size_t n = tuple ? (size_t)out->shape.n_elems : 1;
   if (n > a->max_results) {
     literal_free(out);
     return make_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "more results than the host has room for");
   }
   for (size_t i = 0; i < n; i++) {
-    hlo_literal *v = shape_is_tuple(&out->shape) ? literal_clone(out->tuple[i]) : out;
+    hlo_literal *v = tuple ? literal_clone(out->tuple[i]) : out;
     a->results[i] = v ? result_buffer(a->client, v, a) : NULL;
     if (!a->results[i]) {
       for (size_t k = 0; k < i; k++) ex_buffer_destroy(a->client, a->results[k]);
-      if (shape_is_tuple(&out->shape)) literal_free(out);
+      if (tuple) literal_free(out);
       return make_error(KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
     }
   }
-  if (shape_is_tuple(&out->shape)) literal_free(out);
+  if (tuple) literal_free(out);
   a->n_results = n;
   return NULL;
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api/api_internal.h"
 #include "backends/backend.h"
 #include "backends/plugin/plugin.h"
 #include "check.h"
@@ -331,6 +332,20 @@ static void test_resident_constant_upload_failure(void) {
   plugin_free(p);
 }
 
+/* The public API's allow_plugin_fallback option reaches the compile options. */
+static void test_allow_plugin_fallback_option(void) {
+  kiln_options *o = NULL;
+  CHECK_OK(kiln_options_create(&o));
+  if (!o) return;
+  CHECK(!api_compile_options(o).allow_plugin_fallback);
+  CHECK_OK(kiln_options_set(o, "allow_plugin_fallback", "true"));
+  CHECK(api_compile_options(o).allow_plugin_fallback);
+  const char *v = NULL;
+  CHECK_OK(kiln_options_get(o, "allow_plugin_fallback", &v));
+  CHECK(v && strcmp(v, "true") == 0);
+  kiln_options_free(o);
+}
+
 /* An ABI-2 table with a NULL mandatory entry is refused and the library unloaded. */
 static void test_abi2_null_mandatory_entry_refused(void) {
   find_dirs();
@@ -506,6 +521,6 @@ TEST_MAIN(TEST(test_working_plugin), TEST(test_abi_major_mismatch_never_opens_li
           TEST(test_missing_entry_symbol), TEST(test_init_error), TEST(test_older_table_works),
           TEST(test_internal_compile_error_keeps_its_code), TEST(test_unimplemented_compile_falls_back),
           TEST(test_abi2_cxx_plugin), TEST(test_abi2_null_mandatory_entry_refused),
-          TEST(test_resident_constant_upload_failure), TEST(test_execute_error_is_clean),
+          TEST(test_resident_constant_upload_failure), TEST(test_allow_plugin_fallback_option), TEST(test_execute_error_is_clean),
           TEST(test_registry_lists_unavailable_and_orders_by_priority), TEST(test_extra_exports_flagged),
           TEST(test_add_plugins), TEST(test_add_plugins_from_threads), TEST(test_cleanup))
