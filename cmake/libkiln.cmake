@@ -143,6 +143,7 @@ set(KILN_STATIC_DEPS ${_kiln_dep_files} ${_kiln_dep_names})
 # the prefix from their own position, so `cmake --install build --prefix DIR` and a
 # moved tree both work.
 install(FILES ${CMAKE_SOURCE_DIR}/include/kiln/kiln.h ${CMAKE_SOURCE_DIR}/include/kiln/plugin.h
+              ${CMAKE_SOURCE_DIR}/include/kiln/plugin_v1.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/kiln)
 install(TARGETS kiln_shared LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(FILES ${KILN_STATIC_ARCHIVE} DESTINATION ${CMAKE_INSTALL_LIBDIR})

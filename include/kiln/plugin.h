@@ -161,7 +161,8 @@ typedef struct kiln_plugin_host {
 typedef struct kiln_plugin_client_create_args {
   size_t struct_size;
   const kiln_plugin_host *host;       /* valid until client_destroy */
-  const kiln_plugin_option *options;  /* every --plugin_option KEY=VALUE the user gave */
+  const kiln_plugin_option *options;  /* may be empty: kiln loads plugins before it knows a run's options,
+                                         which every compile receives (kiln_plugin_compile_args) */
   size_t n_options;
   kiln_plugin_client *client;         /* out */
 } kiln_plugin_client_create_args;

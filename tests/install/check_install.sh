@@ -27,7 +27,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 step "cmake --install $build --prefix $prefix"
 cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log" >&2; fail "cmake --install"; }
 major=$(sed -n 's/^#define KILN_VERSION_MAJOR *\([0-9]*\).*/\1/p' "$src/include/kiln/kiln.h")
-for f in include/kiln/kiln.h include/kiln/plugin.h bin/kiln \
+for f in include/kiln/kiln.h include/kiln/plugin.h include/kiln/plugin_v1.h bin/kiln \
          "$libdir/libkiln.so" "$libdir/libkiln.so.$major" "$libdir/libkiln.a" \
          "$libdir/pkgconfig/kiln.pc" "$libdir/cmake/kiln/kilnConfig.cmake" \
          "$libdir/cmake/kiln/kilnConfigVersion.cmake" \
