@@ -34,6 +34,7 @@
 #include "exec/exec_internal.h"
 #include "graph/cluster_op.h"
 #include "hlo/builder.h"
+#include "hlo/shape.h"
 #include "hlo/verifier.h"
 
 /* TensorFlow's kMaxNumberOfCompiles and kMegamorphicThreshold (device_compiler.h). */
@@ -274,6 +275,9 @@ typedef struct lowering {
   variable_state *vars;
   const char **param_what; /* per parameter number: what it holds, for messages */
   int n_params;
+  /* While lowering a loop body, condition or branch (comp is then not the entry):
+   * what that computation's one parameter holds, for messages; NULL in the entry. */
+  const char *state_what;
   /* Tensors the lowering made (evaluated constants, Const values) kept alive until the
    * module is built. */
   int n_owned, cap_owned;
@@ -327,7 +331,8 @@ static kiln_status fold_constant(lowering *lw, hlo_instr *target, const graph_no
     if (!needed[ins->id]) continue;
     if (ins->op == HLO_OP_PARAMETER) {
       s = ERR_UNIMPLEMENTED("input %d of node %s must be a compile-time constant but depends on runtime value of %s",
-                            input, node->name, lw->param_what[ins->parameter_number]);
+                            input, node->name,
+                            lw->state_what ? lw->state_what : lw->param_what[ins->parameter_number]);
       break;
     }
     for (int k = 0; k < ins->n_operands; k++) needed[ins->operands[k]->id] = true;
@@ -527,6 +532,9 @@ static kiln_status lower_const(lowering *lw, const graph_node *node, cluster_val
   return NULL;
 }
 
+static kiln_status lower_while(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out);
+static kiln_status lower_if(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out);
+
 /* The executor-native ops a cluster may contain; NULL for the others. */
 static const exec_native *native_of(const graph_node *n) {
   const exec_native *nat = exec_native_find(n->op);
@@ -552,6 +560,8 @@ static kiln_status lower_node(lowering *lw, const graph_node *node, cluster_valu
     if (nat->fn == exec_var_assign) return lower_assign(lw, node, in);
     if (nat->fn == exec_var_assign_add) return lower_assign_update(lw, node, in, 1);
     if (nat->fn == exec_var_assign_sub) return lower_assign_update(lw, node, in, -1);
+    if (nat->fn == exec_tf_while) return lower_while(lw, node, in, out);
+    if (nat->fn == exec_tf_if) return lower_if(lw, node, in, out);
     return ERR_UNIMPLEMENTED("node %s (%s) has no lowering (the executor interprets it)", node->name, node->op);
   }
   const op_def *def = op_find(node->op);
@@ -590,11 +600,13 @@ static kiln_status lower_arguments(lowering *lw) {
   return NULL;
 }
 
-static kiln_status lower_body(lowering *lw) {
-  graph *body = lw->cc->body;
+/* Lowers every node of g, in topological order, into lw->comp; the values of g's
+ * inputs must already be in lw->values. Shared by the cluster body and the function
+ * bodies of While/If nodes (lower_graph), so nested control flow lowers recursively. */
+static kiln_status lower_nodes(lowering *lw, const graph *g) {
   graph_node **order = NULL;
   int n_order = 0;
-  TRY(graph_topo_order(body, &order, &n_order));
+  TRY(graph_topo_order(g, &order, &n_order));
   kiln_status s = NULL;
   int max_in = 1;
   for (int i = 0; i < n_order; i++)
@@ -616,6 +628,229 @@ static kiln_status lower_body(lowering *lw) {
   }
   free(in);
   free(order);
+  return s;
+}
+
+static kiln_status lower_body(lowering *lw) { return lower_nodes(lw, lw->cc->body); }
+
+/* Lowers function g (a While's cond/body, an If's branch) into comp, whose parameter 0
+ * is the tuple `state` (described by `what` in messages): g's input i is element i and
+ * takes the dtype and compile-time value of outer[i] (an If's operands keep theirs; a
+ * loop's variables change, so the caller passes them without). results[] receives g's
+ * results. Values inside g are g's own, so the caller's are saved and restored. */
+static kiln_status lower_graph(lowering *lw, const graph *g, hlo_computation *comp, const hlo_shape *state,
+                               const char *what, const cluster_value *const *outer, cluster_value *results) {
+  hlo_computation *saved_comp = lw->comp;
+  cluster_value **saved_values = lw->values;
+  const char *saved_what = lw->state_what;
+  lw->comp = comp;
+  lw->state_what = what;
+  lw->values = calloc((size_t)g->n_nodes + 1, sizeof *lw->values);
+  if (!lw->values) abort();
+  for (int i = 0; i < g->n_nodes; i++) {
+    lw->values[i] = calloc((size_t)g->nodes[i]->n_outputs + 1, sizeof *lw->values[i]);
+    if (!lw->values[i]) abort();
+  }
+  hlo_instr *param = NULL;
+  kiln_status s = hlo_build_parameter(comp, 0, state, NULL, &param);
+  for (int i = 0; i < g->n_inputs && !s; i++) {
+    cluster_value *v = &lw->values[g->inputs[i]->index][0];
+    *v = (cluster_value){.defined = true, .dtype = outer[i]->dtype, .known = outer[i]->known, .resource = -1};
+    s = hlo_build_get_tuple_element(comp, param, i, &v->hlo);
+  }
+  if (!s) s = lower_nodes(lw, g);
+  for (int r = 0; r < g->n_results && !s; r++) {
+    const graph_result *res = &g->results[r];
+    results[r] = lw->values[res->node->index][res->port];
+    if (!results[r].defined)
+      s = ERR_INVALID("result %d (%s) comes from %s:%d, which produced no value", r, res->name, res->node->name,
+                      res->port);
+    else if (!results[r].hlo)
+      s = ERR_UNIMPLEMENTED("result %d (%s) is a %s value, which an HLO module cannot return", r, res->name,
+                            graph_dtype_name(results[r].dtype));
+  }
+  for (int i = 0; i < g->n_nodes; i++) free(lw->values[i]);
+  free(lw->values);
+  lw->values = saved_values;
+  lw->comp = saved_comp;
+  lw->state_what = saved_what;
+  return s;
+}
+
+/* The operands of a While/If as one tuple (the HLO while's state, the conditional's
+ * branch argument); each must be an HLO value -- a variable handle or a string is not. */
+static kiln_status operand_tuple(lowering *lw, const graph_node *node, int first, cluster_value *const *in,
+                                 hlo_instr **out) {
+  int n = node->n_inputs - first;
+  hlo_instr **elems = calloc((size_t)n + 1, sizeof *elems);
+  if (!elems) abort();
+  kiln_status s = NULL;
+  for (int i = 0; i < n && !s; i++) {
+    const cluster_value *v = in[first + i];
+    if (v->resource >= 0)
+      s = ERR_UNIMPLEMENTED("node %s (%s): input %d is a variable handle; variables are not compiled inside "
+                            "function bodies",
+                            node->name, node->op, first + i);
+    else if (!v->hlo)
+      s = ERR_UNIMPLEMENTED("node %s (%s): input %d is a %s value, which an HLO module cannot carry", node->name,
+                            node->op, first + i, graph_dtype_name(v->dtype));
+    elems[i] = v->hlo;
+  }
+  if (!s) s = hlo_build_tuple(lw->comp, n, elems, out);
+  free(elems);
+  return s;
+}
+
+static kiln_status function_of(const graph_node *node, const char *attr, graph **out) {
+  const graph_attr_value *v = graph_node_attr(node, attr);
+  if (!v || v->kind != GRAPH_ATTR_FUNC || !v->func.body)
+    return ERR_INVALID("node %s (%s): attribute %s must name a function of the graph library", node->name, node->op,
+                       attr);
+  *out = v->func.body;
+  return NULL;
+}
+
+/* "f32[2,3]" for messages (malloc'ed). */
+static char *type_string(graph_dtype dtype, const hlo_instr *x) {
+  strbuf b;
+  strbuf_init(&b);
+  print_hlo_type(&b, dtype, x);
+  return strbuf_take(&b);
+}
+
+/* Refuses a result that does not match what the While/If promises its users: HLO needs
+ * one fixed type per loop variable and per conditional output. */
+static kiln_status same_type(const graph_node *node, const char *what, int i, const cluster_value *want,
+                             const cluster_value *got) {
+  if (want->dtype == got->dtype && shape_compatible(&want->hlo->shape, &got->hlo->shape)) return NULL;
+  char *a = type_string(want->dtype, want->hlo), *b = type_string(got->dtype, got->hlo);
+  kiln_status s = ERR_UNIMPLEMENTED("node %s (%s): %s %d changes from %s to %s; HLO control flow needs fixed shapes",
+                                    node->name, node->op, what, i, a, b);
+  free(a);
+  free(b);
+  return s;
+}
+
+/* The outputs of a While/If: elements of its tuple result. */
+static kiln_status untuple(lowering *lw, const graph_node *node, hlo_instr *tuple, const cluster_value *types,
+                           cluster_value *out) {
+  for (int i = 0; i < node->n_outputs; i++) {
+    out[i] = (cluster_value){.defined = true, .dtype = types[i].dtype, .resource = -1};
+    TRY(hlo_build_get_tuple_element(lw->comp, tuple, i, &out[i].hlo));
+  }
+  return NULL;
+}
+
+/* TF's While/StatelessWhile as an HLO while: the state is the tuple of the loop
+ * variables, the condition and body computations are the cond/body functions lowered
+ * like the cluster body. A body that changes a variable's type or shape, or a
+ * condition that is not a scalar bool, is UNIMPLEMENTED: the cluster runs op by op. */
+static kiln_status lower_while(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out) {
+  graph *cond_f = NULL, *body_f = NULL;
+  TRY(function_of(node, "cond", &cond_f));
+  TRY(function_of(node, "body", &body_f));
+  int n = node->n_inputs;
+  if (cond_f->n_inputs != n || body_f->n_inputs != n || body_f->n_results != n || cond_f->n_results < 1 ||
+      node->n_outputs > n)
+    return ERR_INVALID("node %s (%s): %d loop variables and %d outputs, but cond takes %d inputs and body %d "
+                       "inputs and %d results",
+                       node->name, node->op, n, node->n_outputs, cond_f->n_inputs, body_f->n_inputs,
+                       body_f->n_results);
+  hlo_instr *init = NULL;
+  TRY(operand_tuple(lw, node, 0, in, &init));
+  hlo_module *m = lw->m;
+  const char *what = arena_printf(m->arena, "the loop state of node %s", node->name);
+  hlo_computation *cond_c = hlo_computation_new(m, arena_printf(m->arena, "while_cond.%d", m->n_comps));
+  hlo_computation *body_c = hlo_computation_new(m, arena_printf(m->arena, "while_body.%d", m->n_comps));
+  cluster_value *vars = calloc((size_t)n + 1, sizeof *vars);
+  cluster_value *res = calloc((size_t)(n > cond_f->n_results ? n : cond_f->n_results) + 1, sizeof *res);
+  const cluster_value **outer = calloc((size_t)n + 1, sizeof *outer);
+  if (!vars || !res || !outer) abort();
+  for (int i = 0; i < n; i++) {
+    vars[i] = (cluster_value){.defined = true, .hlo = in[i]->hlo, .dtype = in[i]->dtype, .resource = -1};
+    outer[i] = &vars[i];
+  }
+  kiln_status s = lower_graph(lw, body_f, body_c, &init->shape, what, outer, res);
+  for (int i = 0; i < n && !s; i++) s = same_type(node, "loop variable", i, &vars[i], &res[i]);
+  hlo_instr **elems = calloc((size_t)n + 1, sizeof *elems);
+  if (!elems) abort();
+  for (int i = 0; i < n && !s; i++) elems[i] = res[i].hlo;
+  hlo_instr *root = NULL;
+  if (!s) s = hlo_build_tuple(body_c, n, elems, &root);
+  if (!s) s = hlo_build_set_root(body_c, root);
+  free(elems);
+  if (!s) s = lower_graph(lw, cond_f, cond_c, &init->shape, what, outer, res);
+  if (!s && (res[0].dtype != GRAPH_DT_BOOL || res[0].hlo->shape.rank != 0)) {
+    char *t = type_string(res[0].dtype, res[0].hlo);
+    s = ERR_UNIMPLEMENTED("node %s (%s): the condition gives %s; only a scalar bool is compiled", node->name,
+                          node->op, t);
+    free(t);
+  }
+  if (!s) s = hlo_build_set_root(cond_c, res[0].hlo);
+  hlo_instr *loop = NULL;
+  if (!s) s = hlo_build_while(lw->comp, cond_c, body_c, init, &loop);
+  if (!s) s = untuple(lw, node, loop, vars, out);
+  free(vars);
+  free(res);
+  free(outer);
+  return s;
+}
+
+/* TF's If/StatelessIf as an HLO conditional on a pred (a non-bool scalar condition
+ * is compared with zero, TF's ToBool); both branches take the tuple of the other
+ * operands, which keep their compile-time values inside. The branches must give the
+ * same types, which HLO needs and TF does not: otherwise UNIMPLEMENTED. */
+static kiln_status lower_if(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out) {
+  graph *fs[2] = {NULL, NULL};
+  TRY(function_of(node, "then_branch", &fs[0]));
+  TRY(function_of(node, "else_branch", &fs[1]));
+  int n = node->n_inputs - 1;
+  if (n < 0) return ERR_INVALID("node %s (%s) needs a condition input", node->name, node->op);
+  for (int b = 0; b < 2; b++)
+    if (fs[b]->n_inputs != n || fs[b]->n_results < node->n_outputs)
+      return ERR_INVALID("node %s (%s): %d operands and %d outputs, but %s takes %d inputs and gives %d results",
+                         node->name, node->op, n, node->n_outputs, b ? "else_branch" : "then_branch",
+                         fs[b]->n_inputs, fs[b]->n_results);
+  const cluster_value *c = in[0];
+  if (!c->hlo || c->hlo->shape.rank != 0 || !(c->dtype == GRAPH_DT_BOOL || graph_dtype_is_float(c->dtype) ||
+                                              graph_dtype_is_int(c->dtype)))
+    return ERR_UNIMPLEMENTED("node %s (%s): the condition is not a numeric or bool scalar", node->name, node->op);
+  hlo_instr *pred = c->hlo;
+  if (c->dtype != GRAPH_DT_BOOL) {
+    hlo_instr *zero = NULL;
+    TRY(hlo_build_constant_scalar(lw->comp, c->hlo->shape.type, 0, &zero));
+    TRY(hlo_build_compare(lw->comp, HLO_DIR_NE, c->hlo, zero, &pred));
+  }
+  hlo_instr *args = NULL;
+  TRY(operand_tuple(lw, node, 1, in, &args));
+  hlo_module *m = lw->m;
+  const char *what = arena_printf(m->arena, "the operands of node %s", node->name);
+  hlo_computation *comps[2];
+  cluster_value *res[2];
+  for (int b = 0; b < 2; b++) {
+    comps[b] = hlo_computation_new(m, arena_printf(m->arena, "%s.%d", b ? "if_else" : "if_then", m->n_comps));
+    res[b] = calloc((size_t)fs[b]->n_results + 1, sizeof *res[b]);
+    if (!res[b]) abort();
+  }
+  hlo_instr **elems = calloc((size_t)node->n_outputs + 1, sizeof *elems);
+  if (!elems) abort();
+  kiln_status s = NULL;
+  for (int b = 0; b < 2 && !s; b++) {
+    s = lower_graph(lw, fs[b], comps[b], &args->shape, what, (const cluster_value *const *)in + 1, res[b]);
+    for (int i = 0; i < node->n_outputs && !s; i++) {
+      if (b) s = same_type(node, "output", i, &res[0][i], &res[1][i]);
+      elems[i] = res[b][i].hlo;
+    }
+    hlo_instr *root = NULL;
+    if (!s) s = hlo_build_tuple(comps[b], node->n_outputs, elems, &root);
+    if (!s) s = hlo_build_set_root(comps[b], root);
+  }
+  hlo_instr *cond = NULL;
+  if (!s) s = hlo_build_conditional(lw->comp, pred, 2, comps, (hlo_instr *const[]){args, args}, &cond);
+  if (!s) s = untuple(lw, node, cond, res[0], out);
+  free(elems);
+  free(res[0]);
+  free(res[1]);
   return s;
 }
 

@@ -34,7 +34,8 @@ typedef enum jit_node_kind {
   JIT_KIND_HOST_ONLY,   /* an op-library op with only a host kernel */
   JIT_KIND_CONST,       /* Const / onnx.Constant */
   JIT_KIND_IDENTITY,    /* Identity-like pass-through, NoOp */
-  JIT_KIND_RESOURCE     /* ReadVariableOp / Assign*VariableOp */
+  JIT_KIND_RESOURCE,    /* ReadVariableOp / Assign*VariableOp */
+  JIT_KIND_FUNCTIONAL   /* TF While/StatelessWhile/If/StatelessIf: compiled when their functions lower */
 } jit_node_kind;
 
 typedef enum jit_resource_kind { JIT_RES_NONE, JIT_RES_READ, JIT_RES_WRITE, JIT_RES_READ_WRITE } jit_resource_kind;
@@ -104,7 +105,8 @@ jit_node_state *jit_node(jit_state *st, const graph_node *n);
 void jit_exclude(jit_state *st, const graph_node *n, const char *fmt, ...) KILN_PRINTF(3, 4);
 /* Whether input i of a node must be a compile-time constant for its lowering. */
 bool jit_input_must_be_constant(const jit_node_state *ns, int i);
-/* Op kinds the cluster runtime handles itself (Const, Identity-like, resources). */
+/* Op kinds the cluster runtime handles itself (Const, Identity-like, resources,
+ * functional control flow). */
 jit_node_kind jit_classify(const graph_node *n, const op_def **def);
 /* Resource op kind (resource_safety.c). */
 jit_resource_kind jit_resource_kind_of(const graph_node *n);

@@ -6,7 +6,10 @@
  *      stateful RNG, asserts, TensorArray/TensorList/variant ops, string tensors, ops
  *      whose output shape depends on values, ops the user excluded (--jit_ops,
  *      --jit_exclude_ops, _XlaCompile=false). Every node that is not a candidate gets
- *      the reason. Nodes inside while-loop frames are candidates like any other;
+ *      the reason. Nodes inside while-loop frames are candidates like any other. TF2's
+ *      functional While/If are candidates when every node of their functions,
+ *      recursively, passes the same rules (the cluster runner lowers them to HLO
+ *      while/conditional); otherwise the reason names the blocking function node;
  *   2. every node starts as its own cluster; the detector graph (jit/cycles.h) holds
  *      one node per graph node with every data and control edge but loop back-edges;
  *   3. contraction, in post-order over the graph, along each edge from a cluster to a
@@ -135,6 +138,77 @@ static void assign_frames(jit_state *st) {
   free(names);
 }
 
+/* Why an op-library op cannot be in a cluster, from its traits; NULL when it can. */
+static const char *trait_reason(const op_def *def) {
+  uint32_t tr = def->traits;
+  if (tr & OP_RNG) return "stateful random op";
+  if (tr & OP_ASSERT) return "assertion";
+  if (tr & OP_VARIANT) return "TensorArray/TensorList/variant op";
+  if (tr & OP_STRING) return "string op";
+  if (tr & OP_DYNAMIC_SHAPE) return "output shape depends on input values";
+  if ((tr & OP_STATEFUL) && !(tr & (OP_RESOURCE_READ | OP_RESOURCE_WRITE))) return "stateful op";
+  return NULL;
+}
+
+static const char *functional_blocker(jit_state *st, const graph_node *n, int depth);
+
+/* Why function f (a While's cond/body, an If's branch) cannot be lowered into its
+ * caller's cluster: the first node the cluster runner's lowering would refuse, as
+ * "<attr> node <name> (<op>): <reason>"; NULL when every node lowers. Nested
+ * While/If nodes are checked recursively. */
+static const char *function_blocker(jit_state *st, const char *attr, const graph *f, int depth) {
+  for (int i = 0; i < f->n_nodes; i++) {
+    const graph_node *n = f->nodes[i];
+    if (n->is_input || strcmp(n->op, GRAPH_OP_INPUT) == 0) continue;
+    const op_def *def = NULL;
+    const char *why = NULL;
+    switch (jit_classify(n, &def)) {
+      case JIT_KIND_CONST:
+      case JIT_KIND_IDENTITY:
+        break;
+      case JIT_KIND_LOWERED:
+        why = trait_reason(def);
+        if (!why && def->host && (def->traits & OP_DYNAMIC_SHAPE)) why = "runs as a host kernel";
+        break;
+      case JIT_KIND_FUNCTIONAL:
+        why = functional_blocker(st, n, depth + 1);
+        break;
+      case JIT_KIND_RESOURCE:
+        why = "resource-variable op (variables are not compiled inside function bodies)";
+        break;
+      case JIT_KIND_HOST_ONLY:
+        why = "no HLO lowering (only a host kernel)";
+        break;
+      case JIT_KIND_OTHER:
+        why = "runs in the executor";
+        break;
+    }
+    for (int k = 0; k < n->n_outputs && !why; k++)
+      if (!hlo_dtype(n->outputs[k].dtype))
+        why = arena_printf(st->arena, "output %d is %s", k, graph_dtype_name(n->outputs[k].dtype));
+    if (why) return arena_printf(st->arena, "%s node %s (%s): %s", attr, n->name, graph_node_op_base(n), why);
+  }
+  return NULL;
+}
+
+/* Why the While/If node n cannot be compiled: the first blocking node of its
+ * functions, or a missing function; NULL when the cluster runner can lower it. */
+static const char *functional_blocker(jit_state *st, const graph_node *n, int depth) {
+  static const char *const while_attrs[] = {"cond", "body", NULL};
+  static const char *const if_attrs[] = {"then_branch", "else_branch", NULL};
+  if (depth > 32) return "functions nest too deeply";
+  const char *base = graph_node_op_base(n);
+  const char *const *attrs = strstr(base, "While") ? while_attrs : if_attrs;
+  for (int a = 0; attrs[a]; a++) {
+    const graph_attr_value *v = graph_node_attr(n, attrs[a]);
+    if (!v || v->kind != GRAPH_ATTR_FUNC || !v->func.body)
+      return arena_printf(st->arena, "attribute %s names no function of the graph library", attrs[a]);
+    const char *why = function_blocker(st, attrs[a], v->func.body, depth);
+    if (why) return why;
+  }
+  return NULL;
+}
+
 static void find_candidates(marker *mk) {
   jit_state *st = mk->st;
   const jit_options *o = st->opts;
@@ -154,13 +228,12 @@ static void find_candidates(marker *mk) {
         break;
     }
     if (ns->def) {
-      uint32_t tr = ns->def->traits;
-      if (tr & OP_RNG) jit_exclude(st, n, "stateful random op");
-      if (tr & OP_ASSERT) jit_exclude(st, n, "assertion");
-      if (tr & OP_VARIANT) jit_exclude(st, n, "TensorArray/TensorList/variant op");
-      if (tr & OP_STRING) jit_exclude(st, n, "string op");
-      if (tr & OP_DYNAMIC_SHAPE) jit_exclude(st, n, "output shape depends on input values");
-      if ((tr & OP_STATEFUL) && !(tr & (OP_RESOURCE_READ | OP_RESOURCE_WRITE))) jit_exclude(st, n, "stateful op");
+      const char *why = trait_reason(ns->def);
+      if (why) jit_exclude(st, n, "%s", why);
+    }
+    if (ns->kind == JIT_KIND_FUNCTIONAL) {
+      const char *why = functional_blocker(st, n, 0);
+      if (why) jit_exclude(st, n, "%s %s: %s", graph_node_op_base(n), n->name, why);
     }
     for (int k = 0; k < ns->n_out; k++)
       if (!hlo_dtype(ns->out[k].dtype)) jit_exclude(st, n, "output %d is %s", k, graph_dtype_name(ns->out[k].dtype));

@@ -80,6 +80,7 @@ jit_node_kind jit_classify(const graph_node *n, const op_def **def) {
                                            "NoOp", NULL};
   static const char *const resources[] = {"ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
                                           "AssignSubVariableOp", NULL};
+  static const char *const functional[] = {"While", "StatelessWhile", "If", "StatelessIf", NULL};
   *def = NULL;
   if (n->is_input) return JIT_KIND_OTHER;
   if (tf_or_onnx(n)) {
@@ -90,6 +91,7 @@ jit_node_kind jit_classify(const graph_node *n, const op_def **def) {
     if (op_base_in(n, identities)) return JIT_KIND_IDENTITY;
     if (op_base_in(n, resources)) return JIT_KIND_RESOURCE;
   }
+  if (strncmp(n->op, "tf.", 3) == 0 && op_base_in(n, functional)) return JIT_KIND_FUNCTIONAL;
   if (executor_knows_op(n->op)) {
     const op_def *d = op_find(n->op);
     if (d && (d->lower || d->host)) {
