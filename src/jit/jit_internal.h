@@ -108,6 +108,11 @@ bool jit_input_must_be_constant(const jit_node_state *ns, int i);
 /* Op kinds the cluster runtime handles itself (Const, Identity-like, resources,
  * functional control flow). */
 jit_node_kind jit_classify(const graph_node *n, const op_def **def);
+/* How many nodes n (of that kind) counts for --min_cluster_size: Const and
+ * Identity-like nodes none, a functional While/If one plus what its functions count
+ * (a loop holding an RNN step is real work however few nodes surround it), anything
+ * else one. */
+int jit_node_weight(const graph_node *n, jit_node_kind kind);
 /* Resource op kind (resource_safety.c). */
 jit_resource_kind jit_resource_kind_of(const graph_node *n);
 /* True when a cluster holding the resource ops of cluster a together with those of

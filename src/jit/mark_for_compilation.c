@@ -23,7 +23,8 @@
  *      resource-variable pair would share the cluster (jit_resource_unsafe), and
  *      contracting the edge closes no cycle (jit_cycles_contract_edge);
  *   4. clusters without an explicit scope dissolve when they count fewer than
- *      --min_cluster_size nodes (Identity-like ops and Const do not count), or when all
+ *      --min_cluster_size nodes (Identity-like ops and Const do not count, a functional
+ *      While/If counts the nodes of its functions too), or when all
  *      their work is on tiny tensors (the host-cost rule: launching a compiled kernel
  *      for a few scalars costs more than evaluating them op by op on the host).
  * With --clustering_debug every refused merge is logged with its reason. */
@@ -152,6 +153,19 @@ static const char *trait_reason(const op_def *def) {
 
 static const char *functional_blocker(jit_state *st, const graph_node *n, int depth);
 
+/* Whether a function node takes or gives a variant (a TensorList, a TensorArray's
+ * flow), so the message can say so. */
+static bool uses_variant(const graph_node *n) {
+  for (int k = 0; k < n->n_outputs; k++)
+    if (n->outputs[k].dtype == GRAPH_DT_VARIANT) return true;
+  for (int k = 0; k < n->n_inputs; k++) {
+    const graph_edge *e = &n->inputs[k];
+    if (e->port >= 0 && e->port < e->node->n_outputs && e->node->outputs[e->port].dtype == GRAPH_DT_VARIANT)
+      return true;
+  }
+  return strncmp(graph_node_op_base(n), "TensorList", 10) == 0 || strncmp(graph_node_op_base(n), "TensorArray", 11) == 0;
+}
+
 /* Why function f (a While's cond/body, an If's branch) cannot be lowered into its
  * caller's cluster: the first node the cluster runner's lowering would refuse, as
  * "<attr> node <name> (<op>): <reason>"; NULL when every node lowers. Nested
@@ -180,7 +194,7 @@ static const char *function_blocker(jit_state *st, const char *attr, const graph
         why = "no HLO lowering (only a host kernel)";
         break;
       case JIT_KIND_OTHER:
-        why = "runs in the executor";
+        why = uses_variant(n) ? "TensorArray/TensorList/variant op (runs in the executor)" : "runs in the executor";
         break;
     }
     for (int k = 0; k < n->n_outputs && !why; k++)
@@ -358,8 +372,6 @@ static void contract(marker *mk, bool shape_consumers_only) {
 
 /* ------------------------------------------------------- cluster rules ---- */
 
-static bool counts(const jit_node_state *ns) { return ns->kind != JIT_KIND_CONST && ns->kind != JIT_KIND_IDENTITY; }
-
 static bool tiny(const jit_state *st, const cl_state *c) {
   for (int i = 0; i < c->n_members; i++) {
     const jit_node_state *ns = &st->nodes[c->members[i]];
@@ -387,7 +399,10 @@ static void finish_clusters(marker *mk) {
     jit_node_state *root = &st->nodes[id];
     if (root->reason) continue;
     int counted = 0;
-    for (int i = 0; i < c->n_members; i++) counted += counts(&st->nodes[c->members[i]]);
+    for (int i = 0; i < c->n_members; i++) {
+      const jit_node_state *ns = &st->nodes[c->members[i]];
+      counted += jit_node_weight(ns->node, ns->kind);
+    }
     const char *why = NULL;
     if (!c->must_compile) {
       if (counted < st->opts->min_cluster_size)

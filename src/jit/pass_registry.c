@@ -102,6 +102,25 @@ jit_node_kind jit_classify(const graph_node *n, const op_def **def) {
   return JIT_KIND_OTHER;
 }
 
+static int weight_at(const graph_node *n, jit_node_kind kind, int depth) {
+  if (kind == JIT_KIND_CONST || kind == JIT_KIND_IDENTITY) return 0;
+  if (kind != JIT_KIND_FUNCTIONAL || depth > 32) return 1;
+  int w = 1;
+  for (int a = 0; a < n->n_attrs; a++) {
+    const graph_attr_value *v = &n->attrs[a].value;
+    if (v->kind != GRAPH_ATTR_FUNC || !v->func.body) continue;
+    const graph *f = v->func.body;
+    for (int i = 0; i < f->n_nodes; i++) {
+      const graph_node *m = f->nodes[i];
+      const op_def *def = NULL;
+      if (!m->is_input) w += weight_at(m, jit_classify(m, &def), depth + 1);
+    }
+  }
+  return w;
+}
+
+int jit_node_weight(const graph_node *n, jit_node_kind kind) { return weight_at(n, kind, 0); }
+
 /* --------------------------------------------------------------- the state ---- */
 
 static void state_free(jit_state *st) {
@@ -210,8 +229,8 @@ static void report_finish(jit_state *st, graph_node **before) {
     cr->n_resources = cl->n_resources;
     cr->n_outputs = cl->n_outputs;
     for (int m = 0; m < cl->n_members; m++) {
-      jit_node_kind k = st->nodes[cl->members[m]].kind;
-      if (k != JIT_KIND_CONST && k != JIT_KIND_IDENTITY) cr->n_counted++;
+      const jit_node_state *ns = &st->nodes[cl->members[m]];
+      cr->n_counted += jit_node_weight(ns->node, ns->kind);
     }
   }
 }
