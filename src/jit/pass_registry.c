@@ -102,6 +102,8 @@ jit_node_kind jit_classify(const graph_node *n, const op_def **def) {
   return JIT_KIND_OTHER;
 }
 
+/* jit_node_weight at nesting depth `depth` (bounded: a malformed library could make
+ * functions call each other). */
 static int weight_at(const graph_node *n, jit_node_kind kind, int depth) {
   if (kind == JIT_KIND_CONST || kind == JIT_KIND_IDENTITY) return 0;
   if (kind != JIT_KIND_FUNCTIONAL || depth > 32) return 1;
