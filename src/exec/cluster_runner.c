@@ -11,7 +11,11 @@
  * the module, and the final value of every written variable is an extra result that
  * is stored back only after the module ran successfully. A must-be-constant input
  * computed inside the cluster (Reshape's shape from a Shape) is evaluated at compile
- * time when it depends on constants only.
+ * time when it depends on constants only. TF's functional While/If become HLO
+ * while/conditional: their functions are lowered node by node like the body, each
+ * into a computation of its own taking the operands as one tuple (lower_graph), so
+ * control flow nests; what HLO cannot express (a loop variable changing shape, a
+ * must-be-constant input computed from loop state) is UNIMPLEMENTED.
  *
  * The cache keys on (function, device, values of the constant arguments, dtypes and
  * shapes of the other arguments and of the variables' values). Policies follow
