@@ -35,7 +35,8 @@ typedef enum jit_node_kind {
   JIT_KIND_CONST,       /* Const / onnx.Constant */
   JIT_KIND_IDENTITY,    /* Identity-like pass-through, NoOp */
   JIT_KIND_RESOURCE,    /* ReadVariableOp / Assign*VariableOp */
-  JIT_KIND_FUNCTIONAL   /* TF While/StatelessWhile/If/StatelessIf: compiled when their functions lower */
+  JIT_KIND_FUNCTIONAL,  /* TF While/StatelessWhile/If/StatelessIf: compiled when their functions lower */
+  JIT_KIND_TENSOR_LIST  /* TensorListReserve/FromTensor/GetItem/SetItem/Stack: a buffer when compiled */
 } jit_node_kind;
 
 typedef enum jit_resource_kind { JIT_RES_NONE, JIT_RES_READ, JIT_RES_WRITE, JIT_RES_READ_WRITE } jit_resource_kind;
@@ -106,7 +107,7 @@ void jit_exclude(jit_state *st, const graph_node *n, const char *fmt, ...) KILN_
 /* Whether input i of a node must be a compile-time constant for its lowering. */
 bool jit_input_must_be_constant(const jit_node_state *ns, int i);
 /* Op kinds the cluster runtime handles itself (Const, Identity-like, resources,
- * functional control flow). */
+ * functional control flow, TensorLists). */
 jit_node_kind jit_classify(const graph_node *n, const op_def **def);
 /* How many nodes n (of that kind) counts for --min_cluster_size: Const and
  * Identity-like nodes none, a functional While/If one plus what its functions count

@@ -89,6 +89,14 @@ static bool hlo_dtype(graph_dtype dt) {
   return dt == GRAPH_DT_INVALID || graph_dtype_to_hlo(dt, &t);
 }
 
+/* Whether a value of dtype dt can flow into or out of a node of that kind inside a
+ * cluster: HLO types, and the variants of the TensorLists that TensorList ops and
+ * While/If nodes carry as buffers. */
+static bool clusterable_dtype(jit_node_kind kind, graph_dtype dt) {
+  if (dt == GRAPH_DT_VARIANT) return kind == JIT_KIND_TENSOR_LIST || kind == JIT_KIND_FUNCTIONAL;
+  return hlo_dtype(dt);
+}
+
 /* Frames: 0 is the root; an Enter opens (or joins) the frame its frame_name names
  * inside its input's frame and an Exit returns to the parent of its input's frame
  * (TF's ControlFlowInfo). Every Enter of one loop names the same frame, so the loop's
@@ -176,9 +184,11 @@ static const char *function_blocker(jit_state *st, const char *attr, const graph
     if (n->is_input || strcmp(n->op, GRAPH_OP_INPUT) == 0) continue;
     const op_def *def = NULL;
     const char *why = NULL;
-    switch (jit_classify(n, &def)) {
+    jit_node_kind kind = jit_classify(n, &def);
+    switch (kind) {
       case JIT_KIND_CONST:
       case JIT_KIND_IDENTITY:
+      case JIT_KIND_TENSOR_LIST:
         break;
       case JIT_KIND_LOWERED:
         why = trait_reason(def);
@@ -197,8 +207,10 @@ static const char *function_blocker(jit_state *st, const char *attr, const graph
         why = uses_variant(n) ? "TensorArray/TensorList/variant op (runs in the executor)" : "runs in the executor";
         break;
     }
+    /* Identity-like nodes pass TensorLists through too */
+    jit_node_kind flows = kind == JIT_KIND_IDENTITY ? JIT_KIND_TENSOR_LIST : kind;
     for (int k = 0; k < n->n_outputs && !why; k++)
-      if (!hlo_dtype(n->outputs[k].dtype))
+      if (!clusterable_dtype(flows, n->outputs[k].dtype))
         why = arena_printf(st->arena, "output %d is %s", k, graph_dtype_name(n->outputs[k].dtype));
     if (why) return arena_printf(st->arena, "%s node %s (%s): %s", attr, n->name, graph_node_op_base(n), why);
   }
@@ -249,12 +261,15 @@ static void find_candidates(marker *mk) {
       const char *why = functional_blocker(st, n, 0);
       if (why) jit_exclude(st, n, "%s %s: %s", graph_node_op_base(n), n->name, why);
     }
+    /* Identity-like nodes pass TensorLists through too */
+    jit_node_kind flows = ns->kind == JIT_KIND_IDENTITY ? JIT_KIND_TENSOR_LIST : ns->kind;
     for (int k = 0; k < ns->n_out; k++)
-      if (!hlo_dtype(ns->out[k].dtype)) jit_exclude(st, n, "output %d is %s", k, graph_dtype_name(ns->out[k].dtype));
+      if (!clusterable_dtype(flows, ns->out[k].dtype))
+        jit_exclude(st, n, "output %d is %s", k, graph_dtype_name(ns->out[k].dtype));
     for (int k = 0; k < n->n_inputs && ns->res == JIT_RES_NONE; k++) {
       const jit_node_state *src = jit_node(st, n->inputs[k].node);
       int port = n->inputs[k].port;
-      if (port >= 0 && port < src->n_out && !hlo_dtype(src->out[port].dtype))
+      if (port >= 0 && port < src->n_out && !clusterable_dtype(flows, src->out[port].dtype))
         jit_exclude(st, n, "input %d is %s", k, graph_dtype_name(src->out[port].dtype));
     }
     if (o->jit_ops && o->jit_ops[0] && !listed(o->jit_ops, n) && ns->kind != JIT_KIND_CONST &&

@@ -81,6 +81,8 @@ jit_node_kind jit_classify(const graph_node *n, const op_def **def) {
   static const char *const resources[] = {"ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
                                           "AssignSubVariableOp", NULL};
   static const char *const functional[] = {"While", "StatelessWhile", "If", "StatelessIf", NULL};
+  static const char *const lists[] = {"TensorListReserve", "TensorListFromTensor", "TensorListGetItem",
+                                      "TensorListSetItem", "TensorListStack", NULL};
   *def = NULL;
   if (n->is_input) return JIT_KIND_OTHER;
   if (tf_or_onnx(n)) {
@@ -92,6 +94,7 @@ jit_node_kind jit_classify(const graph_node *n, const op_def **def) {
     if (op_base_in(n, resources)) return JIT_KIND_RESOURCE;
   }
   if (strncmp(n->op, "tf.", 3) == 0 && op_base_in(n, functional)) return JIT_KIND_FUNCTIONAL;
+  if (strncmp(n->op, "tf.", 3) == 0 && op_base_in(n, lists)) return JIT_KIND_TENSOR_LIST;
   if (executor_knows_op(n->op)) {
     const op_def *d = op_find(n->op);
     if (d && (d->lower || d->host)) {
