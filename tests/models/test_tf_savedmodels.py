@@ -35,9 +35,9 @@ OUT/KEY.npy. The models:
     a tf.cond, saved as functional While/If.
 The functional-control-flow models (FUNCTIONAL) are also run with --iters 50 --json:
 with --jit auto no cluster may fall back op by op, `kiln cluster DIR` must show the
-While in a cluster (while_cond) or refused for its TensorList body nodes (lstm, gru:
-TensorLists are not compiled yet), and a "perf" line prints kiln's median time with
---jit off and auto next to TensorFlow's own (eager call of the loaded signature).
+While in a cluster (for the RNNs with the TensorLists around it), and a "perf" line
+prints kiln's median time with --jit off and auto next to TensorFlow's own (a call of
+the loaded signature).
 Tolerance: |kiln - tf| <= 1e-5 + 1e-5 * max|tf| for the small models, and
 1e-4 * max(1, max|tf|) for MobileNetV2, EfficientNetB0 and the encoder (dozens of
 float32 convolutions, matmuls and softmaxes summed in another order than TF's oneDNN
@@ -70,7 +70,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # name -> what `kiln cluster DIR` must say about the model's While node.
-FUNCTIONAL = {"lstm": "TensorList", "gru": "TensorList", "while_cond": "in a cluster"}
+FUNCTIONAL = {"lstm": "in a cluster", "gru": "in a cluster", "while_cond": "in a cluster"}
 PERF_ITERS = 50
 
 PINS = ["tensorflow-cpu==2.21.0", "numpy==2.4.6", "keras==3.15.1", "ml_dtypes==0.6.0"]

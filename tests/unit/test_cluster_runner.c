@@ -1234,6 +1234,115 @@ done:
   pair_close(&p);
 }
 
+/* A sequence loop as Keras writes it: the inputs unstacked into a TensorList, one
+ * item read per step, each step's state set into a TensorListReserve of unknown batch
+ * size, stacked after the loop. The list becomes a buffer, the Reserve's element shape
+ * comes from the item the body sets. */
+#define SEQ_INPUTS_F         \
+  "  input t: int32[]\n"     \
+  "  input h: float[?,?]\n"  \
+  "  input xs: variant[]\n"  \
+  "  input ys: variant[]\n"  \
+  "  input w: float[?,?]\n"  \
+  "  input n: int32[]\n"
+
+#define SEQ_FUNCTIONS                                                                  \
+  "graph seq_cond {\n" SEQ_INPUTS_F                                                    \
+  "  l = Less[T=int32](t, n)\n"                                                        \
+  "  output r = l:0\n"                                                                 \
+  "}\n"                                                                                \
+  "graph seq_body {\n" SEQ_INPUTS_F                                                    \
+  "  es = Const[dtype=int32, value=tensor<int32[2]>{-1, 3}]()\n"                       \
+  "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n"                           \
+  "  x = TensorListGetItem[element_dtype=float](xs, t, es) -> (float[?,3])\n"          \
+  "  mm = MatMul[T=float, transpose_a=false, transpose_b=false](h, w)\n"               \
+  "  a = AddV2[T=float](mm, x)\n"                                                      \
+  "  hn = Tanh[T=float](a)\n"                                                          \
+  "  ys2 = TensorListSetItem[element_dtype=float](ys, t, hn) -> (variant[])\n"         \
+  "  t1 = AddV2[T=int32](t, one)\n"                                                    \
+  "  output t = t1:0\n"                                                                \
+  "  output h = hn:0\n"                                                                \
+  "  output xs = xs:0\n"                                                               \
+  "  output ys = ys2:0\n"                                                              \
+  "  output w = w:0\n"                                                                 \
+  "  output n = n:0\n"                                                                 \
+  "}\n"
+
+#define SEQ_INPUTS "input x: float[4,?,3]\ninput h0: float[?,3]\ninput w: float[3,3]\n"
+
+#define SEQ_NODES                                                                                          \
+  "es = Const[dtype=int32, value=tensor<int32[2]>{-1, 3}]()\n"                                             \
+  "len = Const[dtype=int32, value=tensor<int32[]>{4}]()\n"                                                 \
+  "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"                                                \
+  "xs = TensorListFromTensor[element_dtype=float, shape_type=int32](x, es) -> (variant[])\n"              \
+  "ys = TensorListReserve[element_dtype=float, shape_type=int32](es, len) -> (variant[])\n"               \
+  "loop = StatelessWhile[body=@seq_body, cond=@seq_cond](zero, h0, xs, ys, w, len) "                      \
+  "-> (int32[], float[?,3], variant[], variant[], float[3,3], int32[])\n"
+
+static const char seq_cluster[] =
+    "framework tf\n" SEQ_FUNCTIONS
+    "graph seq {\n" SEQ_INPUTS SEQ_NODES
+    "  st = TensorListStack[element_dtype=float, num_elements=4](loop:3, es) -> (float[4,?,3])\n"
+    "  output hs = st:0\n"
+    "  output h = loop:1\n"
+    "}\n" SEQ_INPUTS
+    "c = kiln.Cluster[function=@seq, n_constants=0, n_resources=0](x, h0, w) -> (float, float)\n"
+    "output hs = c:0\n"
+    "output h = c:1\n";
+
+/* The same loop with the list leaving the cluster: an HLO module cannot return a
+ * TensorList, so the cluster runs op by op and the Stack outside reads the list. */
+static const char seq_leaving_cluster[] =
+    "framework tf\n" SEQ_FUNCTIONS
+    "graph seq {\n" SEQ_INPUTS SEQ_NODES
+    "  output ys = loop:3\n"
+    "  output h = loop:1\n"
+    "}\n" SEQ_INPUTS
+    "c = kiln.Cluster[function=@seq, n_constants=0, n_resources=0](x, h0, w) -> (variant[], float)\n"
+    "es = Const[dtype=int32, value=tensor<int32[2]>{-1, 3}]()\n"
+    "st = TensorListStack[element_dtype=float, num_elements=4](c:0, es) -> (float[4,?,3])\n"
+    "output hs = st:0\n"
+    "output h = c:1\n";
+
+static const char seq_ref[] =
+    "framework tf\n" SEQ_FUNCTIONS SEQ_INPUTS SEQ_NODES
+    "st = TensorListStack[element_dtype=float, num_elements=4](loop:3, es) -> (float[4,?,3])\n"
+    "output hs = st:0\n"
+    "output h = loop:1\n";
+
+static graph_tensor *seq_x(int64_t batch, double seed) { return ramp(GRAPH_DT_FLOAT, 3, (int64_t[]){4, batch, 3}, seed); }
+
+static void test_tensorlist_loop_compiles_to_buffer(void) {
+  pair p;
+  if (!pair_open(&p, seq_cluster, seq_ref)) goto done;
+  for (int b = 1; b <= 2; b++)
+    pair_run_at(__LINE__, &p, 3, (const char *[]){"x", "h0", "w"},
+                (graph_tensor *[]){seq_x(2, 0.3 * b), mat(2, 3, 0.1 * b), mat(3, 3, 0.8)});
+  pair_run_at(__LINE__, &p, 3, (const char *[]){"x", "h0", "w"},
+              (graph_tensor *[]){seq_x(5, 0.7), mat(5, 3, 0.2), mat(3, 3, 0.4)}); /* another batch */
+  CHECK(stats(&p)->cluster_compiles == 1);
+  CHECK(stats(&p)->cluster_fallback_runs == 1); /* the new batch's first request (lazy) */
+  CHECK(stats(&p)->cluster_cache_hits == 1);
+done:
+  pair_close(&p);
+}
+
+static void test_tensorlist_leaving_cluster_falls_back(void) {
+  pair p;
+  if (!pair_open(&p, seq_leaving_cluster, seq_ref)) goto done;
+  capture cap;
+  capture_begin(&cap);
+  bool ok = pair_run_at(__LINE__, &p, 3, (const char *[]){"x", "h0", "w"},
+                        (graph_tensor *[]){seq_x(2, 0.5), mat(2, 3, 0.3), mat(3, 3, 0.6)});
+  char *err = capture_end(&cap);
+  CHECK(ok);
+  CHECK(stats(&p)->cluster_compiles == 0 && stats(&p)->cluster_fallback_runs == 1);
+  CHECK(strstr(err, "result 0 (ys) is a variant value") != NULL);
+  free(err);
+done:
+  pair_close(&p);
+}
+
 TEST_MAIN(TEST(test_bitwise_and_compile_once), TEST(test_onnx_body), TEST(test_lazy_second_request),
           TEST(test_must_compile), TEST(test_megamorphic), TEST(test_unimplemented_falls_back),
           TEST(test_constant_args_by_value), TEST(test_constant_input_computed_inside), TEST(test_resource_counter),
@@ -1241,4 +1350,5 @@ TEST_MAIN(TEST(test_bitwise_and_compile_once), TEST(test_onnx_body), TEST(test_l
           TEST(test_failing_devices), TEST(test_stateless_while_compiles_to_hlo_while),
           TEST(test_stateless_if_compiles_to_hlo_conditional), TEST(test_nested_while_in_while_compiles),
           TEST(test_if_in_while_compiles), TEST(test_shape_changing_loop_falls_back),
-          TEST(test_loop_state_shape_operand_falls_back))
+          TEST(test_loop_state_shape_operand_falls_back), TEST(test_tensorlist_loop_compiles_to_buffer),
+          TEST(test_tensorlist_leaving_cluster_falls_back))

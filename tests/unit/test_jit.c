@@ -460,8 +460,8 @@ static void test_counter_variable_auto_clustered(void) {
 
 /* TF2 functional control flow: a StatelessWhile whose functions lower is a candidate
  * and counts its body's nodes, so the loop (with the one op around it) forms a
- * cluster that runs bitwise as op by op; one whose body holds a TensorList op stays
- * out with a reason naming that body node. */
+ * cluster that runs bitwise as op by op; one whose body holds a TensorList op the
+ * lowering lacks (TensorListLength) stays out with a reason naming that body node. */
 #define LOOP_FUNCTIONS                                   \
   "graph lc {\n"                                         \
   "  input i: int32[]\n"                                 \
@@ -507,7 +507,7 @@ static void test_functional_while_is_clustered(void) {
   graph_free(plain);
 }
 
-static void test_functional_while_with_tensorlist_body_is_refused(void) {
+static void test_functional_while_with_unsupported_list_op_is_refused(void) {
   graph *g = check_parse_graph(
       "framework tf\n"
       "graph tc {\n"
@@ -526,7 +526,8 @@ static void test_functional_while_with_tensorlist_body_is_refused(void) {
       "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n"
       "  item = TensorListGetItem[element_dtype=float](l, i, es) -> (float[3])\n"
       "  s = AddV2[T=float](h, item)\n"
-      "  i1 = AddV2[T=int32](i, one)\n"
+      "  len = TensorListLength(l) -> (int32[])\n"
+      "  i1 = AddV2[T=int32](i, len)\n"
       "  output i = i1:0\n"
       "  output l = l:0\n"
       "  output h = s:0\n"
@@ -543,7 +544,7 @@ static void test_functional_while_with_tensorlist_body_is_refused(void) {
       "output r = a:0\n");
   jit_options o = opts_min(1);
   jit_report *r = cluster_ok(g, &o);
-  CHECK(reason_has(r, "w", "StatelessWhile w: body node item (TensorListGetItem): TensorArray/TensorList/variant op"));
+  CHECK(reason_has(r, "w", "StatelessWhile w: body node len (TensorListLength): TensorArray/TensorList/variant op"));
   CHECK(cluster_of(r, "e") >= 0);
   int64_t dims[] = {2, 3};
   graph_tensor *got = run_graph(g, 2, dims);
@@ -558,4 +559,4 @@ TEST_MAIN(TEST(test_chain_clusters_and_runs_bitwise), TEST(test_cycle_is_refused
           TEST(test_min_size_ignores_const_and_identity), TEST(test_compile_scopes), TEST(test_jit_ops_filters),
           TEST(test_host_cost_rule), TEST(test_soft_placement_and_no_host_fallback),
           TEST(test_counter_variable_auto_clustered), TEST(test_functional_while_is_clustered),
-          TEST(test_functional_while_with_tensorlist_body_is_refused))
+          TEST(test_functional_while_with_unsupported_list_op_is_refused))
