@@ -629,9 +629,14 @@ static kiln_status lower_tl_from_tensor(const graph_node *node, cluster_value *c
   return NULL;
 }
 
-/* The start indices [index, 0, ...] of element `index` in a buffer. */
-static kiln_status element_starts(hlo_computation *c, const graph_node *node, const cluster_value *index,
-                                  int rank, hlo_instr **starts) {
+/* The start indices [index, 0, ...] of an element of buffer buf. An empty list has
+ * no element to address (the executor reports the index then; the module could not
+ * even be built), so it is refused. */
+static kiln_status element_starts(hlo_computation *c, const graph_node *node, const hlo_instr *buf,
+                                  const cluster_value *index, hlo_instr **starts) {
+  int rank = buf->shape.rank;
+  if (buf->shape.dims[0] < 1)
+    return ERR_UNIMPLEMENTED("node %s (%s) addresses an item of an empty TensorList", node->name, node->op);
   if (!index->hlo || index->hlo->shape.rank != 0 || !graph_dtype_is_int(index->dtype))
     return ERR_UNIMPLEMENTED("node %s (%s): the index must be an integer scalar", node->name, node->op);
   starts[0] = index->hlo;
@@ -648,7 +653,7 @@ static kiln_status lower_tl_get_item(lowering *lw, const graph_node *node, clust
   TRY(list_buffer(node, in[0], &buf));
   int rank = buf->shape.rank;
   hlo_instr *starts[HLO_MAX_RANK];
-  TRY(element_starts(lw->comp, node, in[1], rank, starts));
+  TRY(element_starts(lw->comp, node, buf, in[1], starts));
   int64_t sizes[HLO_MAX_RANK];
   sizes[0] = 1;
   for (int i = 1; i < rank; i++) sizes[i] = buf->shape.dims[i];
@@ -690,7 +695,7 @@ static kiln_status lower_tl_set_item(lowering *lw, const graph_node *node, clust
     return s;
   }
   hlo_instr *starts[HLO_MAX_RANK];
-  TRY(element_starts(lw->comp, node, in[1], rank, starts));
+  TRY(element_starts(lw->comp, node, buf, in[1], starts));
   int64_t dims[HLO_MAX_RANK];
   dims[0] = 1;
   for (int i = 1; i < rank; i++) dims[i] = buf->shape.dims[i];
