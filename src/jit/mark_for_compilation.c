@@ -280,6 +280,59 @@ static void find_candidates(marker *mk) {
   }
 }
 
+static bool holds_lists(jit_node_kind kind) {
+  return kind == JIT_KIND_TENSOR_LIST || kind == JIT_KIND_FUNCTIONAL || kind == JIT_KIND_IDENTITY;
+}
+
+/* Whether the variant edge between candidate n and `other` keeps the list inside
+ * whatever cluster n joins: `other` must be a candidate that holds lists, in n's
+ * loop frame. */
+static bool list_edge_ok(jit_state *st, const jit_node_state *ns, const graph_node *other) {
+  const jit_node_state *os = jit_node(st, other);
+  return !os->reason && holds_lists(os->kind) && os->frame == ns->frame;
+}
+
+/* A compiled TensorList is a buffer, which cannot cross a cluster boundary: a node
+ * taking or giving a variant stays out unless every node on the other side of each
+ * of its variant edges could share its cluster, and a variant graph result keeps its
+ * producer out. Repeated until nothing changes, as an exclusion spreads along a list's
+ * edges (a TensorList built by a v1 loop's Enter/Exit stays op by op as a whole). */
+static void confine_lists(marker *mk) {
+  jit_state *st = mk->st;
+  for (int r = 0; r < st->g->n_results; r++) {
+    const graph_result *res = &st->g->results[r];
+    const jit_node_state *ns = jit_node(st, res->node);
+    if (res->port >= 0 && res->port < ns->n_out && ns->out[res->port].dtype == GRAPH_DT_VARIANT)
+      jit_exclude(st, res->node, "output %d is a TensorList the graph returns", res->port);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int t = 0; t < st->n_topo; t++) {
+      graph_node *n = st->topo[t];
+      jit_node_state *ns = jit_node(st, n);
+      if (ns->reason) continue;
+      for (int k = 0; k < n->n_inputs && !ns->reason; k++) {
+        const graph_edge *e = &n->inputs[k];
+        const jit_node_state *src = jit_node(st, e->node);
+        if (e->port < 0 || e->port >= src->n_out || src->out[e->port].dtype != GRAPH_DT_VARIANT) continue;
+        if (!list_edge_ok(st, ns, e->node))
+          jit_exclude(st, n, "input %d is a TensorList from %s (%s), which cannot join its cluster", k, e->node->name,
+                      e->node->op);
+      }
+      for (int port = 0; port < ns->n_out && !ns->reason; port++) {
+        if (ns->out[port].dtype != GRAPH_DT_VARIANT) continue;
+        const graph_use *uses;
+        int nu = graph_consumers(n, port, &uses);
+        for (int u = 0; u < nu && !ns->reason; u++)
+          if (!list_edge_ok(st, ns, uses[u].node))
+            jit_exclude(st, n, "output %d is a TensorList read by %s (%s), which cannot join its cluster", port,
+                        uses[u].node->name, uses[u].node->op);
+      }
+      changed = changed || ns->reason;
+    }
+  }
+}
+
 /* -------------------------------------------------------------- merging ---- */
 
 static void cluster_init(marker *mk) {
@@ -465,6 +518,7 @@ kiln_status jit_pass_mark_for_compilation(jit_state *st) {
     return NULL;
   }
   find_candidates(&mk);
+  confine_lists(&mk);
   mk.order = jit_resource_order_new(st);
   cluster_init(&mk);
   contract(&mk, true);

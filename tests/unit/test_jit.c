@@ -554,9 +554,39 @@ static void test_functional_while_with_unsupported_list_op_is_refused(void) {
   graph_free(g);
 }
 
+/* A TensorList whose reader cannot be compiled keeps its whole list out of clusters
+ * (a compiled list is a buffer that cannot cross a cluster boundary); the other ops
+ * still cluster. */
+static void test_tensorlist_crossing_a_boundary_stays_out(void) {
+  graph *g = check_parse_graph(
+      "framework tf\n"
+      "input x: float[4,3]\n"
+      "e = Exp[T=float](x)\n"
+      "n = Neg[T=float](e)\n"
+      "es = Const[dtype=int32, value=tensor<int32[1]>{3}]()\n"
+      "tl = TensorListFromTensor[element_dtype=float, shape_type=int32](n, es) -> (variant[])\n"
+      "len = TensorListLength(tl) -> (int32[])\n"
+      "st = TensorListStack[element_dtype=float, num_elements=4](tl, es) -> (float[4,3])\n"
+      "a = Abs[T=float](st)\n"
+      "output r = a:0\n"
+      "output len = len:0\n");
+  jit_options o = opts_min(1);
+  jit_report *r = cluster_ok(g, &o);
+  CHECK(reason_has(r, "tl", "output 0 is a TensorList read by len (tf.TensorListLength), which cannot join"));
+  CHECK(reason_has(r, "st", "input 0 is a TensorList from tl (tf.TensorListFromTensor), which cannot join"));
+  CHECK(cluster_of(r, "e") >= 0 && cluster_of(r, "a") >= 0);
+  int64_t dims[] = {4, 3};
+  graph_tensor *got = run_graph(g, 2, dims);
+  CHECK(got && got->n == 12);
+  tensor_free(got);
+  jit_report_free(r);
+  graph_free(g);
+}
+
 TEST_MAIN(TEST(test_chain_clusters_and_runs_bitwise), TEST(test_cycle_is_refused), TEST(test_switch_merge_diamond),
           TEST(test_while_body_clusters_inside_its_frame), TEST(test_resource_pairs), TEST(test_must_be_constant_chain_declustered),
           TEST(test_min_size_ignores_const_and_identity), TEST(test_compile_scopes), TEST(test_jit_ops_filters),
           TEST(test_host_cost_rule), TEST(test_soft_placement_and_no_host_fallback),
           TEST(test_counter_variable_auto_clustered), TEST(test_functional_while_is_clustered),
-          TEST(test_functional_while_with_unsupported_list_op_is_refused))
+          TEST(test_functional_while_with_unsupported_list_op_is_refused),
+          TEST(test_tensorlist_crossing_a_boundary_stays_out))
