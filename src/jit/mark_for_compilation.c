@@ -9,7 +9,9 @@
  *      the reason. Nodes inside while-loop frames are candidates like any other. TF2's
  *      functional While/If are candidates when every node of their functions,
  *      recursively, passes the same rules (the cluster runner lowers them to HLO
- *      while/conditional); otherwise the reason names the blocking function node;
+ *      while/conditional); otherwise the reason names the blocking function node.
+ *      The TensorList ops the runner compiles (as buffers) are candidates only where
+ *      every node across their variant edges can share their cluster (confine_lists);
  *   2. every node starts as its own cluster; the detector graph (jit/cycles.h) holds
  *      one node per graph node with every data and control edge but loop back-edges;
  *   3. contraction, in post-order over the graph, along each edge from a cluster to a
