@@ -294,6 +294,28 @@ static bool list_edge_ok(jit_state *st, const jit_node_state *ns, const graph_no
   return !os->reason && holds_lists(os->kind) && os->frame == ns->frame;
 }
 
+/* Whether output `port` of n carries a TensorList: a declared variant, or the list
+ * output of a TensorList op (imports that leave dtypes unknown, as TF.js's, declare
+ * none). */
+static bool list_output(jit_state *st, const graph_node *n, int port) {
+  const jit_node_state *ns = jit_node(st, n);
+  if (port >= 0 && port < ns->n_out && ns->out[port].dtype == GRAPH_DT_VARIANT) return true;
+  const char *b = graph_node_op_base(n);
+  return ns->kind == JIT_KIND_TENSOR_LIST && port == 0 && strcmp(b, "TensorListGetItem") != 0 &&
+         strcmp(b, "TensorListStack") != 0;
+}
+
+/* Whether input k of n takes a TensorList: from a list output, or as a TensorList
+ * op's list operand. */
+static bool list_input(jit_state *st, const graph_node *n, int k) {
+  const jit_node_state *ns = jit_node(st, n);
+  const char *b = graph_node_op_base(n);
+  if (ns->kind == JIT_KIND_TENSOR_LIST && k == 0 && strcmp(b, "TensorListReserve") != 0 &&
+      strcmp(b, "TensorListFromTensor") != 0)
+    return true;
+  return list_output(st, n->inputs[k].node, n->inputs[k].port);
+}
+
 /* A compiled TensorList is a buffer, which cannot cross a cluster boundary: a node
  * taking or giving a variant stays out unless every node on the other side of each
  * of its variant edges could share its cluster, and a variant graph result keeps its
@@ -303,8 +325,7 @@ static void confine_lists(marker *mk) {
   jit_state *st = mk->st;
   for (int r = 0; r < st->g->n_results; r++) {
     const graph_result *res = &st->g->results[r];
-    const jit_node_state *ns = jit_node(st, res->node);
-    if (res->port >= 0 && res->port < ns->n_out && ns->out[res->port].dtype == GRAPH_DT_VARIANT)
+    if (list_output(st, res->node, res->port))
       jit_exclude(st, res->node, "output %d is a TensorList the graph returns", res->port);
   }
   for (bool changed = true; changed;) {
@@ -315,14 +336,13 @@ static void confine_lists(marker *mk) {
       if (ns->reason) continue;
       for (int k = 0; k < n->n_inputs && !ns->reason; k++) {
         const graph_edge *e = &n->inputs[k];
-        const jit_node_state *src = jit_node(st, e->node);
-        if (e->port < 0 || e->port >= src->n_out || src->out[e->port].dtype != GRAPH_DT_VARIANT) continue;
+        if (!list_input(st, n, k)) continue;
         if (!list_edge_ok(st, ns, e->node))
           jit_exclude(st, n, "input %d is a TensorList from %s (%s), which cannot join its cluster", k, e->node->name,
                       e->node->op);
       }
       for (int port = 0; port < ns->n_out && !ns->reason; port++) {
-        if (ns->out[port].dtype != GRAPH_DT_VARIANT) continue;
+        if (!list_output(st, n, port)) continue;
         const graph_use *uses;
         int nu = graph_consumers(n, port, &uses);
         for (int u = 0; u < nu && !ns->reason; u++)
