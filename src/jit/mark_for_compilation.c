@@ -294,13 +294,16 @@ static bool list_edge_ok(jit_state *st, const jit_node_state *ns, const graph_no
   return !os->reason && holds_lists(os->kind) && os->frame == ns->frame;
 }
 
-/* Whether output `port` of n carries a TensorList: a declared variant, or the list
- * output of a TensorList op (imports that leave dtypes unknown, as TF.js's, declare
- * none). */
+/* Whether output `port` of n carries a TensorList: a declared variant, the list
+ * output of a TensorList op or an Identity-like pass-through of one (imports that
+ * leave dtypes unknown, as TF.js's, declare none). */
 static bool list_output(jit_state *st, const graph_node *n, int port) {
   const jit_node_state *ns = jit_node(st, n);
   if (port >= 0 && port < ns->n_out && ns->out[port].dtype == GRAPH_DT_VARIANT) return true;
   const char *b = graph_node_op_base(n);
+  if (ns->kind == JIT_KIND_IDENTITY && port >= 0 && port < n->n_inputs)
+    /* ends: a cycle needs a NextIteration, which is not Identity-like */
+    return list_output(st, n->inputs[port].node, n->inputs[port].port);
   return ns->kind == JIT_KIND_TENSOR_LIST && port == 0 && strcmp(b, "TensorListGetItem") != 0 &&
          strcmp(b, "TensorListStack") != 0;
 }

@@ -581,6 +581,20 @@ static void test_tensorlist_crossing_a_boundary_stays_out(void) {
   tensor_free(got);
   jit_report_free(r);
   graph_free(g);
+  /* The same when the import declares no dtypes (TF.js): the list operand is known by
+   * the op, not by a variant dtype. */
+  g = check_parse_graph("framework tf\n"
+                        "input x: float[4,3]\n"
+                        "e = Exp[T=float](x)\n"
+                        "es = Const[dtype=int32, value=tensor<int32[1]>{3}]()\n"
+                        "tl = TensorListFromTensor[element_dtype=float, shape_type=int32](e, es)\n"
+                        "id = Identity(tl)\n"
+                        "len = TensorListLength(id)\n"
+                        "output len = len:0\n");
+  r = cluster_ok(g, &o);
+  CHECK(reason_has(r, "tl", "output 0 is a TensorList read by id (tf.Identity), which cannot join"));
+  jit_report_free(r);
+  graph_free(g);
 }
 
 TEST_MAIN(TEST(test_chain_clusters_and_runs_bitwise), TEST(test_cycle_is_refused), TEST(test_switch_merge_diamond),
