@@ -11,7 +11,11 @@
  * the module, and the final value of every written variable is an extra result that
  * is stored back only after the module ran successfully. A must-be-constant input
  * computed inside the cluster (Reshape's shape from a Shape) is evaluated at compile
- * time when it depends on constants only.
+ * time when it depends on constants only. TF's functional While/If become HLO
+ * while/conditional: their functions are lowered node by node like the body, each
+ * into a computation of its own taking the operands as one tuple (lower_graph), so
+ * control flow nests; what HLO cannot express (a loop variable changing shape, a
+ * must-be-constant input computed from loop state) is UNIMPLEMENTED.
  *
  * The cache keys on (function, device, values of the constant arguments, dtypes and
  * shapes of the other arguments and of the variables' values). Policies follow
@@ -34,6 +38,7 @@
 #include "exec/exec_internal.h"
 #include "graph/cluster_op.h"
 #include "hlo/builder.h"
+#include "hlo/shape.h"
 #include "hlo/verifier.h"
 
 /* TensorFlow's kMaxNumberOfCompiles and kMegamorphicThreshold (device_compiler.h). */
@@ -280,6 +285,15 @@ typedef struct cluster_value {
   graph_dtype dtype;
   const graph_tensor *known; /* compile-time value when there is one (borrowed) */
   int resource;              /* a variable handle: index among the resources; else -1 */
+  /* A TensorList (dtype variant) is its buffer, hlo = [length, element...]. A
+   * TensorListReserve whose element shape is not fully known has no buffer yet
+   * (unshaped: hlo NULL) until the loop that fills it is lowered: list_len and
+   * list_dtype say what to build, and list_item is the first item a SetItem put in
+   * (its shape is the element shape). */
+  bool list_unshaped;
+  int64_t list_len;
+  graph_dtype list_dtype;
+  hlo_instr *list_item;
 } cluster_value;
 
 /* A variable's value as the module threads it: entry parameter, then assignments. */
@@ -297,6 +311,9 @@ typedef struct lowering {
   variable_state *vars;
   const char **param_what; /* per parameter number: what it holds, for messages */
   int n_params;
+  /* While lowering a loop body, condition or branch (comp is then not the entry):
+   * what that computation's one parameter holds, for messages; NULL in the entry. */
+  const char *state_what;
   /* Tensors the lowering made (evaluated constants, Const values) kept alive until the
    * module is built. */
   int n_owned, cap_owned;
@@ -350,7 +367,8 @@ static kiln_status fold_constant(lowering *lw, hlo_instr *target, const graph_no
     if (!needed[ins->id]) continue;
     if (ins->op == HLO_OP_PARAMETER) {
       s = ERR_UNIMPLEMENTED("input %d of node %s must be a compile-time constant but depends on runtime value of %s",
-                            input, node->name, lw->param_what[ins->parameter_number]);
+                            input, node->name,
+                            lw->state_what ? lw->state_what : lw->param_what[ins->parameter_number]);
       break;
     }
     for (int k = 0; k < ins->n_operands; k++) needed[ins->operands[k]->id] = true;
@@ -502,6 +520,14 @@ static void print_hlo_type(strbuf *b, graph_dtype dtype, const hlo_instr *x) {
   strbuf_putc(b, ']');
 }
 
+/* "f32[2,3]" for messages (malloc'ed). */
+static char *type_string(graph_dtype dtype, const hlo_instr *x) {
+  strbuf b;
+  strbuf_init(&b);
+  print_hlo_type(&b, dtype, x);
+  return strbuf_take(&b);
+}
+
 /* The executor's assign_update computes old +/- x exactly in double and rounds once
  * (floats) or wraps (integers); HLO add/subtract in the element type give the same
  * bits for every type that update accepts. */
@@ -550,6 +576,173 @@ static kiln_status lower_const(lowering *lw, const graph_node *node, cluster_val
   return NULL;
 }
 
+static kiln_status lower_while(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out);
+static kiln_status lower_if(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out);
+
+/* A must-be-constant operand of an executor-native op (a TensorList's element shape
+ * or length): its compile-time value, folded when computed inside the cluster. */
+static kiln_status native_constant(lowering *lw, const graph_node *node, cluster_value *const *in, int i,
+                                   const graph_tensor **out) {
+  if (i >= node->n_inputs) return ERR_INVALID("node %s (%s) needs input %d", node->name, node->op, i);
+  *out = in[i]->known;
+  if (*out) return NULL;
+  if (!in[i]->hlo)
+    return ERR_UNIMPLEMENTED("input %d of node %s must be a compile-time constant but is a %s value", i, node->name,
+                             graph_dtype_name(in[i]->dtype));
+  graph_tensor *folded = NULL;
+  TRY(fold_constant(lw, in[i]->hlo, node, i, &folded));
+  own(lw, folded);
+  *out = folded;
+  return NULL;
+}
+
+/* The buffer of a list value, refusing what the lowering cannot hold as one. */
+static kiln_status list_buffer(const graph_node *node, const cluster_value *v, hlo_instr **out) {
+  if (v->list_unshaped)
+    return ERR_UNIMPLEMENTED("node %s (%s) reads a TensorList whose element shape is not known yet", node->name,
+                             node->op);
+  if (!v->hlo || v->dtype != GRAPH_DT_VARIANT || v->hlo->shape.rank < 1)
+    return ERR_UNIMPLEMENTED("node %s (%s): input 0 is not a TensorList made inside the cluster", node->name,
+                             node->op);
+  *out = v->hlo;
+  return NULL;
+}
+
+/* A zero-filled buffer [len, element dims] of type t. */
+static kiln_status zero_buffer(hlo_computation *c, hlo_type t, int64_t len, int rank, const int64_t *dims,
+                               hlo_instr **out) {
+  int64_t bd[HLO_MAX_RANK];
+  if (rank + 1 > HLO_MAX_RANK) return ERR_UNIMPLEMENTED("a TensorList of rank-%d elements is too deep", rank);
+  bd[0] = len;
+  for (int i = 0; i < rank; i++) bd[1 + i] = dims[i];
+  hlo_instr *zero = NULL;
+  TRY(hlo_build_constant_scalar(c, t, 0, &zero));
+  return hlo_build_broadcast(c, zero, rank + 1, bd, NULL, out);
+}
+
+/* TensorListReserve: a zero buffer when the element shape is fully known, else an
+ * unshaped list that the While filling it resolves (lower_while). */
+static kiln_status lower_tl_reserve(lowering *lw, const graph_node *node, cluster_value *const *in,
+                                    cluster_value *out) {
+  const graph_tensor *shape = NULL, *len = NULL;
+  TRY(native_constant(lw, node, in, 0, &shape));
+  TRY(native_constant(lw, node, in, 1, &len));
+  graph_dtype dt = attr_type_or(node, "element_dtype", GRAPH_DT_INVALID);
+  hlo_type t;
+  if (!graph_dtype_to_hlo(dt, &t))
+    return ERR_UNIMPLEMENTED("node %s (%s): element_dtype %s has no HLO form", node->name, node->op,
+                             graph_dtype_name(dt));
+  if (len->n != 1 || !graph_dtype_is_int(len->dtype) || tensor_get_s64(len, 0) < 0)
+    return ERR_UNIMPLEMENTED("node %s (%s): num_elements must be one non-negative integer", node->name, node->op);
+  out[0] = (cluster_value){.defined = true, .dtype = GRAPH_DT_VARIANT, .resource = -1, .list_unshaped = true,
+                           .list_len = tensor_get_s64(len, 0), .list_dtype = dt};
+  if (shape->rank != 1 || !graph_dtype_is_int(shape->dtype) || shape->n > HLO_MAX_RANK) return NULL;
+  int64_t dims[HLO_MAX_RANK];
+  for (int64_t i = 0; i < shape->n; i++)
+    if ((dims[i] = tensor_get_s64(shape, i)) < 0) return NULL;
+  out[0].list_unshaped = false;
+  return zero_buffer(lw->comp, t, out[0].list_len, (int)shape->n, dims, &out[0].hlo);
+}
+
+/* TensorListFromTensor: the tensor itself is the buffer. */
+static kiln_status lower_tl_from_tensor(const graph_node *node, cluster_value *const *in, cluster_value *out) {
+  if (node->n_inputs < 1 || !in[0]->hlo || in[0]->dtype == GRAPH_DT_VARIANT || in[0]->hlo->shape.rank < 1)
+    return ERR_UNIMPLEMENTED("node %s (%s) needs an HLO tensor of rank >= 1", node->name, node->op);
+  out[0] = (cluster_value){.defined = true, .hlo = in[0]->hlo, .dtype = GRAPH_DT_VARIANT, .resource = -1};
+  return NULL;
+}
+
+/* The start indices [index, 0, ...] of an element of buffer buf. An empty list has
+ * no element to address (the executor reports the index then; the module could not
+ * even be built), so it is refused. */
+static kiln_status element_starts(hlo_computation *c, const graph_node *node, const hlo_instr *buf,
+                                  const cluster_value *index, hlo_instr **starts) {
+  int rank = buf->shape.rank;
+  if (buf->shape.dims[0] < 1)
+    return ERR_UNIMPLEMENTED("node %s (%s) addresses an item of an empty TensorList", node->name, node->op);
+  if (!index->hlo || index->hlo->shape.rank != 0 || !graph_dtype_is_int(index->dtype))
+    return ERR_UNIMPLEMENTED("node %s (%s): the index must be an integer scalar", node->name, node->op);
+  starts[0] = index->hlo;
+  if (index->hlo->shape.type != HLO_S32) TRY(hlo_build_convert(c, index->hlo, HLO_S32, &starts[0]));
+  for (int i = 1; i < rank; i++) TRY(hlo_build_constant_scalar(c, HLO_S32, 0, &starts[i]));
+  return NULL;
+}
+
+/* TensorListGetItem: a dynamic slice of the buffer. */
+static kiln_status lower_tl_get_item(lowering *lw, const graph_node *node, cluster_value *const *in,
+                                     cluster_value *out) {
+  if (node->n_inputs < 2) return ERR_INVALID("node %s (%s) needs (list, index) inputs", node->name, node->op);
+  hlo_instr *buf = NULL;
+  TRY(list_buffer(node, in[0], &buf));
+  int rank = buf->shape.rank;
+  hlo_instr *starts[HLO_MAX_RANK];
+  TRY(element_starts(lw->comp, node, buf, in[1], starts));
+  int64_t sizes[HLO_MAX_RANK];
+  sizes[0] = 1;
+  for (int i = 1; i < rank; i++) sizes[i] = buf->shape.dims[i];
+  hlo_instr *slice = NULL, *item = NULL;
+  TRY(hlo_build_dynamic_slice(lw->comp, buf, starts, sizes, &slice));
+  TRY(hlo_build_reshape(lw->comp, slice, rank - 1, buf->shape.dims + 1, &item));
+  out[0] = (cluster_value){.defined = true, .hlo = item, .dtype = graph_dtype_from_hlo(item->shape.type),
+                           .resource = -1};
+  return NULL;
+}
+
+/* TensorListSetItem: a dynamic update slice of the buffer; on an unshaped list it only
+ * records the item, whose shape the enclosing loop then gives the buffer. */
+static kiln_status lower_tl_set_item(lowering *lw, const graph_node *node, cluster_value *const *in,
+                                     cluster_value *out) {
+  if (node->n_inputs < 3) return ERR_INVALID("node %s (%s) needs (list, index, item) inputs", node->name, node->op);
+  const cluster_value *item = in[2];
+  if (!item->hlo || item->dtype == GRAPH_DT_VARIANT)
+    return ERR_UNIMPLEMENTED("node %s (%s): the item is not an HLO tensor", node->name, node->op);
+  if (in[0]->list_unshaped) {
+    if (item->dtype != in[0]->list_dtype ||
+        (in[0]->list_item && !shape_compatible(&in[0]->list_item->shape, &item->hlo->shape)))
+      return ERR_UNIMPLEMENTED("node %s (%s) sets items of different types into one TensorList", node->name,
+                               node->op);
+    out[0] = *in[0];
+    out[0].list_item = item->hlo;
+    return NULL;
+  }
+  hlo_instr *buf = NULL;
+  TRY(list_buffer(node, in[0], &buf));
+  int rank = buf->shape.rank;
+  bool fits = item->hlo->shape.type == buf->shape.type && item->hlo->shape.rank == rank - 1;
+  for (int i = 1; fits && i < rank; i++) fits = item->hlo->shape.dims[i - 1] == buf->shape.dims[i];
+  if (!fits) {
+    char *a = type_string(item->dtype, item->hlo);
+    kiln_status s = ERR_UNIMPLEMENTED("node %s (%s): a %s item does not fit the TensorList's elements", node->name,
+                                      node->op, a);
+    free(a);
+    return s;
+  }
+  hlo_instr *starts[HLO_MAX_RANK];
+  TRY(element_starts(lw->comp, node, buf, in[1], starts));
+  int64_t dims[HLO_MAX_RANK];
+  dims[0] = 1;
+  for (int i = 1; i < rank; i++) dims[i] = buf->shape.dims[i];
+  hlo_instr *update = NULL, *next = NULL;
+  TRY(hlo_build_reshape(lw->comp, item->hlo, rank, dims, &update));
+  TRY(hlo_build_dynamic_update_slice(lw->comp, buf, update, starts, &next));
+  out[0] = (cluster_value){.defined = true, .hlo = next, .dtype = GRAPH_DT_VARIANT, .resource = -1};
+  return NULL;
+}
+
+/* TensorListStack: the buffer is the stacked tensor. */
+static kiln_status lower_tl_stack(const graph_node *node, cluster_value *const *in, cluster_value *out) {
+  if (node->n_inputs < 1) return ERR_INVALID("node %s (%s) needs a list input", node->name, node->op);
+  hlo_instr *buf = NULL;
+  TRY(list_buffer(node, in[0], &buf));
+  int64_t n = graph_node_attr_int_or(node, "num_elements", -1);
+  if (n >= 0 && n != buf->shape.dims[0])
+    return ERR_UNIMPLEMENTED("node %s (%s): num_elements %lld, but the list holds %lld", node->name, node->op,
+                             (long long)n, (long long)buf->shape.dims[0]);
+  out[0] = (cluster_value){.defined = true, .hlo = buf, .dtype = graph_dtype_from_hlo(buf->shape.type),
+                           .resource = -1};
+  return NULL;
+}
+
 /* The executor-native ops a cluster may contain; NULL for the others. */
 static const exec_native *native_of(const graph_node *n) {
   const exec_native *nat = exec_native_find(n->op);
@@ -575,6 +768,13 @@ static kiln_status lower_node(lowering *lw, const graph_node *node, cluster_valu
     if (nat->fn == exec_var_assign) return lower_assign(lw, node, in);
     if (nat->fn == exec_var_assign_add) return lower_assign_update(lw, node, in, 1);
     if (nat->fn == exec_var_assign_sub) return lower_assign_update(lw, node, in, -1);
+    if (nat->fn == exec_tl_reserve) return lower_tl_reserve(lw, node, in, out);
+    if (nat->fn == exec_tl_from_tensor) return lower_tl_from_tensor(node, in, out);
+    if (nat->fn == exec_tl_get_item) return lower_tl_get_item(lw, node, in, out);
+    if (nat->fn == exec_tl_set_item) return lower_tl_set_item(lw, node, in, out);
+    if (nat->fn == exec_tl_stack) return lower_tl_stack(node, in, out);
+    if (nat->fn == exec_tf_while) return lower_while(lw, node, in, out);
+    if (nat->fn == exec_tf_if) return lower_if(lw, node, in, out);
     return ERR_UNIMPLEMENTED("node %s (%s) has no lowering (the executor interprets it)", node->name, node->op);
   }
   const op_def *def = op_find(node->op);
@@ -613,11 +813,13 @@ static kiln_status lower_arguments(lowering *lw) {
   return NULL;
 }
 
-static kiln_status lower_body(lowering *lw) {
-  graph *body = lw->cc->body;
+/* Lowers every node of g, in topological order, into lw->comp; the values of g's
+ * inputs must already be in lw->values. Shared by the cluster body and the function
+ * bodies of While/If nodes (lower_graph), so nested control flow lowers recursively. */
+static kiln_status lower_nodes(lowering *lw, const graph *g) {
   graph_node **order = NULL;
   int n_order = 0;
-  TRY(graph_topo_order(body, &order, &n_order));
+  TRY(graph_topo_order(g, &order, &n_order));
   kiln_status s = NULL;
   int max_in = 1;
   for (int i = 0; i < n_order; i++)
@@ -642,6 +844,274 @@ static kiln_status lower_body(lowering *lw) {
   return s;
 }
 
+static kiln_status lower_body(lowering *lw) { return lower_nodes(lw, lw->cc->body); }
+
+/* Lowers function g (a While's cond/body, an If's branch) into comp, whose parameter 0
+ * is the tuple `state` (described by `what` in messages): g's input i is element i and
+ * takes the dtype and compile-time value of outer[i] (an If's operands keep theirs; a
+ * loop's variables change, so the caller passes them without). results[] receives g's
+ * results, which must be HLO values -- or, in a probe (shape_loop_lists), unshaped
+ * TensorLists too. Values inside g are g's own, so the caller's are saved and restored. */
+static kiln_status lower_graph(lowering *lw, const graph *g, hlo_computation *comp, const hlo_shape *state,
+                               const char *what, const cluster_value *const *outer, bool probe,
+                               cluster_value *results) {
+  hlo_computation *saved_comp = lw->comp;
+  cluster_value **saved_values = lw->values;
+  const char *saved_what = lw->state_what;
+  lw->comp = comp;
+  lw->state_what = what;
+  lw->values = calloc((size_t)g->n_nodes + 1, sizeof *lw->values);
+  if (!lw->values) abort();
+  for (int i = 0; i < g->n_nodes; i++) {
+    lw->values[i] = calloc((size_t)g->nodes[i]->n_outputs + 1, sizeof *lw->values[i]);
+    if (!lw->values[i]) abort();
+  }
+  hlo_instr *param = NULL;
+  kiln_status s = hlo_build_parameter(comp, 0, state, NULL, &param);
+  for (int i = 0; i < g->n_inputs && !s; i++) {
+    cluster_value *v = &lw->values[g->inputs[i]->index][0];
+    *v = (cluster_value){.defined = true, .dtype = outer[i]->dtype, .known = outer[i]->known, .resource = -1,
+                         .list_unshaped = outer[i]->list_unshaped, .list_len = outer[i]->list_len,
+                         .list_dtype = outer[i]->list_dtype};
+    if (!v->list_unshaped) s = hlo_build_get_tuple_element(comp, param, i, &v->hlo);
+  }
+  if (!s) s = lower_nodes(lw, g);
+  for (int r = 0; r < g->n_results && !s; r++) {
+    const graph_result *res = &g->results[r];
+    results[r] = lw->values[res->node->index][res->port];
+    if (!results[r].defined)
+      s = ERR_INVALID("result %d (%s) comes from %s:%d, which produced no value", r, res->name, res->node->name,
+                      res->port);
+    else if (!results[r].hlo && !(probe && results[r].list_unshaped))
+      s = ERR_UNIMPLEMENTED("result %d (%s) is a %s value, which an HLO module cannot return", r, res->name,
+                            graph_dtype_name(results[r].dtype));
+  }
+  for (int i = 0; i < g->n_nodes; i++) free(lw->values[i]);
+  free(lw->values);
+  lw->values = saved_values;
+  lw->comp = saved_comp;
+  lw->state_what = saved_what;
+  return s;
+}
+
+/* The operands of a While/If as one tuple (the HLO while's state, the conditional's
+ * branch argument); each must be an HLO value -- a variable handle or a string is not. */
+static kiln_status operand_tuple(lowering *lw, const graph_node *node, int first, cluster_value *const *in,
+                                 hlo_instr **out) {
+  int n = node->n_inputs - first;
+  hlo_instr **elems = calloc((size_t)n + 1, sizeof *elems);
+  if (!elems) abort();
+  kiln_status s = NULL;
+  for (int i = 0; i < n && !s; i++) {
+    const cluster_value *v = in[first + i];
+    if (v->resource >= 0)
+      s = ERR_UNIMPLEMENTED("node %s (%s): input %d is a variable handle; variables are not compiled inside "
+                            "function bodies",
+                            node->name, node->op, first + i);
+    else if (!v->hlo)
+      s = ERR_UNIMPLEMENTED("node %s (%s): input %d is a %s value, which an HLO module cannot carry", node->name,
+                            node->op, first + i, graph_dtype_name(v->dtype));
+    elems[i] = v->hlo;
+  }
+  if (!s) s = hlo_build_tuple(lw->comp, n, elems, out);
+  free(elems);
+  return s;
+}
+
+static kiln_status function_of(const graph_node *node, const char *attr, graph **out) {
+  const graph_attr_value *v = graph_node_attr(node, attr);
+  if (!v || v->kind != GRAPH_ATTR_FUNC || !v->func.body)
+    return ERR_INVALID("node %s (%s): attribute %s must name a function of the graph library", node->name, node->op,
+                       attr);
+  *out = v->func.body;
+  return NULL;
+}
+
+/* Refuses a result that does not match what the While/If promises its users: HLO needs
+ * one fixed type per loop variable and per conditional output. */
+static kiln_status same_type(const graph_node *node, const char *what, int i, const cluster_value *want,
+                             const cluster_value *got) {
+  if (want->dtype == got->dtype && shape_compatible(&want->hlo->shape, &got->hlo->shape)) return NULL;
+  char *a = type_string(want->dtype, want->hlo), *b = type_string(got->dtype, got->hlo);
+  kiln_status s = ERR_UNIMPLEMENTED("node %s (%s): %s %d changes from %s to %s; HLO control flow needs fixed shapes",
+                                    node->name, node->op, what, i, a, b);
+  free(a);
+  free(b);
+  return s;
+}
+
+/* The outputs of a While/If: elements of its tuple result. */
+static kiln_status untuple(lowering *lw, const graph_node *node, hlo_instr *tuple, const cluster_value *types,
+                           cluster_value *out) {
+  for (int i = 0; i < node->n_outputs; i++) {
+    out[i] = (cluster_value){.defined = true, .dtype = types[i].dtype, .resource = -1};
+    TRY(hlo_build_get_tuple_element(lw->comp, tuple, i, &out[i].hlo));
+  }
+  return NULL;
+}
+
+/* Gives each unshaped TensorList among a While's loop variables (vars, updated in
+ * place) its buffer, as TF's XLA bridge does for uninitialized lists: the body is
+ * lowered once into a scratch computation, dropped afterwards, with those variables
+ * unshaped, and the item the body sets into each fixes its element shape. */
+static kiln_status shape_loop_lists(lowering *lw, const graph_node *node, const graph *body_f, const char *what,
+                                    cluster_value *vars) {
+  int n = node->n_inputs;
+  bool any = false;
+  for (int i = 0; i < n; i++) any = any || vars[i].list_unshaped;
+  if (!any) return NULL;
+  hlo_module *m = lw->m;
+  hlo_shape *elems = calloc((size_t)n + 1, sizeof *elems);
+  cluster_value *res = calloc((size_t)n + 1, sizeof *res);
+  const cluster_value **outer = calloc((size_t)n + 1, sizeof *outer);
+  if (!elems || !res || !outer) abort();
+  for (int i = 0; i < n; i++) {
+    /* a value without an HLO form gets a placeholder: operand_tuple refuses it later */
+    elems[i] = vars[i].hlo ? vars[i].hlo->shape : shape_scalar(HLO_S32);
+    outer[i] = &vars[i];
+  }
+  hlo_shape state = shape_tuple(m->arena, n, elems);
+  int n_comps = m->n_comps;
+  hlo_computation *scratch = hlo_computation_new(m, "while_probe");
+  kiln_status s = lower_graph(lw, body_f, scratch, &state, what, outer, true, res);
+  m->n_comps = n_comps; /* unlink the scratch computation and whatever it nested */
+  for (int i = 0; i < n && !s; i++) {
+    if (!vars[i].list_unshaped) continue;
+    const hlo_instr *item = res[i].list_unshaped ? res[i].list_item : NULL;
+    if (!item) {
+      s = ERR_UNIMPLEMENTED("node %s (%s): loop variable %d is a TensorList of unknown element shape that the body "
+                            "does not set an item of",
+                            node->name, node->op, i);
+      break;
+    }
+    s = zero_buffer(lw->comp, item->shape.type, vars[i].list_len, item->shape.rank, item->shape.dims, &vars[i].hlo);
+    vars[i].list_unshaped = false;
+  }
+  free(elems);
+  free(res);
+  free(outer);
+  return s;
+}
+
+/* TF's While/StatelessWhile as an HLO while: the state is the tuple of the loop
+ * variables, the condition and body computations are the cond/body functions lowered
+ * like the cluster body. A body that changes a variable's type or shape, or a
+ * condition that is not a scalar bool, is UNIMPLEMENTED: the cluster runs op by op. */
+static kiln_status lower_while(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out) {
+  graph *cond_f = NULL, *body_f = NULL;
+  TRY(function_of(node, "cond", &cond_f));
+  TRY(function_of(node, "body", &body_f));
+  int n = node->n_inputs;
+  if (cond_f->n_inputs != n || body_f->n_inputs != n || body_f->n_results != n || cond_f->n_results < 1 ||
+      node->n_outputs > n)
+    return ERR_INVALID("node %s (%s): %d loop variables and %d outputs, but cond takes %d inputs and body %d "
+                       "inputs and %d results",
+                       node->name, node->op, n, node->n_outputs, cond_f->n_inputs, body_f->n_inputs,
+                       body_f->n_results);
+  hlo_module *m = lw->m;
+  const char *what = arena_printf(m->arena, "the loop state of node %s", node->name);
+  cluster_value *vars = calloc((size_t)n + 1, sizeof *vars);
+  cluster_value *res = calloc((size_t)(n > cond_f->n_results ? n : cond_f->n_results) + 1, sizeof *res);
+  cluster_value **outer = calloc((size_t)n + 1, sizeof *outer);
+  if (!vars || !res || !outer) abort();
+  for (int i = 0; i < n; i++) {
+    vars[i] = *in[i];
+    vars[i].known = NULL;
+    vars[i].list_item = NULL;
+    outer[i] = &vars[i];
+  }
+  hlo_instr *init = NULL;
+  kiln_status s = shape_loop_lists(lw, node, body_f, what, vars);
+  if (!s) s = operand_tuple(lw, node, 0, outer, &init);
+  hlo_computation *cond_c = NULL, *body_c = NULL;
+  if (!s) {
+    cond_c = hlo_computation_new(m, arena_printf(m->arena, "while_cond.%d", m->n_comps));
+    body_c = hlo_computation_new(m, arena_printf(m->arena, "while_body.%d", m->n_comps));
+    s = lower_graph(lw, body_f, body_c, &init->shape, what, (const cluster_value *const *)outer, false, res);
+  }
+  for (int i = 0; i < n && !s; i++) s = same_type(node, "loop variable", i, &vars[i], &res[i]);
+  hlo_instr **elems = calloc((size_t)n + 1, sizeof *elems);
+  if (!elems) abort();
+  for (int i = 0; i < n && !s; i++) elems[i] = res[i].hlo;
+  hlo_instr *root = NULL;
+  if (!s) s = hlo_build_tuple(body_c, n, elems, &root);
+  if (!s) s = hlo_build_set_root(body_c, root);
+  free(elems);
+  if (!s) s = lower_graph(lw, cond_f, cond_c, &init->shape, what, (const cluster_value *const *)outer, false, res);
+  if (!s && (res[0].dtype != GRAPH_DT_BOOL || res[0].hlo->shape.rank != 0)) {
+    char *t = type_string(res[0].dtype, res[0].hlo);
+    s = ERR_UNIMPLEMENTED("node %s (%s): the condition gives %s; only a scalar bool is compiled", node->name,
+                          node->op, t);
+    free(t);
+  }
+  if (!s) s = hlo_build_set_root(cond_c, res[0].hlo);
+  hlo_instr *loop = NULL;
+  if (!s) s = hlo_build_while(lw->comp, cond_c, body_c, init, &loop);
+  if (!s) s = untuple(lw, node, loop, vars, out);
+  free(vars);
+  free(res);
+  free(outer);
+  return s;
+}
+
+/* TF's If/StatelessIf as an HLO conditional on a pred (a non-bool scalar condition
+ * is compared with zero, TF's ToBool); both branches take the tuple of the other
+ * operands, which keep their compile-time values inside. The branches must give the
+ * same types, which HLO needs and TF does not: otherwise UNIMPLEMENTED. */
+static kiln_status lower_if(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out) {
+  graph *fs[2] = {NULL, NULL};
+  TRY(function_of(node, "then_branch", &fs[0]));
+  TRY(function_of(node, "else_branch", &fs[1]));
+  int n = node->n_inputs - 1;
+  if (n < 0) return ERR_INVALID("node %s (%s) needs a condition input", node->name, node->op);
+  for (int b = 0; b < 2; b++)
+    if (fs[b]->n_inputs != n || fs[b]->n_results < node->n_outputs)
+      return ERR_INVALID("node %s (%s): %d operands and %d outputs, but %s takes %d inputs and gives %d results",
+                         node->name, node->op, n, node->n_outputs, b ? "else_branch" : "then_branch",
+                         fs[b]->n_inputs, fs[b]->n_results);
+  const cluster_value *c = in[0];
+  if (!c->hlo || c->hlo->shape.rank != 0 || !(c->dtype == GRAPH_DT_BOOL || graph_dtype_is_float(c->dtype) ||
+                                              graph_dtype_is_int(c->dtype)))
+    return ERR_UNIMPLEMENTED("node %s (%s): the condition is not a numeric or bool scalar", node->name, node->op);
+  hlo_instr *pred = c->hlo;
+  if (c->dtype != GRAPH_DT_BOOL) {
+    hlo_instr *zero = NULL;
+    TRY(hlo_build_constant_scalar(lw->comp, c->hlo->shape.type, 0, &zero));
+    TRY(hlo_build_compare(lw->comp, HLO_DIR_NE, c->hlo, zero, &pred));
+  }
+  hlo_instr *args = NULL;
+  TRY(operand_tuple(lw, node, 1, in, &args));
+  hlo_module *m = lw->m;
+  const char *what = arena_printf(m->arena, "the operands of node %s", node->name);
+  hlo_computation *comps[2];
+  cluster_value *res[2];
+  for (int b = 0; b < 2; b++) {
+    comps[b] = hlo_computation_new(m, arena_printf(m->arena, "%s.%d", b ? "if_else" : "if_then", m->n_comps));
+    res[b] = calloc((size_t)fs[b]->n_results + 1, sizeof *res[b]);
+    if (!res[b]) abort();
+  }
+  hlo_instr **elems = calloc((size_t)node->n_outputs + 1, sizeof *elems);
+  if (!elems) abort();
+  kiln_status s = NULL;
+  for (int b = 0; b < 2 && !s; b++) {
+    s = lower_graph(lw, fs[b], comps[b], &args->shape, what, (const cluster_value *const *)in + 1, false, res[b]);
+    for (int i = 0; i < node->n_outputs && !s; i++) {
+      if (b) s = same_type(node, "output", i, &res[0][i], &res[1][i]);
+      elems[i] = res[b][i].hlo;
+    }
+    hlo_instr *root = NULL;
+    if (!s) s = hlo_build_tuple(comps[b], node->n_outputs, elems, &root);
+    if (!s) s = hlo_build_set_root(comps[b], root);
+  }
+  hlo_instr *cond = NULL;
+  if (!s) s = hlo_build_conditional(lw->comp, pred, 2, comps, (hlo_instr *const[]){args, args}, &cond);
+  if (!s) s = untuple(lw, node, cond, res[0], out);
+  free(elems);
+  free(res[0]);
+  free(res[1]);
+  return s;
+}
+
 static kiln_status lower_root(lowering *lw) {
   cluster_call *cc = lw->cc;
   graph *body = cc->body;
@@ -656,7 +1126,7 @@ static kiln_status lower_root(lowering *lw) {
     if (!v->defined)
       s = ERR_INVALID("result %d (%s) comes from %s:%d, which produced no value", r, res->name, res->node->name,
                       res->port);
-    else if (!v->hlo)
+    else if (!v->hlo || v->dtype == GRAPH_DT_VARIANT)
       s = ERR_UNIMPLEMENTED("result %d (%s) is a %s value, which an HLO module cannot return", r, res->name,
                             graph_dtype_name(v->dtype));
     else elems[r] = v->hlo;

@@ -34,7 +34,9 @@ typedef enum jit_node_kind {
   JIT_KIND_HOST_ONLY,   /* an op-library op with only a host kernel */
   JIT_KIND_CONST,       /* Const / onnx.Constant */
   JIT_KIND_IDENTITY,    /* Identity-like pass-through, NoOp */
-  JIT_KIND_RESOURCE     /* ReadVariableOp / Assign*VariableOp */
+  JIT_KIND_RESOURCE,    /* ReadVariableOp / Assign*VariableOp */
+  JIT_KIND_FUNCTIONAL,  /* TF While/StatelessWhile/If/StatelessIf: compiled when their functions lower */
+  JIT_KIND_TENSOR_LIST  /* TensorListReserve/FromTensor/GetItem/SetItem/Stack: a buffer when compiled */
 } jit_node_kind;
 
 typedef enum jit_resource_kind { JIT_RES_NONE, JIT_RES_READ, JIT_RES_WRITE, JIT_RES_READ_WRITE } jit_resource_kind;
@@ -104,8 +106,14 @@ jit_node_state *jit_node(jit_state *st, const graph_node *n);
 void jit_exclude(jit_state *st, const graph_node *n, const char *fmt, ...) KILN_PRINTF(3, 4);
 /* Whether input i of a node must be a compile-time constant for its lowering. */
 bool jit_input_must_be_constant(const jit_node_state *ns, int i);
-/* Op kinds the cluster runtime handles itself (Const, Identity-like, resources). */
+/* Op kinds the cluster runtime handles itself (Const, Identity-like, resources,
+ * functional control flow, TensorLists). */
 jit_node_kind jit_classify(const graph_node *n, const op_def **def);
+/* How many nodes n (of that kind) counts for --min_cluster_size: Const and
+ * Identity-like nodes none, a functional While/If one plus what its functions count
+ * (a loop holding an RNN step is real work however few nodes surround it), anything
+ * else one. */
+int jit_node_weight(const graph_node *n, jit_node_kind kind);
 /* Resource op kind (resource_safety.c). */
 jit_resource_kind jit_resource_kind_of(const graph_node *n);
 /* True when a cluster holding the resource ops of cluster a together with those of

@@ -6,7 +6,12 @@
  *      stateful RNG, asserts, TensorArray/TensorList/variant ops, string tensors, ops
  *      whose output shape depends on values, ops the user excluded (--jit_ops,
  *      --jit_exclude_ops, _XlaCompile=false). Every node that is not a candidate gets
- *      the reason. Nodes inside while-loop frames are candidates like any other;
+ *      the reason. Nodes inside while-loop frames are candidates like any other. TF2's
+ *      functional While/If are candidates when every node of their functions,
+ *      recursively, passes the same rules (the cluster runner lowers them to HLO
+ *      while/conditional); otherwise the reason names the blocking function node.
+ *      The TensorList ops the runner compiles (as buffers) are candidates only where
+ *      every node across their variant edges can share their cluster (confine_lists);
  *   2. every node starts as its own cluster; the detector graph (jit/cycles.h) holds
  *      one node per graph node with every data and control edge but loop back-edges;
  *   3. contraction, in post-order over the graph, along each edge from a cluster to a
@@ -20,7 +25,8 @@
  *      resource-variable pair would share the cluster (jit_resource_unsafe), and
  *      contracting the edge closes no cycle (jit_cycles_contract_edge);
  *   4. clusters without an explicit scope dissolve when they count fewer than
- *      --min_cluster_size nodes (Identity-like ops and Const do not count), or when all
+ *      --min_cluster_size nodes (Identity-like ops and Const do not count, a functional
+ *      While/If counts the nodes of its functions too), or when all
  *      their work is on tiny tensors (the host-cost rule: launching a compiled kernel
  *      for a few scalars costs more than evaluating them op by op on the host).
  * With --clustering_debug every refused merge is logged with its reason. */
@@ -85,6 +91,14 @@ static bool hlo_dtype(graph_dtype dt) {
   return dt == GRAPH_DT_INVALID || graph_dtype_to_hlo(dt, &t);
 }
 
+/* Whether a value of dtype dt can flow into or out of a node of that kind inside a
+ * cluster: HLO types, and the variants of the TensorLists that TensorList ops and
+ * While/If nodes carry as buffers. */
+static bool clusterable_dtype(jit_node_kind kind, graph_dtype dt) {
+  if (dt == GRAPH_DT_VARIANT) return kind == JIT_KIND_TENSOR_LIST || kind == JIT_KIND_FUNCTIONAL;
+  return hlo_dtype(dt);
+}
+
 /* Frames: 0 is the root; an Enter opens (or joins) the frame its frame_name names
  * inside its input's frame and an Exit returns to the parent of its input's frame
  * (TF's ControlFlowInfo). Every Enter of one loop names the same frame, so the loop's
@@ -135,6 +149,94 @@ static void assign_frames(jit_state *st) {
   free(names);
 }
 
+/* Why an op-library op cannot be in a cluster, from its traits; NULL when it can. */
+static const char *trait_reason(const op_def *def) {
+  uint32_t tr = def->traits;
+  if (tr & OP_RNG) return "stateful random op";
+  if (tr & OP_ASSERT) return "assertion";
+  if (tr & OP_VARIANT) return "TensorArray/TensorList/variant op";
+  if (tr & OP_STRING) return "string op";
+  if (tr & OP_DYNAMIC_SHAPE) return "output shape depends on input values";
+  if ((tr & OP_STATEFUL) && !(tr & (OP_RESOURCE_READ | OP_RESOURCE_WRITE))) return "stateful op";
+  return NULL;
+}
+
+static const char *functional_blocker(jit_state *st, const graph_node *n, int depth);
+
+/* Whether a function node takes or gives a variant (a TensorList, a TensorArray's
+ * flow), so the message can say so. */
+static bool uses_variant(const graph_node *n) {
+  for (int k = 0; k < n->n_outputs; k++)
+    if (n->outputs[k].dtype == GRAPH_DT_VARIANT) return true;
+  for (int k = 0; k < n->n_inputs; k++) {
+    const graph_edge *e = &n->inputs[k];
+    if (e->port >= 0 && e->port < e->node->n_outputs && e->node->outputs[e->port].dtype == GRAPH_DT_VARIANT)
+      return true;
+  }
+  return strncmp(graph_node_op_base(n), "TensorList", 10) == 0 || strncmp(graph_node_op_base(n), "TensorArray", 11) == 0;
+}
+
+/* Why function f (a While's cond/body, an If's branch) cannot be lowered into its
+ * caller's cluster: the first node the cluster runner's lowering would refuse, as
+ * "<attr> node <name> (<op>): <reason>"; NULL when every node lowers. Nested
+ * While/If nodes are checked recursively. */
+static const char *function_blocker(jit_state *st, const char *attr, const graph *f, int depth) {
+  for (int i = 0; i < f->n_nodes; i++) {
+    const graph_node *n = f->nodes[i];
+    if (n->is_input || strcmp(n->op, GRAPH_OP_INPUT) == 0) continue;
+    const op_def *def = NULL;
+    const char *why = NULL;
+    jit_node_kind kind = jit_classify(n, &def);
+    switch (kind) {
+      case JIT_KIND_CONST:
+      case JIT_KIND_IDENTITY:
+      case JIT_KIND_TENSOR_LIST:
+        break;
+      case JIT_KIND_LOWERED:
+        why = trait_reason(def);
+        if (!why && def->host && (def->traits & OP_DYNAMIC_SHAPE)) why = "runs as a host kernel";
+        break;
+      case JIT_KIND_FUNCTIONAL:
+        why = functional_blocker(st, n, depth + 1);
+        break;
+      case JIT_KIND_RESOURCE:
+        why = "resource-variable op (variables are not compiled inside function bodies)";
+        break;
+      case JIT_KIND_HOST_ONLY:
+        why = "no HLO lowering (only a host kernel)";
+        break;
+      case JIT_KIND_OTHER:
+        why = uses_variant(n) ? "TensorArray/TensorList/variant op (runs in the executor)" : "runs in the executor";
+        break;
+    }
+    /* Identity-like nodes pass TensorLists through too */
+    jit_node_kind flows = kind == JIT_KIND_IDENTITY ? JIT_KIND_TENSOR_LIST : kind;
+    for (int k = 0; k < n->n_outputs && !why; k++)
+      if (!clusterable_dtype(flows, n->outputs[k].dtype))
+        why = arena_printf(st->arena, "output %d is %s", k, graph_dtype_name(n->outputs[k].dtype));
+    if (why) return arena_printf(st->arena, "%s node %s (%s): %s", attr, n->name, graph_node_op_base(n), why);
+  }
+  return NULL;
+}
+
+/* Why the While/If node n cannot be compiled: the first blocking node of its
+ * functions, or a missing function; NULL when the cluster runner can lower it. */
+static const char *functional_blocker(jit_state *st, const graph_node *n, int depth) {
+  static const char *const while_attrs[] = {"cond", "body", NULL};
+  static const char *const if_attrs[] = {"then_branch", "else_branch", NULL};
+  if (depth > 32) return "functions nest too deeply";
+  const char *base = graph_node_op_base(n);
+  const char *const *attrs = strstr(base, "While") ? while_attrs : if_attrs;
+  for (int a = 0; attrs[a]; a++) {
+    const graph_attr_value *v = graph_node_attr(n, attrs[a]);
+    if (!v || v->kind != GRAPH_ATTR_FUNC || !v->func.body)
+      return arena_printf(st->arena, "attribute %s names no function of the graph library", attrs[a]);
+    const char *why = function_blocker(st, attrs[a], v->func.body, depth);
+    if (why) return why;
+  }
+  return NULL;
+}
+
 static void find_candidates(marker *mk) {
   jit_state *st = mk->st;
   const jit_options *o = st->opts;
@@ -154,20 +256,22 @@ static void find_candidates(marker *mk) {
         break;
     }
     if (ns->def) {
-      uint32_t tr = ns->def->traits;
-      if (tr & OP_RNG) jit_exclude(st, n, "stateful random op");
-      if (tr & OP_ASSERT) jit_exclude(st, n, "assertion");
-      if (tr & OP_VARIANT) jit_exclude(st, n, "TensorArray/TensorList/variant op");
-      if (tr & OP_STRING) jit_exclude(st, n, "string op");
-      if (tr & OP_DYNAMIC_SHAPE) jit_exclude(st, n, "output shape depends on input values");
-      if ((tr & OP_STATEFUL) && !(tr & (OP_RESOURCE_READ | OP_RESOURCE_WRITE))) jit_exclude(st, n, "stateful op");
+      const char *why = trait_reason(ns->def);
+      if (why) jit_exclude(st, n, "%s", why);
     }
+    if (ns->kind == JIT_KIND_FUNCTIONAL) {
+      const char *why = functional_blocker(st, n, 0);
+      if (why) jit_exclude(st, n, "%s %s: %s", graph_node_op_base(n), n->name, why);
+    }
+    /* Identity-like nodes pass TensorLists through too */
+    jit_node_kind flows = ns->kind == JIT_KIND_IDENTITY ? JIT_KIND_TENSOR_LIST : ns->kind;
     for (int k = 0; k < ns->n_out; k++)
-      if (!hlo_dtype(ns->out[k].dtype)) jit_exclude(st, n, "output %d is %s", k, graph_dtype_name(ns->out[k].dtype));
+      if (!clusterable_dtype(flows, ns->out[k].dtype))
+        jit_exclude(st, n, "output %d is %s", k, graph_dtype_name(ns->out[k].dtype));
     for (int k = 0; k < n->n_inputs && ns->res == JIT_RES_NONE; k++) {
       const jit_node_state *src = jit_node(st, n->inputs[k].node);
       int port = n->inputs[k].port;
-      if (port >= 0 && port < src->n_out && !hlo_dtype(src->out[port].dtype))
+      if (port >= 0 && port < src->n_out && !clusterable_dtype(flows, src->out[port].dtype))
         jit_exclude(st, n, "input %d is %s", k, graph_dtype_name(src->out[port].dtype));
     }
     if (o->jit_ops && o->jit_ops[0] && !listed(o->jit_ops, n) && ns->kind != JIT_KIND_CONST &&
@@ -175,6 +279,82 @@ static void find_candidates(marker *mk) {
       jit_exclude(st, n, "not in --jit_ops");
     if (listed(o->jit_exclude_ops, n)) jit_exclude(st, n, "excluded by --jit_exclude_ops");
     if (!ns->device && !ns->reason) jit_exclude(st, n, "placed on the host");
+  }
+}
+
+static bool holds_lists(jit_node_kind kind) {
+  return kind == JIT_KIND_TENSOR_LIST || kind == JIT_KIND_FUNCTIONAL || kind == JIT_KIND_IDENTITY;
+}
+
+/* Whether the variant edge between candidate n and `other` keeps the list inside
+ * whatever cluster n joins: `other` must be a candidate that holds lists, in n's
+ * loop frame. */
+static bool list_edge_ok(jit_state *st, const jit_node_state *ns, const graph_node *other) {
+  const jit_node_state *os = jit_node(st, other);
+  return !os->reason && holds_lists(os->kind) && os->frame == ns->frame;
+}
+
+/* Whether output `port` of n carries a TensorList: a declared variant, the list
+ * output of a TensorList op or an Identity-like pass-through of one (imports that
+ * leave dtypes unknown, as TF.js's, declare none). */
+static bool list_output(jit_state *st, const graph_node *n, int port) {
+  const jit_node_state *ns = jit_node(st, n);
+  if (port >= 0 && port < ns->n_out && ns->out[port].dtype == GRAPH_DT_VARIANT) return true;
+  const char *b = graph_node_op_base(n);
+  if (ns->kind == JIT_KIND_IDENTITY && port >= 0 && port < n->n_inputs)
+    /* ends: a cycle needs a NextIteration, which is not Identity-like */
+    return list_output(st, n->inputs[port].node, n->inputs[port].port);
+  return ns->kind == JIT_KIND_TENSOR_LIST && port == 0 && strcmp(b, "TensorListGetItem") != 0 &&
+         strcmp(b, "TensorListStack") != 0;
+}
+
+/* Whether input k of n takes a TensorList: from a list output, or as a TensorList
+ * op's list operand. */
+static bool list_input(jit_state *st, const graph_node *n, int k) {
+  const jit_node_state *ns = jit_node(st, n);
+  const char *b = graph_node_op_base(n);
+  if (ns->kind == JIT_KIND_TENSOR_LIST && k == 0 && strcmp(b, "TensorListReserve") != 0 &&
+      strcmp(b, "TensorListFromTensor") != 0)
+    return true;
+  return list_output(st, n->inputs[k].node, n->inputs[k].port);
+}
+
+/* A compiled TensorList is a buffer, which cannot cross a cluster boundary: a node
+ * taking or giving a variant stays out unless every node on the other side of each
+ * of its variant edges could share its cluster, and a variant graph result keeps its
+ * producer out. Repeated until nothing changes, as an exclusion spreads along a list's
+ * edges (a TensorList built by a v1 loop's Enter/Exit stays op by op as a whole). */
+static void confine_lists(marker *mk) {
+  jit_state *st = mk->st;
+  for (int r = 0; r < st->g->n_results; r++) {
+    const graph_result *res = &st->g->results[r];
+    if (list_output(st, res->node, res->port))
+      jit_exclude(st, res->node, "output %d is a TensorList the graph returns", res->port);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int t = 0; t < st->n_topo; t++) {
+      graph_node *n = st->topo[t];
+      jit_node_state *ns = jit_node(st, n);
+      if (ns->reason) continue;
+      for (int k = 0; k < n->n_inputs && !ns->reason; k++) {
+        const graph_edge *e = &n->inputs[k];
+        if (!list_input(st, n, k)) continue;
+        if (!list_edge_ok(st, ns, e->node))
+          jit_exclude(st, n, "input %d is a TensorList from %s (%s), which cannot join its cluster", k, e->node->name,
+                      e->node->op);
+      }
+      for (int port = 0; port < ns->n_out && !ns->reason; port++) {
+        if (!list_output(st, n, port)) continue;
+        const graph_use *uses;
+        int nu = graph_consumers(n, port, &uses);
+        for (int u = 0; u < nu && !ns->reason; u++)
+          if (!list_edge_ok(st, ns, uses[u].node))
+            jit_exclude(st, n, "output %d is a TensorList read by %s (%s), which cannot join its cluster", port,
+                        uses[u].node->name, uses[u].node->op);
+      }
+      changed = changed || ns->reason;
+    }
   }
 }
 
@@ -285,8 +465,6 @@ static void contract(marker *mk, bool shape_consumers_only) {
 
 /* ------------------------------------------------------- cluster rules ---- */
 
-static bool counts(const jit_node_state *ns) { return ns->kind != JIT_KIND_CONST && ns->kind != JIT_KIND_IDENTITY; }
-
 static bool tiny(const jit_state *st, const cl_state *c) {
   for (int i = 0; i < c->n_members; i++) {
     const jit_node_state *ns = &st->nodes[c->members[i]];
@@ -314,7 +492,10 @@ static void finish_clusters(marker *mk) {
     jit_node_state *root = &st->nodes[id];
     if (root->reason) continue;
     int counted = 0;
-    for (int i = 0; i < c->n_members; i++) counted += counts(&st->nodes[c->members[i]]);
+    for (int i = 0; i < c->n_members; i++) {
+      const jit_node_state *ns = &st->nodes[c->members[i]];
+      counted += jit_node_weight(ns->node, ns->kind);
+    }
     const char *why = NULL;
     if (!c->must_compile) {
       if (counted < st->opts->min_cluster_size)
@@ -362,6 +543,7 @@ kiln_status jit_pass_mark_for_compilation(jit_state *st) {
     return NULL;
   }
   find_candidates(&mk);
+  confine_lists(&mk);
   mk.order = jit_resource_order_new(st);
   cluster_init(&mk);
   contract(&mk, true);

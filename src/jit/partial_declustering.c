@@ -174,7 +174,7 @@ static void recount(jit_state *st) {
       jit_node_state *ns = &st->nodes[cl->members[i]];
       if (ns->reason) continue;
       cl->members[n++] = cl->members[i];
-      counted += ns->kind != JIT_KIND_CONST && ns->kind != JIT_KIND_IDENTITY;
+      counted += jit_node_weight(ns->node, ns->kind);
     }
     cl->n_members = n;
     if (n == 0 || (!cl->must_compile && counted < st->opts->min_cluster_size)) {

@@ -80,6 +80,9 @@ jit_node_kind jit_classify(const graph_node *n, const op_def **def) {
                                            "NoOp", NULL};
   static const char *const resources[] = {"ReadVariableOp", "AssignVariableOp", "AssignAddVariableOp",
                                           "AssignSubVariableOp", NULL};
+  static const char *const functional[] = {"While", "StatelessWhile", "If", "StatelessIf", NULL};
+  static const char *const lists[] = {"TensorListReserve", "TensorListFromTensor", "TensorListGetItem",
+                                      "TensorListSetItem", "TensorListStack", NULL};
   *def = NULL;
   if (n->is_input) return JIT_KIND_OTHER;
   if (tf_or_onnx(n)) {
@@ -90,6 +93,8 @@ jit_node_kind jit_classify(const graph_node *n, const op_def **def) {
     if (op_base_in(n, identities)) return JIT_KIND_IDENTITY;
     if (op_base_in(n, resources)) return JIT_KIND_RESOURCE;
   }
+  if (strncmp(n->op, "tf.", 3) == 0 && op_base_in(n, functional)) return JIT_KIND_FUNCTIONAL;
+  if (strncmp(n->op, "tf.", 3) == 0 && op_base_in(n, lists)) return JIT_KIND_TENSOR_LIST;
   if (executor_knows_op(n->op)) {
     const op_def *d = op_find(n->op);
     if (d && (d->lower || d->host)) {
@@ -99,6 +104,27 @@ jit_node_kind jit_classify(const graph_node *n, const op_def **def) {
   }
   return JIT_KIND_OTHER;
 }
+
+/* jit_node_weight at nesting depth `depth` (bounded: a malformed library could make
+ * functions call each other). */
+static int weight_at(const graph_node *n, jit_node_kind kind, int depth) {
+  if (kind == JIT_KIND_CONST || kind == JIT_KIND_IDENTITY) return 0;
+  if (kind != JIT_KIND_FUNCTIONAL || depth > 32) return 1;
+  int w = 1;
+  for (int a = 0; a < n->n_attrs; a++) {
+    const graph_attr_value *v = &n->attrs[a].value;
+    if (v->kind != GRAPH_ATTR_FUNC || !v->func.body) continue;
+    const graph *f = v->func.body;
+    for (int i = 0; i < f->n_nodes; i++) {
+      const graph_node *m = f->nodes[i];
+      const op_def *def = NULL;
+      if (!m->is_input) w += weight_at(m, jit_classify(m, &def), depth + 1);
+    }
+  }
+  return w;
+}
+
+int jit_node_weight(const graph_node *n, jit_node_kind kind) { return weight_at(n, kind, 0); }
 
 /* --------------------------------------------------------------- the state ---- */
 
@@ -208,8 +234,8 @@ static void report_finish(jit_state *st, graph_node **before) {
     cr->n_resources = cl->n_resources;
     cr->n_outputs = cl->n_outputs;
     for (int m = 0; m < cl->n_members; m++) {
-      jit_node_kind k = st->nodes[cl->members[m]].kind;
-      if (k != JIT_KIND_CONST && k != JIT_KIND_IDENTITY) cr->n_counted++;
+      const jit_node_state *ns = &st->nodes[cl->members[m]];
+      cr->n_counted += jit_node_weight(ns->node, ns->kind);
     }
   }
 }

@@ -97,7 +97,8 @@ kiln_status jit_pass_placer(jit_state *st) {
       const char *why = NULL;
       ns->device = place_lowered(st, ns, req, &why);
       if (!ns->device) note = why;
-    } else if (ns->kind == JIT_KIND_RESOURCE) {
+    } else if (ns->kind == JIT_KIND_RESOURCE || ns->kind == JIT_KIND_FUNCTIONAL ||
+               ns->kind == JIT_KIND_TENSOR_LIST) {
       ns->device = req ? req : st->n_devices ? st->devices[0] : NULL;
     } else if (ns->kind == JIT_KIND_HOST_ONLY) {
       note = "the op has only a host kernel";

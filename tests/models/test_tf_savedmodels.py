@@ -27,7 +27,17 @@ OUT/KEY.npy. The models:
   * efficientnet_b0: keras.applications.EfficientNetB0(weights=None, 64x64, 10
     logits), batch-norm statistics from one random batch, like mobilenet_v2;
   * big_variable: a module with one 105.6 MB variable (6.6M x 4 float32), read whole
-    (a column max) and by rows.
+    (a column max) and by rows;
+  * lstm, gru: Keras text classifiers (int32 token ids, vocabulary 100, embedding 16,
+    an LSTM or GRU of 32 units over 20 steps, 4 logits) whose recurrent loop stays a
+    functional While reading and writing TensorLists;
+  * while_cond: a tf.function with a tf.while_loop (an RNN step, 10 iterations) holding
+    a tf.cond, saved as functional While/If.
+The functional-control-flow models (FUNCTIONAL) are also run with --iters 50 --json:
+with --jit auto no cluster may fall back op by op, `kiln cluster DIR` must show the
+While in a cluster (for the RNNs with the TensorLists around it), and a "perf" line
+prints kiln's median time with --jit off and auto next to TensorFlow's own (a call of
+the loaded signature).
 Tolerance: |kiln - tf| <= 1e-5 + 1e-5 * max|tf| for the small models, and
 1e-4 * max(1, max|tf|) for MobileNetV2, EfficientNetB0 and the encoder (dozens of
 float32 convolutions, matmuls and softmaxes summed in another order than TF's oneDNN
@@ -58,6 +68,10 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
+
+# name -> what `kiln cluster DIR` must say about the model's While node.
+FUNCTIONAL = {"lstm": "in a cluster", "gru": "in a cluster", "while_cond": "in a cluster"}
+PERF_ITERS = 50
 
 PINS = ["tensorflow-cpu==2.21.0", "numpy==2.4.6", "keras==3.15.1", "ml_dtypes==0.6.0"]
 KILN_TIMEOUT_S = 300
@@ -215,7 +229,78 @@ def build_models(work):
     d = os.path.join(work, "big_variable")
     tf.saved_model.save(huge, d, signatures=huge.f)
     made.append(("big_variable", d, None, "small"))
+
+    for name, rnn in (("lstm", keras.layers.LSTM), ("gru", keras.layers.GRU)):
+        tokens = keras.Input((20,), dtype="int32", name="tokens")
+        net = keras.Model(tokens, keras.layers.Dense(4)(rnn(32)(keras.layers.Embedding(100, 16)(tokens))))
+        serve = tf.function(lambda tokens, net=net: {"logits": net(tokens)},
+                            input_signature=[tf.TensorSpec([None, 20], tf.int32, name="tokens")])
+        d = os.path.join(work, name)
+        tf.saved_model.save(net, d, signatures={"serving_default": serve.get_concrete_function()})
+        made.append((name, d, None, "small"))
+
+    class Loop(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = tf.Variable(0.3 * rng.standard_normal((8, 8)).astype(np.float32))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 8], tf.float32, name="x")])
+        def f(self, x):
+            def body(i, h):
+                h = tf.tanh(tf.matmul(h, self.w) + x)
+                h = tf.cond(tf.reduce_sum(h) > 0, lambda: h * 0.5, lambda: -h)
+                return i + 1, h
+            _, h = tf.while_loop(lambda i, h: i < 10, body, (tf.constant(0), tf.zeros_like(x)))
+            return {"y": h}
+
+    loop = Loop()
+    d = os.path.join(work, "while_cond")
+    tf.saved_model.save(loop, d, signatures=loop.f)
+    made.append(("while_cond", d, None, "small"))
     return made
+
+
+def tf_median_ms(d, signature, xs, iters):
+    """TensorFlow's median time of one call of the loaded signature on xs (ms)."""
+    import time
+    import numpy as np
+    import tensorflow as tf
+    fn = tf.saved_model.load(d).signatures[signature or "serving_default"]
+    args = {k: tf.constant(v) for k, v in xs.items()}
+    fn(**args)
+    times = []
+    for _ in range(iters):
+        t = time.perf_counter()
+        fn(**args)
+        times.append((time.perf_counter() - t) * 1e3)
+    return float(np.median(times))
+
+
+def functional_checks(kiln, name, d, outs):
+    """[(what, ok, detail)] for a FUNCTIONAL model: no op-by-op fallback of a cluster
+    with --jit auto, and what `kiln cluster` says about the While."""
+    import json
+    stats = {}
+    for jit, out in outs.items():
+        with open(os.path.join(out, "run.json")) as f:
+            stats[jit] = json.loads(f.read().strip().splitlines()[-1])
+    auto = stats["auto"]
+    results = [("%s: no cluster fallback" % name, auto.get("cluster_fallback_runs") == 0,
+                "cluster_runs %s, compiles %s, fallback_runs %s" % (auto.get("cluster_runs"),
+                                                                  auto.get("cluster_compiles"),
+                                                                  auto.get("cluster_fallback_runs")))]
+    r = subprocess.run([kiln, "cluster", d], capture_output=True, text=True, timeout=KILN_TIMEOUT_S)
+    text = r.stdout
+    clustered = any(line.strip().startswith("ops:") and "tf.While" in line for line in text.splitlines())
+    refusal = [line for line in text.splitlines() if line.strip().startswith(("1 x While", "1 x StatelessWhile"))]
+    want = FUNCTIONAL[name]
+    if want == "in a cluster":
+        ok, detail = r.returncode == 0 and clustered, "the While is in a cluster" if clustered else text[-300:]
+    else:
+        ok = r.returncode == 0 and not clustered and any(want in line for line in refusal)
+        detail = (refusal or [text[-300:]])[0].strip()
+    results.append(("%s: kiln cluster" % name, ok, detail))
+    return results, stats
 
 
 def reference(d, signature, seed):
@@ -237,10 +322,10 @@ def reference(d, signature, seed):
     return xs, ys
 
 
-def run_kiln(kiln, d, signature, xs, out, jit):
+def run_kiln(kiln, d, signature, xs, out, jit, extra=()):
     import numpy as np
     os.makedirs(out, exist_ok=True)
-    cmd = [kiln, "run", d, "-o", out, "--jit", jit]
+    cmd = [kiln, "run", d, "-o", out, "--jit", jit] + list(extra)
     if signature:
         cmd += ["--signature", signature]
     for k, v in xs.items():
@@ -250,6 +335,9 @@ def run_kiln(kiln, d, signature, xs, out, jit):
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=KILN_TIMEOUT_S)
     if r.returncode != 0:
         return "kiln exit %d: %s" % (r.returncode, (r.stderr.strip().splitlines() or ["?"])[-1][:300])
+    if "--json" in extra:
+        with open(os.path.join(out, "run.json"), "w") as f:
+            f.write(r.stdout)
     return out
 
 
@@ -423,8 +511,11 @@ def inner(argv):
         if args.k not in label:
             continue
         xs, ys = reference(d, sig, seed=100 + i)
+        extra = ["--iters", str(PERF_ITERS), "--json"] if name in FUNCTIONAL else []
+        outs = {}
         for jit in ("off", "auto"):
-            out = run_kiln(kiln, d, sig, xs, os.path.join(work, "out_%d_%s" % (i, jit)), jit)
+            out = run_kiln(kiln, d, sig, xs, os.path.join(work, "out_%d_%s" % (i, jit)), jit, extra)
+            outs[jit] = out
             if not os.path.isdir(out):
                 ok, diff, note = False, None, out
             else:
@@ -434,6 +525,15 @@ def inner(argv):
                                                          "max|d|=%.3g" % diff if ok else note, scale), flush=True)
             passed += ok
             failed += not ok
+        if name in FUNCTIONAL and all(os.path.isdir(o) for o in outs.values()):
+            results, stats = functional_checks(kiln, name, d, outs)
+            for what, ok, detail in results:
+                print("%s %-28s %s" % ("PASS" if ok else "FAIL", what, detail), flush=True)
+                passed += ok
+                failed += not ok
+            print("perf %-28s median of %d: kiln --jit off %.3f ms, --jit auto %.3f ms, tensorflow %.3f ms"
+                  % (label, PERF_ITERS, stats["off"]["median_ms"], stats["auto"]["median_ms"],
+                     tf_median_ms(d, sig, xs, PERF_ITERS)), flush=True)
     if "bad" in args.k or not args.k:
         for what, ok, err in bad_cases(kiln, work, os.path.join(work, "module")):
             print("%s bad input: %-18s %s" % ("PASS" if ok else "FAIL", what, err.splitlines()[-1] if err else ""),

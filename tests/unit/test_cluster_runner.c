@@ -901,8 +901,514 @@ done:
   rmdir(plugin_tmp);
 }
 
+/* ------------------------------------------------ functional control flow ----- */
+
+/* Clusters holding TF2 functional While/If: the same nodes run op by op in the
+ * reference graph (the executor's tf.StatelessWhile/StatelessIf natives). */
+
+static graph_tensor *scalar_of(graph_dtype dtype, double v) {
+  graph_tensor *t = NULL;
+  if (tensor_create_scalar(dtype, &t)) abort();
+  tensor_set_f64(t, 0, v);
+  return t;
+}
+
+#define PAIR_RUN4(p, n0, v0, n1, v1, n2, v2, n3, v3) \
+  pair_run_at(__LINE__, (p), 4, (const char *[]){n0, n1, n2, n3}, (graph_tensor *[]){v0, v1, v2, v3})
+
+/* An RNN step counted to n: h = tanh(h w + x). */
+#define RNN_FUNCTIONS                                                   \
+  "graph rnn_cond {\n"                                                  \
+  "  input i: int32[]\n"                                                \
+  "  input n: int32[]\n"                                                \
+  "  input h: float[?,?]\n"                                             \
+  "  input w: float[?,?]\n"                                             \
+  "  input x: float[?,?]\n"                                             \
+  "  l = Less[T=int32](i, n)\n"                                         \
+  "  output r = l:0\n"                                                  \
+  "}\n"                                                                 \
+  "graph rnn_body {\n"                                                  \
+  "  input i: int32[]\n"                                                \
+  "  input n: int32[]\n"                                                \
+  "  input h: float[?,?]\n"                                             \
+  "  input w: float[?,?]\n"                                             \
+  "  input x: float[?,?]\n"                                             \
+  "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n"            \
+  "  i1 = AddV2[T=int32](i, one)\n"                                     \
+  "  mm = MatMul[T=float, transpose_a=false, transpose_b=false](h, w)\n" \
+  "  a = AddV2[T=float](mm, x)\n"                                       \
+  "  t = Tanh[T=float](a)\n"                                            \
+  "  output i = i1:0\n"                                                 \
+  "  output n = n:0\n"                                                  \
+  "  output h = t:0\n"                                                  \
+  "  output w = w:0\n"                                                  \
+  "  output x = x:0\n"                                                  \
+  "}\n"
+
+#define RNN_INPUTS  \
+  "input n: int32[]\n" \
+  "input h0: float[?,?]\n" \
+  "input wt: float[?,?]\n" \
+  "input x: float[?,?]\n"
+
+#define RNN_NODES                                                                                  \
+  "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"                                        \
+  "loop = StatelessWhile[body=@rnn_body, cond=@rnn_cond](zero, n, h0, wt, x) "                    \
+  "-> (int32[], int32[], float[?,?], float[?,?], float[?,?])\n"                                   \
+  "y = Sigmoid[T=float](loop:2)\n"
+
+static const char rnn_cluster[] =
+    "framework tf\n" RNN_FUNCTIONS
+    "graph rnn {\n"
+    "  " RNN_INPUTS RNN_NODES
+    "  output y = y:0\n"
+    "  output i = loop:0\n"
+    "}\n" RNN_INPUTS
+    "c = kiln.Cluster[function=@rnn, n_constants=0, n_resources=0](n, h0, wt, x) -> (float, int32)\n"
+    "output y = c:0\n"
+    "output i = c:1\n";
+
+static const char rnn_ref[] =
+    "framework tf\n" RNN_FUNCTIONS RNN_INPUTS RNN_NODES
+    "output y = y:0\n"
+    "output i = loop:0\n";
+
+static void test_stateless_while_compiles_to_hlo_while(void) {
+  pair p;
+  if (!pair_open(&p, rnn_cluster, rnn_ref)) goto done;
+  PAIR_RUN4(&p, "n", scalar_of(GRAPH_DT_INT32, 7), "h0", mat(2, 4, 0.3), "wt", mat(4, 4, 1.1), "x", mat(2, 4, 2.0));
+  CHECK(stats(&p)->cluster_compiles == 1);
+  CHECK(stats(&p)->cluster_fallback_runs == 0);
+  CHECK(stats(&p)->compiles == 0); /* the loop's ops ran inside the one module */
+  /* The trip count is a runtime value: another count reuses the module. */
+  PAIR_RUN4(&p, "n", scalar_of(GRAPH_DT_INT32, 0), "h0", mat(2, 4, 0.5), "wt", mat(4, 4, 0.1), "x", mat(2, 4, 1.0));
+  PAIR_RUN4(&p, "n", scalar_of(GRAPH_DT_INT32, 12), "h0", mat(2, 4, 0.5), "wt", mat(4, 4, 0.1), "x", mat(2, 4, 1.0));
+  CHECK(stats(&p)->cluster_compiles == 1 && stats(&p)->cluster_cache_hits == 2);
+  CHECK(stats(&p)->cluster_fallback_runs == 0);
+done:
+  pair_close(&p);
+}
+
+/* StatelessIf on a float condition (TF's ToBool: nonzero, NaN included, is true) and
+ * on a bool one, both branches taken. */
+#define IF_FUNCTIONS                                                     \
+  "graph if_then {\n"                                                    \
+  "  input a: float[?,?]\n"                                              \
+  "  input b: float[?,?]\n"                                              \
+  "  mm = MatMul[T=float, transpose_a=false, transpose_b=false](a, b)\n" \
+  "  output r = mm:0\n"                                                  \
+  "}\n"                                                                  \
+  "graph if_else {\n"                                                    \
+  "  input a: float[?,?]\n"                                              \
+  "  input b: float[?,?]\n"                                              \
+  "  mm = MatMul[T=float, transpose_a=false, transpose_b=false](a, b)\n" \
+  "  t = Tanh[T=float](mm)\n"                                            \
+  "  ng = Neg[T=float](t)\n"                                             \
+  "  output r = ng:0\n"                                                  \
+  "}\n"
+
+#define IF_INPUTS \
+  "input p: float[]\n" \
+  "input a: float[?,?]\n" \
+  "input b: float[?,?]\n"
+
+#define IF_NODES                                                                                          \
+  "f = StatelessIf[Tcond=float, then_branch=@if_then, else_branch=@if_else](p, a, b) -> (float[?,?])\n"  \
+  "zero = Const[dtype=float, value=tensor<float[]>{0}]()\n"                                               \
+  "q = Less[T=float](p, zero)\n"                                                                          \
+  "g = StatelessIf[Tcond=bool, then_branch=@if_then, else_branch=@if_else](q, f, b) -> (float[?,?])\n"
+
+static const char if_cluster[] =
+    "framework tf\n" IF_FUNCTIONS
+    "graph branchy {\n"
+    "  " IF_INPUTS IF_NODES
+    "  output g = g:0\n"
+    "}\n" IF_INPUTS
+    "c = kiln.Cluster[function=@branchy, n_constants=0, n_resources=0](p, a, b) -> (float)\n"
+    "output g = c:0\n";
+
+static const char if_ref[] = "framework tf\n" IF_FUNCTIONS IF_INPUTS IF_NODES "output g = g:0\n";
+
+static void test_stateless_if_compiles_to_hlo_conditional(void) {
+  pair p;
+  if (!pair_open(&p, if_cluster, if_ref)) goto done;
+  double conds[] = {0.0, 2.5, -1.0, NAN, -0.0};
+  for (int k = 0; k < 5; k++)
+    pair_run_at(__LINE__, &p, 3, (const char *[]){"p", "a", "b"},
+                (graph_tensor *[]){scalar_of(GRAPH_DT_FLOAT, conds[k]), mat(3, 3, 0.2 * k), mat(3, 3, 1.0 - k)});
+  CHECK(stats(&p)->cluster_compiles == 1);
+  CHECK(stats(&p)->cluster_fallback_runs == 0);
+  CHECK(stats(&p)->compiles == 0);
+done:
+  pair_close(&p);
+}
+
+/* A loop inside a loop: the outer body runs the RNN loop m times. */
+#define OUTER_FUNCTIONS                                                                          \
+  "graph outer_cond {\n"                                                                         \
+  "  input j: int32[]\n"                                                                         \
+  "  input m: int32[]\n"                                                                         \
+  "  input n: int32[]\n"                                                                         \
+  "  input h: float[?,?]\n"                                                                      \
+  "  input w: float[?,?]\n"                                                                      \
+  "  input x: float[?,?]\n"                                                                      \
+  "  l = Less[T=int32](j, m)\n"                                                                  \
+  "  output r = l:0\n"                                                                           \
+  "}\n"                                                                                          \
+  "graph outer_body {\n"                                                                         \
+  "  input j: int32[]\n"                                                                         \
+  "  input m: int32[]\n"                                                                         \
+  "  input n: int32[]\n"                                                                         \
+  "  input h: float[?,?]\n"                                                                      \
+  "  input w: float[?,?]\n"                                                                      \
+  "  input x: float[?,?]\n"                                                                      \
+  "  zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"                                    \
+  "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n"                                     \
+  "  j1 = AddV2[T=int32](j, one)\n"                                                              \
+  "  inner = StatelessWhile[body=@rnn_body, cond=@rnn_cond](zero, n, h, w, x) "                  \
+  "-> (int32[], int32[], float[?,?], float[?,?], float[?,?])\n"                                  \
+  "  half = Const[dtype=float, value=tensor<float[]>{0.5}]()\n"                                  \
+  "  hs = Mul[T=float](inner:2, half)\n"                                                         \
+  "  output j = j1:0\n"                                                                          \
+  "  output m = m:0\n"                                                                           \
+  "  output n = n:0\n"                                                                           \
+  "  output h = hs:0\n"                                                                          \
+  "  output w = w:0\n"                                                                           \
+  "  output x = x:0\n"                                                                           \
+  "}\n"
+
+#define NESTED_INPUTS "input m: int32[]\n" RNN_INPUTS
+
+#define NESTED_NODES                                                                    \
+  "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"                             \
+  "loop = StatelessWhile[body=@outer_body, cond=@outer_cond](zero, m, n, h0, wt, x) "  \
+  "-> (int32[], int32[], int32[], float[?,?], float[?,?], float[?,?])\n"
+
+static const char nested_cluster[] =
+    "framework tf\n" RNN_FUNCTIONS OUTER_FUNCTIONS
+    "graph nested {\n"
+    "  " NESTED_INPUTS NESTED_NODES
+    "  output h = loop:3\n"
+    "}\n" NESTED_INPUTS
+    "c = kiln.Cluster[function=@nested, n_constants=0, n_resources=0](m, n, h0, wt, x) -> (float)\n"
+    "output h = c:0\n";
+
+static const char nested_ref[] =
+    "framework tf\n" RNN_FUNCTIONS OUTER_FUNCTIONS NESTED_INPUTS NESTED_NODES "output h = loop:3\n";
+
+static void test_nested_while_in_while_compiles(void) {
+  pair p;
+  if (!pair_open(&p, nested_cluster, nested_ref)) goto done;
+  for (int k = 0; k < 2; k++)
+    pair_run_at(__LINE__, &p, 5, (const char *[]){"m", "n", "h0", "wt", "x"},
+                (graph_tensor *[]){scalar_of(GRAPH_DT_INT32, 3 + k), scalar_of(GRAPH_DT_INT32, 4 - k),
+                                   mat(2, 3, 0.4 + k), mat(3, 3, 0.7), mat(2, 3, -0.3)});
+  CHECK(stats(&p)->cluster_compiles == 1);
+  CHECK(stats(&p)->cluster_fallback_runs == 0);
+  CHECK(stats(&p)->compiles == 0);
+done:
+  pair_close(&p);
+}
+
+/* A branch inside a loop: the first two iterations take then_branch, the rest
+ * else_branch. */
+#define IF_LOOP_FUNCTIONS                                                                    \
+  "graph il_cond {\n"                                                                        \
+  "  input i: int32[]\n"                                                                     \
+  "  input n: int32[]\n"                                                                     \
+  "  input h: float[?,?]\n"                                                                  \
+  "  input w: float[?,?]\n"                                                                  \
+  "  l = Less[T=int32](i, n)\n"                                                              \
+  "  output r = l:0\n"                                                                       \
+  "}\n"                                                                                      \
+  "graph il_body {\n"                                                                        \
+  "  input i: int32[]\n"                                                                     \
+  "  input n: int32[]\n"                                                                     \
+  "  input h: float[?,?]\n"                                                                  \
+  "  input w: float[?,?]\n"                                                                  \
+  "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n"                                 \
+  "  two = Const[dtype=int32, value=tensor<int32[]>{2}]()\n"                                 \
+  "  i1 = AddV2[T=int32](i, one)\n"                                                          \
+  "  early = Less[T=int32](i, two)\n"                                                        \
+  "  f = StatelessIf[Tcond=bool, then_branch=@if_then, else_branch=@if_else](early, h, w) " \
+  "-> (float[?,?])\n"                                                                        \
+  "  output i = i1:0\n"                                                                      \
+  "  output n = n:0\n"                                                                       \
+  "  output h = f:0\n"                                                                       \
+  "  output w = w:0\n"                                                                       \
+  "}\n"
+
+#define IF_LOOP_INPUTS \
+  "input n: int32[]\n" \
+  "input h0: float[?,?]\n" \
+  "input wt: float[?,?]\n"
+
+#define IF_LOOP_NODES                                                                \
+  "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"                          \
+  "loop = StatelessWhile[body=@il_body, cond=@il_cond](zero, n, h0, wt) "            \
+  "-> (int32[], int32[], float[?,?], float[?,?])\n"
+
+static const char if_loop_cluster[] =
+    "framework tf\n" IF_FUNCTIONS IF_LOOP_FUNCTIONS
+    "graph if_loop {\n"
+    "  " IF_LOOP_INPUTS IF_LOOP_NODES
+    "  output h = loop:2\n"
+    "}\n" IF_LOOP_INPUTS
+    "c = kiln.Cluster[function=@if_loop, n_constants=0, n_resources=0](n, h0, wt) -> (float)\n"
+    "output h = c:0\n";
+
+static const char if_loop_ref[] =
+    "framework tf\n" IF_FUNCTIONS IF_LOOP_FUNCTIONS IF_LOOP_INPUTS IF_LOOP_NODES "output h = loop:2\n";
+
+static void test_if_in_while_compiles(void) {
+  pair p;
+  if (!pair_open(&p, if_loop_cluster, if_loop_ref)) goto done;
+  for (int n = 1; n <= 5; n += 2)
+    pair_run_at(__LINE__, &p, 3, (const char *[]){"n", "h0", "wt"},
+                (graph_tensor *[]){scalar_of(GRAPH_DT_INT32, n), mat(2, 2, 0.1 * n), mat(2, 2, 0.9)});
+  CHECK(stats(&p)->cluster_compiles == 1);
+  CHECK(stats(&p)->cluster_fallback_runs == 0);
+  CHECK(stats(&p)->compiles == 0);
+done:
+  pair_close(&p);
+}
+
+/* A loop whose body grows a variable (x = concat(x, x)): HLO while needs fixed shapes,
+ * so the cluster runs op by op, once warned, with the same results. */
+#define GROW_FUNCTIONS                                                        \
+  "graph grow_cond {\n"                                                       \
+  "  input i: int32[]\n"                                                      \
+  "  input n: int32[]\n"                                                      \
+  "  input x: float[?]\n"                                                     \
+  "  l = Less[T=int32](i, n)\n"                                               \
+  "  output r = l:0\n"                                                        \
+  "}\n"                                                                       \
+  "graph grow_body {\n"                                                       \
+  "  input i: int32[]\n"                                                      \
+  "  input n: int32[]\n"                                                      \
+  "  input x: float[?]\n"                                                     \
+  "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n"                  \
+  "  axis = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"                 \
+  "  i1 = AddV2[T=int32](i, one)\n"                                           \
+  "  xx = ConcatV2[T=float, N=2, Tidx=int32](x, x, axis)\n"                   \
+  "  output i = i1:0\n"                                                       \
+  "  output n = n:0\n"                                                        \
+  "  output x = xx:0\n"                                                       \
+  "}\n"
+
+#define GROW_NODES                                                                          \
+  "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"                                 \
+  "loop = StatelessWhile[body=@grow_body, cond=@grow_cond](zero, n, x) -> (int32[], int32[], float[?])\n" \
+  "y = Sin[T=float](loop:2)\n"
+
+static const char grow_cluster[] =
+    "framework tf\n" GROW_FUNCTIONS
+    "graph grow {\n"
+    "  input n: int32[]\n"
+    "  input x: float[?]\n" GROW_NODES
+    "  output y = y:0\n"
+    "}\n"
+    "input n: int32[]\n"
+    "input x: float[?]\n"
+    "c = kiln.Cluster[function=@grow, n_constants=0, n_resources=0](n, x) -> (float)\n"
+    "output y = c:0\n";
+
+static const char grow_ref[] = "framework tf\n" GROW_FUNCTIONS "input n: int32[]\ninput x: float[?]\n" GROW_NODES
+                               "output y = y:0\n";
+
+static void test_shape_changing_loop_falls_back(void) {
+  pair p;
+  if (!pair_open(&p, grow_cluster, grow_ref)) goto done;
+  capture cap;
+  capture_begin(&cap);
+  bool ok = PAIR_RUN2(&p, "n", scalar_of(GRAPH_DT_INT32, 3), "x", vec1(2, 0.4));
+  ok = PAIR_RUN2(&p, "n", scalar_of(GRAPH_DT_INT32, 2), "x", vec1(2, 0.8)) && ok;
+  char *err = capture_end(&cap);
+  CHECK(ok);
+  CHECK(stats(&p)->cluster_compiles == 0 && stats(&p)->cluster_fallback_runs == 2);
+  CHECK(count_of(err, "cluster grow cannot be compiled") == 1);
+  CHECK(strstr(err, "node loop (tf.StatelessWhile): loop variable 2 changes from float[2] to float[4]") != NULL);
+  free(err);
+done:
+  pair_close(&p);
+}
+
+/* A Reshape inside the body whose shape is a loop variable: not a compile-time
+ * constant, so the cluster runs op by op and the warning says why. */
+#define RESHAPE_LOOP_FUNCTIONS                                        \
+  "graph rl_cond {\n"                                                 \
+  "  input i: int32[]\n"                                              \
+  "  input s: int32[2]\n"                                             \
+  "  input x: float[?,?]\n"                                           \
+  "  three = Const[dtype=int32, value=tensor<int32[]>{3}]()\n"        \
+  "  l = Less[T=int32](i, three)\n"                                   \
+  "  output r = l:0\n"                                                \
+  "}\n"                                                               \
+  "graph rl_body {\n"                                                 \
+  "  input i: int32[]\n"                                              \
+  "  input s: int32[2]\n"                                             \
+  "  input x: float[?,?]\n"                                           \
+  "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n"          \
+  "  i1 = AddV2[T=int32](i, one)\n"                                   \
+  "  r = Reshape[T=float, Tshape=int32](x, s)\n"                      \
+  "  e = Exp[T=float](r)\n"                                           \
+  "  output i = i1:0\n"                                               \
+  "  output s = s:0\n"                                                \
+  "  output x = e:0\n"                                                \
+  "}\n"
+
+#define RESHAPE_LOOP_NODES                                                                               \
+  "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"                                              \
+  "loop = StatelessWhile[body=@rl_body, cond=@rl_cond](zero, s, x) -> (int32[], int32[2], float[?,?])\n"
+
+static const char reshape_loop_cluster[] =
+    "framework tf\n" RESHAPE_LOOP_FUNCTIONS
+    "graph reshape_loop {\n"
+    "  input s: int32[2]\n"
+    "  input x: float[?,?]\n" RESHAPE_LOOP_NODES
+    "  output x = loop:2\n"
+    "}\n"
+    "input s: int32[2]\n"
+    "input x: float[?,?]\n"
+    "c = kiln.Cluster[function=@reshape_loop, n_constants=0, n_resources=0](s, x) -> (float)\n"
+    "output x = c:0\n";
+
+static const char reshape_loop_ref[] = "framework tf\n" RESHAPE_LOOP_FUNCTIONS
+                                       "input s: int32[2]\ninput x: float[?,?]\n" RESHAPE_LOOP_NODES
+                                       "output x = loop:2\n";
+
+static void test_loop_state_shape_operand_falls_back(void) {
+  pair p;
+  if (!pair_open(&p, reshape_loop_cluster, reshape_loop_ref)) goto done;
+  capture cap;
+  capture_begin(&cap);
+  bool ok = PAIR_RUN2(&p, "s", vec_of(GRAPH_DT_INT32, 2, (double[]){2, 3}), "x", mat(2, 3, 0.1));
+  char *err = capture_end(&cap);
+  CHECK(ok);
+  CHECK(stats(&p)->cluster_compiles == 0 && stats(&p)->cluster_fallback_runs == 1);
+  CHECK(strstr(err, "input 1 of node r must be a compile-time constant but depends on runtime value of the loop "
+                    "state of node loop") != NULL);
+  free(err);
+done:
+  pair_close(&p);
+}
+
+/* A sequence loop as Keras writes it: the inputs unstacked into a TensorList, one
+ * item read per step, each step's state set into a TensorListReserve of unknown batch
+ * size, stacked after the loop. The list becomes a buffer, the Reserve's element shape
+ * comes from the item the body sets. */
+#define SEQ_INPUTS_F         \
+  "  input t: int32[]\n"     \
+  "  input h: float[?,?]\n"  \
+  "  input xs: variant[]\n"  \
+  "  input ys: variant[]\n"  \
+  "  input w: float[?,?]\n"  \
+  "  input n: int32[]\n"
+
+#define SEQ_FUNCTIONS                                                                  \
+  "graph seq_cond {\n" SEQ_INPUTS_F                                                    \
+  "  l = Less[T=int32](t, n)\n"                                                        \
+  "  output r = l:0\n"                                                                 \
+  "}\n"                                                                                \
+  "graph seq_body {\n" SEQ_INPUTS_F                                                    \
+  "  es = Const[dtype=int32, value=tensor<int32[2]>{-1, 3}]()\n"                       \
+  "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n"                           \
+  "  x = TensorListGetItem[element_dtype=float](xs, t, es) -> (float[?,3])\n"          \
+  "  mm = MatMul[T=float, transpose_a=false, transpose_b=false](h, w)\n"               \
+  "  a = AddV2[T=float](mm, x)\n"                                                      \
+  "  hn = Tanh[T=float](a)\n"                                                          \
+  "  ys2 = TensorListSetItem[element_dtype=float](ys, t, hn) -> (variant[])\n"         \
+  "  t1 = AddV2[T=int32](t, one)\n"                                                    \
+  "  output t = t1:0\n"                                                                \
+  "  output h = hn:0\n"                                                                \
+  "  output xs = xs:0\n"                                                               \
+  "  output ys = ys2:0\n"                                                              \
+  "  output w = w:0\n"                                                                 \
+  "  output n = n:0\n"                                                                 \
+  "}\n"
+
+#define SEQ_INPUTS "input x: float[4,?,3]\ninput h0: float[?,3]\ninput w: float[3,3]\n"
+
+#define SEQ_NODES                                                                                          \
+  "es = Const[dtype=int32, value=tensor<int32[2]>{-1, 3}]()\n"                                             \
+  "len = Const[dtype=int32, value=tensor<int32[]>{4}]()\n"                                                 \
+  "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"                                                \
+  "xs = TensorListFromTensor[element_dtype=float, shape_type=int32](x, es) -> (variant[])\n"              \
+  "ys = TensorListReserve[element_dtype=float, shape_type=int32](es, len) -> (variant[])\n"               \
+  "loop = StatelessWhile[body=@seq_body, cond=@seq_cond](zero, h0, xs, ys, w, len) "                      \
+  "-> (int32[], float[?,3], variant[], variant[], float[3,3], int32[])\n"
+
+static const char seq_cluster[] =
+    "framework tf\n" SEQ_FUNCTIONS
+    "graph seq {\n" SEQ_INPUTS SEQ_NODES
+    "  st = TensorListStack[element_dtype=float, num_elements=4](loop:3, es) -> (float[4,?,3])\n"
+    "  output hs = st:0\n"
+    "  output h = loop:1\n"
+    "}\n" SEQ_INPUTS
+    "c = kiln.Cluster[function=@seq, n_constants=0, n_resources=0](x, h0, w) -> (float, float)\n"
+    "output hs = c:0\n"
+    "output h = c:1\n";
+
+/* The same loop with the list leaving the cluster: an HLO module cannot return a
+ * TensorList, so the cluster runs op by op and the Stack outside reads the list. */
+static const char seq_leaving_cluster[] =
+    "framework tf\n" SEQ_FUNCTIONS
+    "graph seq {\n" SEQ_INPUTS SEQ_NODES
+    "  output ys = loop:3\n"
+    "  output h = loop:1\n"
+    "}\n" SEQ_INPUTS
+    "c = kiln.Cluster[function=@seq, n_constants=0, n_resources=0](x, h0, w) -> (variant[], float)\n"
+    "es = Const[dtype=int32, value=tensor<int32[2]>{-1, 3}]()\n"
+    "st = TensorListStack[element_dtype=float, num_elements=4](c:0, es) -> (float[4,?,3])\n"
+    "output hs = st:0\n"
+    "output h = c:1\n";
+
+static const char seq_ref[] =
+    "framework tf\n" SEQ_FUNCTIONS SEQ_INPUTS SEQ_NODES
+    "st = TensorListStack[element_dtype=float, num_elements=4](loop:3, es) -> (float[4,?,3])\n"
+    "output hs = st:0\n"
+    "output h = loop:1\n";
+
+static graph_tensor *seq_x(int64_t batch, double seed) { return ramp(GRAPH_DT_FLOAT, 3, (int64_t[]){4, batch, 3}, seed); }
+
+static void test_tensorlist_loop_compiles_to_buffer(void) {
+  pair p;
+  if (!pair_open(&p, seq_cluster, seq_ref)) goto done;
+  for (int b = 1; b <= 2; b++)
+    pair_run_at(__LINE__, &p, 3, (const char *[]){"x", "h0", "w"},
+                (graph_tensor *[]){seq_x(2, 0.3 * b), mat(2, 3, 0.1 * b), mat(3, 3, 0.8)});
+  pair_run_at(__LINE__, &p, 3, (const char *[]){"x", "h0", "w"},
+              (graph_tensor *[]){seq_x(5, 0.7), mat(5, 3, 0.2), mat(3, 3, 0.4)}); /* another batch */
+  CHECK(stats(&p)->cluster_compiles == 1);
+  CHECK(stats(&p)->cluster_fallback_runs == 1); /* the new batch's first request (lazy) */
+  CHECK(stats(&p)->cluster_cache_hits == 1);
+done:
+  pair_close(&p);
+}
+
+static void test_tensorlist_leaving_cluster_falls_back(void) {
+  pair p;
+  if (!pair_open(&p, seq_leaving_cluster, seq_ref)) goto done;
+  capture cap;
+  capture_begin(&cap);
+  bool ok = pair_run_at(__LINE__, &p, 3, (const char *[]){"x", "h0", "w"},
+                        (graph_tensor *[]){seq_x(2, 0.5), mat(2, 3, 0.3), mat(3, 3, 0.6)});
+  char *err = capture_end(&cap);
+  CHECK(ok);
+  CHECK(stats(&p)->cluster_compiles == 0 && stats(&p)->cluster_fallback_runs == 1);
+  CHECK(strstr(err, "result 0 (ys) is a variant value") != NULL);
+  free(err);
+done:
+  pair_close(&p);
+}
+
 TEST_MAIN(TEST(test_bitwise_and_compile_once), TEST(test_onnx_body), TEST(test_lazy_second_request),
           TEST(test_must_compile), TEST(test_megamorphic), TEST(test_unimplemented_falls_back),
           TEST(test_constant_args_by_value), TEST(test_constant_input_computed_inside), TEST(test_resource_counter),
           TEST(test_write_only_cluster), TEST(test_errors_name_the_cluster), TEST(test_dump),
-          TEST(test_failing_devices), TEST(test_variables_stay_on_the_device))
+          TEST(test_failing_devices), TEST(test_variables_stay_on_the_device),
+          TEST(test_stateless_while_compiles_to_hlo_while),
+          TEST(test_stateless_if_compiles_to_hlo_conditional), TEST(test_nested_while_in_while_compiles),
+          TEST(test_if_in_while_compiles), TEST(test_shape_changing_loop_falls_back),
+          TEST(test_loop_state_shape_operand_falls_back), TEST(test_tensorlist_loop_compiles_to_buffer),
+          TEST(test_tensorlist_leaving_cluster_falls_back))

@@ -3,8 +3,9 @@
  * naive merge would create, a Switch/Merge diamond, a while loop's body clustered
  * inside its frame, every unsafe resource pair and the safe read-then-write, a
  * must-be-constant chain that must be declustered, the minimum size with Const/Identity not counting, explicit compile
- * scopes, --jit_ops / --jit_exclude_ops, the host-cost rule, soft placement and
- * --no_host_fallback. */
+ * scopes, --jit_ops / --jit_exclude_ops, the host-cost rule, soft placement,
+ * --no_host_fallback, and TF2 functional While loops clustered (or refused, naming
+ * the body node that blocks them). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -457,8 +458,149 @@ static void test_counter_variable_auto_clustered(void) {
   graph_free(plain);
 }
 
+/* TF2 functional control flow: a StatelessWhile whose functions lower is a candidate
+ * and counts its body's nodes, so the loop (with the one op around it) forms a
+ * cluster that runs bitwise as op by op; one whose body holds a TensorList op the
+ * lowering lacks (TensorListLength) stays out with a reason naming that body node. */
+#define LOOP_FUNCTIONS                                   \
+  "graph lc {\n"                                         \
+  "  input i: int32[]\n"                                 \
+  "  input h: float[2,3]\n"                              \
+  "  three = Const[dtype=int32, value=tensor<int32[]>{3}]()\n" \
+  "  l = Less[T=int32](i, three)\n"                      \
+  "  output r = l:0\n"                                   \
+  "}\n"                                                  \
+  "graph lb {\n"                                         \
+  "  input i: int32[]\n"                                 \
+  "  input h: float[2,3]\n"                              \
+  "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n" \
+  "  i1 = AddV2[T=int32](i, one)\n"                      \
+  "  s = Sin[T=float](h)\n"                              \
+  "  t = Tanh[T=float](s)\n"                             \
+  "  e = Exp[T=float](t)\n"                              \
+  "  output i = i1:0\n"                                  \
+  "  output h = e:0\n"                                   \
+  "}\n"
+
+static void test_functional_while_is_clustered(void) {
+  const char *text = "framework tf\n" LOOP_FUNCTIONS
+                     "input x: float[2,3]\n"
+                     "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"
+                     "w = StatelessWhile[body=@lb, cond=@lc](zero, x) -> (int32[], float[2,3])\n"
+                     "n = Neg[T=float](w:1)\n"
+                     "output r = n:0\n";
+  int64_t dims[] = {2, 3};
+  graph *plain = check_parse_graph(text);
+  graph_tensor *want = run_graph(plain, 2, dims);
+  graph *g = check_parse_graph(text);
+  jit_options o = opts_min(4);
+  jit_report *r = cluster_ok(g, &o);
+  CHECK(r && r->n_clusters == 1);
+  CHECK(cluster_of(r, "w") == 0 && cluster_of(r, "n") == 0);
+  CHECK(r && r->clusters[0].n_counted == 7); /* w, its 5 function nodes, n */
+  graph_tensor *got = run_graph(g, 2, dims);
+  CHECK(want && got && tensor_equal(want, got));
+  tensor_free(want);
+  tensor_free(got);
+  jit_report_free(r);
+  graph_free(g);
+  graph_free(plain);
+}
+
+static void test_functional_while_with_unsupported_list_op_is_refused(void) {
+  graph *g = check_parse_graph(
+      "framework tf\n"
+      "graph tc {\n"
+      "  input i: int32[]\n"
+      "  input l: variant[]\n"
+      "  input h: float[3]\n"
+      "  two = Const[dtype=int32, value=tensor<int32[]>{2}]()\n"
+      "  c = Less[T=int32](i, two)\n"
+      "  output r = c:0\n"
+      "}\n"
+      "graph tb {\n"
+      "  input i: int32[]\n"
+      "  input l: variant[]\n"
+      "  input h: float[3]\n"
+      "  es = Const[dtype=int32, value=tensor<int32[1]>{3}]()\n"
+      "  one = Const[dtype=int32, value=tensor<int32[]>{1}]()\n"
+      "  item = TensorListGetItem[element_dtype=float](l, i, es) -> (float[3])\n"
+      "  s = AddV2[T=float](h, item)\n"
+      "  len = TensorListLength(l) -> (int32[])\n"
+      "  i1 = AddV2[T=int32](i, len)\n"
+      "  output i = i1:0\n"
+      "  output l = l:0\n"
+      "  output h = s:0\n"
+      "}\n"
+      "input x: float[2,3]\n"
+      "es = Const[dtype=int32, value=tensor<int32[1]>{3}]()\n"
+      "tl = TensorListFromTensor[element_dtype=float, shape_type=int32](x, es) -> (variant[])\n"
+      "zero = Const[dtype=int32, value=tensor<int32[]>{0}]()\n"
+      "h0 = Const[dtype=float, value=tensor<float[3]>{0, 0, 0}]()\n"
+      "w = StatelessWhile[body=@tb, cond=@tc](zero, tl, h0) -> (int32[], variant[], float[3])\n"
+      "e = Exp[T=float](w:2)\n"
+      "n = Neg[T=float](e)\n"
+      "a = Abs[T=float](n)\n"
+      "output r = a:0\n");
+  jit_options o = opts_min(1);
+  jit_report *r = cluster_ok(g, &o);
+  CHECK(reason_has(r, "w", "StatelessWhile w: body node len (TensorListLength): TensorArray/TensorList/variant op"));
+  CHECK(cluster_of(r, "e") >= 0);
+  int64_t dims[] = {2, 3};
+  graph_tensor *got = run_graph(g, 2, dims);
+  CHECK(got && got->n == 3 && got->dtype == GRAPH_DT_FLOAT);
+  tensor_free(got);
+  jit_report_free(r);
+  graph_free(g);
+}
+
+/* A TensorList whose reader cannot be compiled keeps its whole list out of clusters
+ * (a compiled list is a buffer that cannot cross a cluster boundary); the other ops
+ * still cluster. */
+static void test_tensorlist_crossing_a_boundary_stays_out(void) {
+  graph *g = check_parse_graph(
+      "framework tf\n"
+      "input x: float[4,3]\n"
+      "e = Exp[T=float](x)\n"
+      "n = Neg[T=float](e)\n"
+      "es = Const[dtype=int32, value=tensor<int32[1]>{3}]()\n"
+      "tl = TensorListFromTensor[element_dtype=float, shape_type=int32](n, es) -> (variant[])\n"
+      "len = TensorListLength(tl) -> (int32[])\n"
+      "st = TensorListStack[element_dtype=float, num_elements=4](tl, es) -> (float[4,3])\n"
+      "a = Abs[T=float](st)\n"
+      "output r = a:0\n"
+      "output len = len:0\n");
+  jit_options o = opts_min(1);
+  jit_report *r = cluster_ok(g, &o);
+  CHECK(reason_has(r, "tl", "output 0 is a TensorList read by len (tf.TensorListLength), which cannot join"));
+  CHECK(reason_has(r, "st", "input 0 is a TensorList from tl (tf.TensorListFromTensor), which cannot join"));
+  CHECK(cluster_of(r, "e") >= 0 && cluster_of(r, "a") >= 0);
+  int64_t dims[] = {4, 3};
+  graph_tensor *got = run_graph(g, 2, dims);
+  CHECK(got && got->n == 12);
+  tensor_free(got);
+  jit_report_free(r);
+  graph_free(g);
+  /* The same when the import declares no dtypes (TF.js): the list operand is known by
+   * the op, not by a variant dtype. */
+  g = check_parse_graph("framework tf\n"
+                        "input x: float[4,3]\n"
+                        "e = Exp[T=float](x)\n"
+                        "es = Const[dtype=int32, value=tensor<int32[1]>{3}]()\n"
+                        "tl = TensorListFromTensor[element_dtype=float, shape_type=int32](e, es)\n"
+                        "id = Identity(tl)\n"
+                        "len = TensorListLength(id)\n"
+                        "output len = len:0\n");
+  r = cluster_ok(g, &o);
+  CHECK(reason_has(r, "tl", "output 0 is a TensorList read by id (tf.Identity), which cannot join"));
+  jit_report_free(r);
+  graph_free(g);
+}
+
 TEST_MAIN(TEST(test_chain_clusters_and_runs_bitwise), TEST(test_cycle_is_refused), TEST(test_switch_merge_diamond),
           TEST(test_while_body_clusters_inside_its_frame), TEST(test_resource_pairs), TEST(test_must_be_constant_chain_declustered),
           TEST(test_min_size_ignores_const_and_identity), TEST(test_compile_scopes), TEST(test_jit_ops_filters),
           TEST(test_host_cost_rule), TEST(test_soft_placement_and_no_host_fallback),
-          TEST(test_counter_variable_auto_clustered))
+          TEST(test_counter_variable_auto_clustered), TEST(test_functional_while_is_clustered),
+          TEST(test_functional_while_with_unsupported_list_op_is_refused),
+          TEST(test_tensorlist_crossing_a_boundary_stays_out))
