@@ -294,8 +294,12 @@ def iters_and_json():
     lines = res.out.splitlines()
     check(len(lines) == 1, 'expected exactly one stdout line', res)
     j = json.loads(lines[0])
-    check(set(j) == {'device', 'first_ms', 'median_ms', 'iters', 'evaluated_instructions'}, 'keys %s' % sorted(j))
+    check(set(j) == {'device', 'first_ms', 'median_ms', 'iters', 'evaluated_instructions', 'bytes_to_device',
+                     'bytes_to_host', 'last_run_bytes_to_device', 'last_run_bytes_to_host'}, 'keys %s' % sorted(j))
     check(j['evaluated_instructions'] == 0, 'an add is compiled, not evaluated: %r' % j)
+    # cpu has no memory of its own: nothing crosses a host/device boundary.
+    check(all(j[k] == 0 for k in ('bytes_to_device', 'bytes_to_host', 'last_run_bytes_to_device',
+                                  'last_run_bytes_to_host')), 'no transfers on cpu: %r' % j)
     default = re.search(r'^(\S+)\s.*\(default\)$', kiln('devices').out, re.M)
     check(default and j['device'] == default.group(1) and j['iters'] == 5, 'values %r' % j)
     check(isinstance(j['first_ms'], float) and j['first_ms'] >= 0 and j['median_ms'] >= 0, 'times %r' % j)
