@@ -14,6 +14,9 @@ DEBIAN_PACKAGES+=(llvm-14-dev libdnnl-dev)  # the cpu backend: LLVM JIT kernels,
 DEBIAN_PACKAGES+=(pkgconf binutils)  # tests/install: pkg-config builds against the installed tree, nm/readelf
 DEBIAN_PACKAGES+=(python3-dev python3-venv)  # tests/python: build the kiln extension, its test venv
 DEBIAN_PACKAGES+=(python3-torch python3-torchvision)  # export torchvision models (tests/models/test_torchvision_models.py)
+# plugins/opencl: the OpenCL headers and ICD loader it builds against, and PoCL, a real
+# OpenCL implementation on the CPU that its tests and `kiln conformance --device opencl` run on.
+DEBIAN_PACKAGES+=(opencl-headers ocl-icd-opencl-dev pocl-opencl-icd)
 
 missing=()
 for p in "${DEBIAN_PACKAGES[@]}"; do
