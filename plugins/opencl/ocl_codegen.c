@@ -372,6 +372,7 @@ static const struct opinfo {
     {"slice", M_ALL, OK_OTHER}, {"concatenate", M_ALL, OK_OTHER}, {"reverse", M_ALL, OK_OTHER},
     {"pad", M_ALL, OK_OTHER}, {"iota", M_NUM, OK_OTHER}, {"tuple", M_ALL, OK_OTHER},
     {"get-tuple-element", M_ALL, OK_OTHER}, {"constant", M_ALL, OK_OTHER}, {"parameter", M_ALL, OK_OTHER},
+    {"gather", M_ALL, OK_OTHER}, {"dynamic-slice", M_ALL, OK_OTHER}, {"dynamic-update-slice", M_ALL, OK_OTHER},
 };
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))
 
@@ -461,6 +462,18 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
   if (!strcmp(op, "get-tuple-element")) {
     if (ins->n_operands != 1 || strcmp(ins->operands[0]->opcode, "tuple"))
       NO("%s: get-tuple-element of a non-tuple instruction", ins->name);
+  }
+  if (!strcmp(op, "gather")) {
+    if (ins->n_operands != 2 || !ocl_dtype_is_int(ins->operands[1]->shape.dtype))
+      NO("%s: gather needs integer start indices", ins->name);
+  }
+  if (!strcmp(op, "dynamic-slice") || !strcmp(op, "dynamic-update-slice")) {
+    int first = !strcmp(op, "dynamic-slice") ? 1 : 2;
+    if (ins->n_operands < first || ins->n_operands - first != ins->operands[0]->shape.rank)
+      NO("%s: %s needs one scalar start per dimension", ins->name, op);
+    for (int i = first; i < ins->n_operands; i++)
+      if (ins->operands[i]->shape.rank != 0 || !ocl_dtype_is_int(ins->operands[i]->shape.dtype))
+        NO("%s: %s starts must be integer scalars", ins->name, op);
   }
   if (!strcmp(op, "bitcast") && (ins->n_operands != 1 || ins->operands[0]->shape.dtype != dt))
     NO("%s: bitcast changing the element type", ins->name);
@@ -616,6 +629,129 @@ static void open_block(ectx *c, const char *head) {
 static void close_block(ectx *c, const char *tail) {
   c->depth--;
   line(c, "}%s", tail ? tail : "");
+}
+
+/* An index value (any integer type) as a long, unsigned 64-bit values saturating. */
+static char *index_value(ectx *c, const ocl_instr *x, char **idx) {
+  char *v = emit(c, x, idx);
+  char *l = gstr(c->g, "l%d", c->g->tmp++);
+  if (x->shape.dtype == KILN_DTYPE_U64)
+    line(c, "long %s = %s > 9223372036854775807UL ? 9223372036854775807L : (long)%s;", l, v, v);
+  else
+    line(c, "long %s = (long)%s;", l, v);
+  return l;
+}
+
+static int in_list(const int64_t *v, int n, int64_t x) {
+  for (int i = 0; i < n; i++)
+    if (v[i] == x) return i;
+  return -1;
+}
+
+static int int_attr_list(const ocl_instr *ins, const char *key, int64_t *out) {
+  const char *a = ocl_attr(ins, key);
+  return a ? ocl_parse_int_list(a, out, OCL_MAX_RANK) : 0;
+}
+
+static char *emit_gather(ectx *c, const ocl_instr *ins, char **idx) {
+  gen *g = c->g;
+  const ocl_instr *x = ins->operands[0], *ix = ins->operands[1];
+  int64_t od[OCL_MAX_RANK], cd[OCL_MAX_RANK], sm[OCL_MAX_RANK], ss[OCL_MAX_RANK], ob[OCL_MAX_RANK], sbd[OCL_MAX_RANK];
+  int nod = int_attr_list(ins, "offset_dims", od), ncd = int_attr_list(ins, "collapsed_slice_dims", cd);
+  int nsm = int_attr_list(ins, "start_index_map", sm), nss = int_attr_list(ins, "slice_sizes", ss);
+  int nob = int_attr_list(ins, "operand_batching_dims", ob), nsb = int_attr_list(ins, "start_indices_batching_dims", sbd);
+  const char *iv = ocl_attr(ins, "index_vector_dim");
+  int xr = x->shape.rank, ir = ix->shape.rank, orank = ins->shape.rank;
+  int ivd = iv ? atoi(iv) : ir;
+  if (nod < 0 || ncd < 0 || nsm < 0 || nss != xr || nob < 0 || nsb != nob || ivd < 0 || ivd > ir ||
+      nod + ncd + nob != xr) {
+    fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad gather dimension numbers", ins->name);
+    return "0";
+  }
+  /* Output batch dimensions pair with the start indices' dimensions other than ivd. */
+  int bpos[OCL_MAX_RANK], nb = 0, sdims[OCL_MAX_RANK], ns = 0;
+  for (int d = 0; d < orank; d++)
+    if (in_list(od, nod, d) < 0) bpos[nb++] = d;
+  for (int d = 0; d < ir; d++)
+    if (d != ivd) sdims[ns++] = d;
+  if (nb != ns) {
+    fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: gather batch dimensions do not match the indices", ins->name);
+    return "0";
+  }
+  char **iidx = idxv(g, ir + 1);
+  for (int j = 0; j < ns; j++) iidx[sdims[j]] = idx[bpos[j]];
+  char **oi = idxv(g, xr);
+  for (int d = 0; d < xr; d++) oi[d] = gstr(g, "0L");
+  for (int k = 0; k < nsm; k++) {
+    if (sm[k] < 0 || sm[k] >= xr) {
+      fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad start_index_map", ins->name);
+      return "0";
+    }
+    if (ivd < ir) iidx[ivd] = gstr(g, "%dL", k);
+    char *v = index_value(c, ix, iidx);
+    oi[sm[k]] = gstr(g, "clamp_s64(0L, %s, %lldL)", v, (long long)(x->shape.dims[sm[k]] - ss[sm[k]]));
+  }
+  for (int j = 0; j < nob; j++) {
+    int p = -1;
+    for (int q = 0; q < ns; q++)
+      if (sdims[q] == sbd[j]) p = q;
+    if (p < 0 || ob[j] < 0 || ob[j] >= xr) {
+      fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad batching dims", ins->name);
+      return "0";
+    }
+    oi[ob[j]] = idx[bpos[p]];
+  }
+  int k = 0;
+  for (int d = 0; d < xr; d++) {
+    if (in_list(cd, ncd, d) >= 0 || in_list(ob, nob, d) >= 0) continue;
+    if (k >= nod) break;
+    oi[d] = gstr(g, "(%s + %s)", oi[d], idx[od[k++]]);
+  }
+  return emit(c, x, oi);
+}
+
+static char *emit_dynamic(ectx *c, const ocl_instr *ins, char **idx) {
+  gen *g = c->g;
+  const ocl_instr *x = ins->operands[0];
+  int upd = !strcmp(ins->opcode, "dynamic-update-slice");
+  int rank = x->shape.rank, first = upd ? 2 : 1;
+  int64_t sizes[OCL_MAX_RANK];
+  if (upd) {
+    memcpy(sizes, ins->operands[1]->shape.dims, sizeof sizes);
+  } else if (int_attr_list(ins, "dynamic_slice_sizes", sizes) != rank) {
+    fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad dynamic_slice_sizes", ins->name);
+    return "0";
+  }
+  char *st[OCL_MAX_RANK];
+  for (int d = 0; d < rank; d++) {
+    char *v = index_value(c, ins->operands[first + d], NULL);
+    st[d] = gstr(g, "s%d", g->tmp++);
+    line(c, "long %s = clamp_s64(0L, %s, %lldL);", st[d], v, (long long)(x->shape.dims[d] - sizes[d]));
+  }
+  char **oi = idxv(g, rank);
+  if (!upd) {
+    for (int d = 0; d < rank; d++) oi[d] = gstr(g, "(%s + %s)", idx[d], st[d]);
+    return emit(c, x, oi);
+  }
+  char *cond = gstr(g, "1");
+  for (int d = 0; d < rank; d++) {
+    oi[d] = gstr(g, "(%s - %s)", idx[d], st[d]);
+    cond = gstr(g, "%s && %s >= 0 && %s < %lldL", cond, oi[d], oi[d], (long long)sizes[d]);
+  }
+  char *r = gstr(g, "t%d", g->tmp++);
+  line(c, "%s %s;", ocl_compute_type(ins->shape.dtype), r);
+  int mk = memo_mark(c);
+  open_block(c, gstr(g, "if (%s)", cond));
+  char *v = emit(c, ins->operands[1], oi);
+  line(c, "%s = %s;", r, v);
+  memo_reset(c, mk);
+  close_block(c, NULL);
+  open_block(c, "else");
+  v = emit(c, x, idx);
+  line(c, "%s = %s;", r, v);
+  memo_reset(c, mk);
+  close_block(c, NULL);
+  return r;
 }
 
 static char *emit_uncached(ectx *c, const ocl_instr *ins, char **idx) {
@@ -848,6 +984,8 @@ static char *emit_uncached(ectx *c, const ocl_instr *ins, char **idx) {
     }
     return r;
   }
+  if (!strcmp(op, "gather")) return emit_gather(c, ins, idx);
+  if (!strcmp(op, "dynamic-slice") || !strcmp(op, "dynamic-update-slice")) return emit_dynamic(c, ins, idx);
   fail(g, KILN_PLUGIN_ERR_UNIMPLEMENTED, "%s: %s cannot be fused here", ins->name, op);
   return "0";
 }

@@ -27,6 +27,9 @@ const char *ocl_cl_error_name(cl_int status);
  * for the allocation failures). */
 kiln_plugin_error *ocl_cl_error(const char *what, cl_int status);
 
+/* Writes a message to the host's log (when it gave a log callback). */
+void ocl_log(const kiln_plugin_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* ---- what the generator needs to know about the device ---- */
 typedef struct ocl_caps {
   int has_fp64;

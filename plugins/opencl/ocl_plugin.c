@@ -70,6 +70,17 @@ kiln_plugin_error *ocl_cl_error(const char *what, cl_int s) {
   return ocl_error(code, "%s failed: %s (%d)", what, ocl_cl_error_name(s), (int)s);
 }
 
+void ocl_log(const kiln_plugin_client *c, int level, const char *fmt, ...) {
+  if (!c || !c->host || c->host->struct_size < offsetof(kiln_plugin_host, log) + sizeof c->host->log || !c->host->log)
+    return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  c->host->log(c->host->host_data, level, msg);
+}
+
 static int err_code(const kiln_plugin_error *e) { return e ? e->code : 0; }
 static const char *err_message(const kiln_plugin_error *e) {
   return e && e->message ? e->message : "out of memory";
@@ -334,6 +345,8 @@ static kiln_plugin_error *compile(kiln_plugin_compile_args *a) {
   int code = ocl_codegen(m, &a->client->caps, &plan, err, sizeof err);
   ocl_module_free(m);
   if (code) return ocl_error(code, "%s", err);
+  ocl_log(a->client, KILN_PLUGIN_LOG_DEBUG, "opencl: %d kernels, %d array constants, %zu bytes of OpenCL C",
+          plan->n_kernels, plan->n_consts, strlen(plan->source));
   return ocl_runtime_prepare(a->client, plan, &a->executable);
 }
 

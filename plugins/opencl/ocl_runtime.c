@@ -186,6 +186,7 @@ kiln_plugin_error *ocl_runtime_execute(kiln_plugin_client *c, kiln_plugin_execut
       const ocl_kernel_plan *kp = &p->kernels[reader];
       if (!dims_match(a->args[i], kp->dtype, kp->rank, kp->dims) || kp->n_elems == 0) continue;
       donor[reader] = i;
+      ocl_log(c, KILN_PLUGIN_LOG_DEBUG, "opencl: donated argument %d becomes the output of kernel %d", i, reader);
     }
   }
   pthread_mutex_lock(&c->lock);

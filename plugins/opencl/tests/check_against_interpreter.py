@@ -182,13 +182,18 @@ def matrix_cases(types):
 
 
 def file_cases():
-    for f in sorted(glob.glob(os.path.join(HERE, "cases", "*.hlo"))):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+    files = sorted(glob.glob(os.path.join(HERE, "cases", "*.hlo")))
+    files += sorted(glob.glob(os.path.join(root, "tests", "hlo", "corpus", "*.hlo")))
+    files += sorted(glob.glob(os.path.join(root, "examples", "*.hlo")))
+    for f in files:
         text = open(f).read()
         flags = []
         first = text.split("\n", 1)[0]
         if first.startswith("// ocl_run:"):
             flags = first[len("// ocl_run:"):].split()
-        yield (os.path.basename(f)[:-4], text, flags, None)
+        base = os.path.basename(f)[:-4]
+        yield (base if "/cases/" in f else os.path.basename(os.path.dirname(f)) + "." + base, text, flags, None)
 
 
 def nmse(got, want, t):

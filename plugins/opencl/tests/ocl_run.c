@@ -27,6 +27,11 @@ static void die_err(const char *what, kiln_plugin_error *e) {
   exit(code == KILN_PLUGIN_ERR_UNIMPLEMENTED ? 2 : 1);
 }
 
+static void host_log(void *data, int level, const char *msg) {
+  (void)data;
+  if (getenv("OCL_RUN_LOG")) fprintf(stderr, "log[%d]: %s\n", level, msg);
+}
+
 static size_t dsize(int t) {
   switch (t) {
     case KILN_DTYPE_PRED: case KILN_DTYPE_S8: case KILN_DTYPE_U8: return 1;
@@ -268,7 +273,7 @@ int main(int argc, char **argv) {
   text[len] = 0;
   fclose(f);
 
-  kiln_plugin_host host = {sizeof host, KILN_PLUGIN_API_MAJOR, KILN_PLUGIN_API_MINOR, "ocl_run", "", NULL, NULL};
+  kiln_plugin_host host = {sizeof host, KILN_PLUGIN_API_MAJOR, KILN_PLUGIN_API_MINOR, "ocl_run", "", NULL, host_log};
   kiln_plugin_client_create_args ca = {sizeof ca, &host, NULL, 0, NULL};
   const char *pl = getenv("OCL_PLATFORM"), *dv = getenv("OCL_DEVICE");
   kiln_plugin_option opts[2];
