@@ -398,7 +398,9 @@ static int dtype_ok(int dtype, const ocl_caps *caps) {
 int ocl_op_supported(const char *opcode, int dtype, const ocl_caps *caps) {
   const struct opinfo *o = find_op(opcode);
   if (!o) return 0;
-  if (dtype == 0) return !strcmp(opcode, "tuple") || !strcmp(opcode, "get-tuple-element") || !strcmp(opcode, "parameter");
+  if (dtype == 0)
+    return !strcmp(opcode, "tuple") || !strcmp(opcode, "get-tuple-element") || !strcmp(opcode, "parameter") ||
+           !strcmp(opcode, "reduce");
   if (!dtype_ok(dtype, caps)) return 0;
   if (!strcmp(opcode, "compare") || !strcmp(opcode, "is-finite")) return dtype == KILN_DTYPE_PRED;
   return (o->mask & type_mask(dtype)) != 0;
@@ -413,7 +415,8 @@ static int shape_ok(const ocl_shape *s, const ocl_caps *caps) {
   return dtype_ok(s->dtype, caps);
 }
 
-static int is_scalar_comp_ok(const ocl_comp *comp, const ocl_caps *caps, char *why, size_t cap);
+static int is_scalar_comp_ok(const ocl_comp *comp, int n, const ocl_caps *caps, char *why, size_t cap);
+static int same_dims(int ra, const int64_t *a, int rb, const int64_t *b);
 
 /* compare's direction: XLA prints direction=LT (comparison_direction in older text). */
 static const char *direction_of(const ocl_instr *ins) {
@@ -432,7 +435,7 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
   for (int i = 0; i < ins->n_operands; i++)
     if (!shape_ok(&ins->operands[i]->shape, caps))
       NO("%s: an operand's element type is not supported on this device", ins->name);
-  if (dt == 0 && strcmp(op, "tuple") && strcmp(op, "get-tuple-element") && strcmp(op, "parameter"))
+  if (dt == 0 && strcmp(op, "tuple") && strcmp(op, "get-tuple-element") && strcmp(op, "parameter") && strcmp(op, "reduce"))
     NO("%s: tuple-shaped %s (variadic form) is not supported", ins->name, op);
   if (dt == OCL_DTYPE_TOKEN) NO("%s: tokens are not supported", ins->name);
   if (dt && !ocl_op_supported(op, dt, caps)) NO("%s: %s is not defined for %s here", ins->name, op, ocl_dtype_name(dt));
@@ -455,13 +458,29 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
     if (bg && strcmp(bg, "1")) NO("%s: batch_group_count > 1 is not supported", ins->name);
     if (ins->n_operands != 2) NO("%s: %s needs two operands", ins->name, op);
   }
-  if (!strcmp(op, "reduce") || !strcmp(op, "reduce-window")) {
+  if (!strcmp(op, "reduce-window")) {
     if (ins->n_operands != 2 || ins->n_called != 1) NO("%s: only single-input %s is supported", ins->name, op);
-    if (!is_scalar_comp_ok(ins->called[0], caps, why, why_cap)) return 0;
+    if (!is_scalar_comp_ok(ins->called[0], 1, caps, why, why_cap)) return 0;
+  }
+  if (!strcmp(op, "reduce")) {
+    int n = ins->n_operands / 2;
+    if (ins->n_operands % 2 || n < 1 || ins->n_called != 1) NO("%s: malformed reduce", ins->name);
+    if (n > 1) {
+      if (dt != 0 || ins->shape.n_elems != n) NO("%s: variadic reduce must have a tuple of %d arrays", ins->name, n);
+      for (int k = 0; k < n; k++)
+        if (ins->shape.elems[k].dtype == 0 || ins->shape.elems[k].dtype != ins->operands[k]->shape.dtype ||
+            !same_dims(ins->shape.elems[k].rank, ins->shape.elems[k].dims, ins->shape.elems[0].rank, ins->shape.elems[0].dims) ||
+            !same_dims(ins->operands[k]->shape.rank, ins->operands[k]->shape.dims, ins->operands[0]->shape.rank,
+                       ins->operands[0]->shape.dims))
+          NO("%s: variadic reduce with mismatched inputs", ins->name);
+    } else if (dt == 0) {
+      NO("%s: tuple-shaped single-input reduce", ins->name);
+    }
+    if (!is_scalar_comp_ok(ins->called[0], n, caps, why, why_cap)) return 0;
   }
   if (!strcmp(op, "get-tuple-element")) {
-    if (ins->n_operands != 1 || strcmp(ins->operands[0]->opcode, "tuple"))
-      NO("%s: get-tuple-element of a non-tuple instruction", ins->name);
+    if (ins->n_operands != 1 || (strcmp(ins->operands[0]->opcode, "tuple") && strcmp(ins->operands[0]->opcode, "reduce")))
+      NO("%s: get-tuple-element of something other than a tuple or a variadic reduce", ins->name);
   }
   if (!strcmp(op, "gather")) {
     if (ins->n_operands != 2 || !ocl_dtype_is_int(ins->operands[1]->shape.dtype))
@@ -484,14 +503,34 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
 #undef NO
 }
 
-/* A reducer: scalar parameters, scalar elementwise instructions. */
-static int is_scalar_comp_ok(const ocl_comp *comp, const ocl_caps *caps, char *why, size_t cap) {
-  if (!comp || comp->n_params != 2 || !comp->root) {
-    snprintf(why, cap, "reducer computation must take two scalars");
+/* A reducer of n accumulators: 2n scalar parameters, scalar elementwise instructions,
+ * the root a scalar (n = 1) or a tuple of n scalars. */
+static int is_scalar_comp_ok(const ocl_comp *comp, int n, const ocl_caps *caps, char *why, size_t cap) {
+  if (!comp || comp->n_params != 2 * n || !comp->root) {
+    snprintf(why, cap, "reducer computation must take %d scalars", 2 * n);
     return 0;
+  }
+  for (int k = 0; k < 2 * n; k++)
+    if (!comp->params[k] || comp->params[k]->shape.dtype != comp->params[k % n]->shape.dtype) {
+      snprintf(why, cap, "reducer %s: accumulator and value types differ", comp->name);
+      return 0;
+    }
+  if (n > 1) {
+    const ocl_instr *r = comp->root;
+    if (strcmp(r->opcode, "tuple") || r->n_operands != n) {
+      snprintf(why, cap, "reducer %s: root must be a tuple of %d scalars", comp->name, n);
+      return 0;
+    }
+    for (int k = 0; k < n; k++)
+      if (r->operands[k]->shape.dtype != comp->params[k]->shape.dtype || r->operands[k]->shape.rank != 0 ||
+          !strcmp(r->operands[k]->opcode, "tuple")) {
+        snprintf(why, cap, "reducer %s: result %d does not match its accumulator", comp->name, k);
+        return 0;
+      }
   }
   for (int i = 0; i < comp->n_instrs; i++) {
     const ocl_instr *x = comp->instrs[i];
+    if (n > 1 && x == comp->root) continue;
     if (x->shape.dtype == 0 || x->shape.rank != 0) {
       snprintf(why, cap, "reducer %s: %s is not scalar", comp->name, x->name);
       return 0;
@@ -504,7 +543,7 @@ static int is_scalar_comp_ok(const ocl_comp *comp, const ocl_caps *caps, char *w
     }
     if (!ocl_instr_supported(x, caps, why, cap)) return 0;
   }
-  if (comp->root->shape.dtype != comp->params[0]->shape.dtype) {
+  if (n == 1 && comp->root->shape.dtype != comp->params[0]->shape.dtype) {
     snprintf(why, cap, "reducer %s: result type differs from the accumulator", comp->name);
     return 0;
   }
@@ -914,7 +953,7 @@ static char *emit_uncached(ectx *c, const ocl_instr *ins, char **idx) {
   }
   if (!strcmp(op, "get-tuple-element")) {
     const ocl_instr *t = ins->operands[0];
-    if (ins->int_payload < 0 || ins->int_payload >= t->n_operands) {
+    if (strcmp(t->opcode, "tuple") || ins->int_payload < 0 || ins->int_payload >= t->n_operands) {
       fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: tuple index out of range", ins->name);
       return "0";
     }
@@ -1018,6 +1057,7 @@ static char *emit(ectx *c, const ocl_instr *ins, char **idx) {
 static const char *reducer_name(gen *g, const ocl_comp *comp, int dtype) {
   for (int i = 0; i < g->n_reducers; i++)
     if (g->reducers[i].comp == comp && g->reducers[i].dtype == dtype) return g->reducers[i].name;
+  int n = comp->n_params / 2;
   reducer_fn *nr = realloc(g->reducers, (size_t)(g->n_reducers + 1) * sizeof *nr);
   if (!nr) {
     fail(g, KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
@@ -1034,11 +1074,24 @@ static const char *reducer_name(gen *g, const ocl_comp *comp, int dtype) {
   c.g = g;
   c.out = &body;
   c.comp = comp;
-  char *pv[2] = {"x0", "x1"};
+  char **pv = idxv(g, 2 * n);
+  for (int k = 0; k < 2 * n; k++) pv[k] = gstr(g, "x%d", k);
   c.param_vars = pv;
-  char *v = emit(&c, comp->root, NULL);
-  const char *T = ocl_compute_type(dtype);
-  sbf(&g->src, "inline %s %s(%s x0, %s x1) {\n%s  return %s;\n}\n", T, r->name, T, T, body.p ? body.p : "", v);
+  if (n == 1) {
+    char *v = emit(&c, comp->root, NULL);
+    const char *T = ocl_compute_type(dtype);
+    sbf(&g->src, "inline %s %s(%s x0, %s x1) {\n%s  return %s;\n}\n", T, r->name, T, T, body.p ? body.p : "", v);
+  } else {
+    char **vs = idxv(g, n);
+    for (int k = 0; k < n; k++) vs[k] = emit(&c, comp->root->operands[k], NULL);
+    sbf(&g->src, "inline void %s(", r->name);
+    for (int k = 0; k < n; k++) sbf(&g->src, "%s *o%d, ", ocl_compute_type(comp->params[k]->shape.dtype), k);
+    for (int k = 0; k < 2 * n; k++)
+      sbf(&g->src, "%s x%d%s", ocl_compute_type(comp->params[k]->shape.dtype), k, k + 1 < 2 * n ? ", " : "");
+    sbf(&g->src, ") {\n%s", body.p ? body.p : "");
+    for (int k = 0; k < n; k++) sbf(&g->src, "  *o%d = %s;\n", k, vs[k]);
+    sbf(&g->src, "}\n");
+  }
   if (body.oom) fail(g, KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
   free(body.p);
   free(c.memo);
@@ -1052,28 +1105,34 @@ static char *emit_reducer_call(ectx *c, const ocl_comp *comp, int dtype, const c
 
 /* ------------------------------------------------------------------ roots ------ */
 
-static char *emit_reduce(ectx *c, const ocl_instr *ins, char **idx) {
+/* Reduce (n inputs, n inits): component j of the result at idx. */
+static char *emit_reduce(ectx *c, const ocl_instr *ins, char **idx, int j) {
   gen *g = c->g;
-  const ocl_instr *x = ins->operands[0], *init = ins->operands[1];
+  int nin = ins->n_operands / 2;
+  const ocl_instr *x = ins->operands[0];
+  const ocl_shape *rs = nin > 1 ? &ins->shape.elems[0] : &ins->shape;
   int64_t rd[OCL_MAX_RANK];
   const char *a = ocl_attr(ins, "dimensions");
   int n = a ? ocl_parse_int_list(a, rd, OCL_MAX_RANK) : -1;
   int xr = x->shape.rank;
-  if (n < 0 || xr - n != ins->shape.rank) {
+  if (n < 0 || xr - n != rs->rank || j < 0 || j >= nin) {
     fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad reduce dimensions", ins->name);
     return "0";
   }
   int reduced[OCL_MAX_RANK] = {0};
-  for (int j = 0; j < n; j++) {
-    if (rd[j] < 0 || rd[j] >= xr || reduced[rd[j]]) {
+  for (int k = 0; k < n; k++) {
+    if (rd[k] < 0 || rd[k] >= xr || reduced[rd[k]]) {
       fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad reduce dimensions", ins->name);
       return "0";
     }
-    reduced[rd[j]] = 1;
+    reduced[rd[k]] = 1;
   }
-  char *acc = gstr(g, "acc%d", g->tmp++);
-  char *iv = emit(c, init, NULL);
-  line(c, "%s %s = %s;", ocl_compute_type(ins->shape.dtype), acc, iv);
+  char **acc = idxv(g, nin);
+  for (int k = 0; k < nin; k++) {
+    acc[k] = gstr(g, "acc%d", g->tmp++);
+    char *iv = emit(c, ins->operands[nin + k], NULL);
+    line(c, "%s %s = %s;", ocl_compute_type(ins->operands[k]->shape.dtype), acc[k], iv);
+  }
   char **oi = idxv(g, xr);
   int o = 0, mk = memo_mark(c);
   for (int k = 0; k < xr; k++) {
@@ -1085,11 +1144,22 @@ static char *emit_reduce(ectx *c, const ocl_instr *ins, char **idx) {
       oi[k] = idx[o++];
     }
   }
-  char *v = emit(c, x, oi);
-  line(c, "%s = %s;", acc, emit_reducer_call(c, ins->called[0], ins->shape.dtype, acc, v));
+  if (nin == 1) {
+    char *v = emit(c, x, oi);
+    line(c, "%s = %s;", acc[0], emit_reducer_call(c, ins->called[0], ins->shape.dtype, acc[0], v));
+  } else {
+    char **vs = idxv(g, nin);
+    for (int k = 0; k < nin; k++) vs[k] = emit(c, ins->operands[k], oi);
+    const char *fn = reducer_name(g, ins->called[0], 0);
+    char *call = gstr(g, "%s(", fn);
+    for (int k = 0; k < nin; k++) call = gstr(g, "%s&%s, ", call, acc[k]);
+    for (int k = 0; k < nin; k++) call = gstr(g, "%s%s, ", call, acc[k]);
+    for (int k = 0; k < nin; k++) call = gstr(g, "%s%s%s", call, vs[k], k + 1 < nin ? ", " : ")");
+    line(c, "%s;", call);
+  }
   memo_reset(c, mk);
   for (int k = 0; k < n; k++) close_block(c, NULL);
-  return acc;
+  return acc[j];
 }
 
 static char *emit_dot(ectx *c, const ocl_instr *ins, char **idx) {
@@ -1316,7 +1386,9 @@ static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
   }
   const char *op = ins->opcode;
   char *v;
-  if (!strcmp(op, "reduce")) v = emit_reduce(&c, ins, idx);
+  if (!strcmp(op, "reduce")) v = emit_reduce(&c, ins, idx, 0);
+  else if (!strcmp(op, "get-tuple-element") && !strcmp(ins->operands[0]->opcode, "reduce"))
+    v = emit_reduce(&c, ins->operands[0], idx, (int)ins->int_payload);
   else if (!strcmp(op, "dot")) v = emit_dot(&c, ins, idx);
   else if (!strcmp(op, "convolution")) v = emit_conv(&c, ins, idx);
   else if (!strcmp(op, "reduce-window")) v = emit_reduce_window(&c, ins, idx);
@@ -1400,7 +1472,12 @@ int ocl_codegen(const ocl_module *m, const ocl_caps *caps, ocl_plan **out, char 
       for (int j = 0; j < x->n_operands; j++)
         if (!inf(x->operands[j])->materialized) in->size += inf(x->operands[j])->size;
     }
-    if (!strcmp(op, "tuple") || !strcmp(op, "parameter") || !strcmp(op, "get-tuple-element")) continue;
+    if (!strcmp(op, "get-tuple-element") && !strcmp(x->operands[0]->opcode, "reduce")) {
+      in->materialized = 1;
+      continue;
+    }
+    if (!strcmp(op, "tuple") || !strcmp(op, "parameter") || !strcmp(op, "get-tuple-element") || x->shape.dtype == 0)
+      continue;
     if (!strcmp(op, "constant")) {
       if (ocl_shape_elems(&x->shape) > 1 || x->shape.rank > 0) {
         ocl_const_plan *nc = realloc(p->consts, (size_t)(p->n_consts + 1) * sizeof *nc);

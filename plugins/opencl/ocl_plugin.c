@@ -441,7 +441,8 @@ static kiln_plugin_error *instruction_supported(kiln_plugin_instruction_supporte
         return NULL;
   }
   if (!strcmp(opcode, "compare") && n_ot == 2 && operand_types[0] != operand_types[1]) return NULL;
-  if ((!strcmp(opcode, "reduce") || !strcmp(opcode, "reduce-window")) && n_ot != 2) return NULL;
+  if (!strcmp(opcode, "reduce-window") && n_ot != 2) return NULL;
+  if (!strcmp(opcode, "reduce") && (n_ot < 2 || n_ot % 2)) return NULL;
   a->supported = 1;
   return NULL;
 }

@@ -220,19 +220,31 @@ def nmse(got, want, t):
     return e, "nmse %.3g" % e
 
 
+def run(cmd):
+    """subprocess.run, retried while the binary is being replaced (a rebuild in progress)."""
+    import time
+    for attempt in range(10):
+        try:
+            return subprocess.run(cmd, capture_output=True, text=True)
+        except OSError:
+            if attempt == 9:
+                raise
+            time.sleep(3)
+
+
 def run_case(args, name, text, flags, t, tmp):
     d = os.path.join(tmp, name)
     os.makedirs(os.path.join(d, "ocl"), exist_ok=True)
     src = os.path.join(d, "case.hlo")
     with open(src, "w") as f:
         f.write(text)
-    p = subprocess.run([args.kiln, "compile", src, "--disable_passes", "all"], capture_output=True, text=True)
+    p = run([args.kiln, "compile", src, "--disable_passes", "all"])
     if p.returncode:
         return "error", "kiln compile: " + p.stderr.strip()[-300:]
     printed = os.path.join(d, "printed.hlo")
     with open(printed, "w") as f:
         f.write(p.stdout)
-    p = subprocess.run([args.ocl_run, args.lib, printed, os.path.join(d, "ocl")] + flags, capture_output=True, text=True)
+    p = run([args.ocl_run, args.lib, printed, os.path.join(d, "ocl")] + flags)
     if p.returncode == 2:
         return "unsupported", p.stderr.strip().splitlines()[-1] if p.stderr.strip() else ""
     if p.returncode:
@@ -241,7 +253,7 @@ def run_case(args, name, text, flags, t, tmp):
     cmd = [args.kiln, "run", src, "--device", "interpreter", "-o", os.path.join(d, "ref")]
     for i in ins:
         cmd += ["-i", "%s=%s" % (os.path.basename(i)[:-4], i)]
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = run(cmd)
     if p.returncode:
         return "error", "reference: " + p.stderr.strip()[-300:]
     outs = sorted(glob.glob(os.path.join(d, "ref", "output_*.npy")))
