@@ -1360,6 +1360,90 @@ static char *emit_reduce_window(ectx *c, const ocl_instr *ins, char **idx) {
 
 /* ------------------------------------------------------------------ kernels ---- */
 
+/* A plain f32 matmul (one free dimension per side, one contracting dimension, any batch
+ * dimensions) big enough to be worth it becomes a tiled kernel: TxT work-groups stage
+ * TxT tiles of both operands in local memory (the operands' producers are still fused:
+ * the tile loads are emitted like any other read). */
+enum { TILE = 16 };
+
+static int gen_tiled_dot(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c) {
+  if (strcmp(ins->opcode, "dot") || g->caps->max_work_group < TILE * TILE || g->caps->local_mem < 2 * TILE * (TILE + 1) * 4)
+    return 0;
+  const ocl_instr *l = ins->operands[0], *r = ins->operands[1];
+  if (ins->shape.dtype != KILN_DTYPE_F32 || l->shape.dtype != KILN_DTYPE_F32 || r->shape.dtype != KILN_DTYPE_F32) return 0;
+  int64_t lb[OCL_MAX_RANK], rb[OCL_MAX_RANK], lc[OCL_MAX_RANK], rc[OCL_MAX_RANK];
+  const char *s;
+  int nlb = (s = ocl_attr(ins, "lhs_batch_dims")) ? ocl_parse_int_list(s, lb, OCL_MAX_RANK) : 0;
+  int nrb = (s = ocl_attr(ins, "rhs_batch_dims")) ? ocl_parse_int_list(s, rb, OCL_MAX_RANK) : 0;
+  int nlc = (s = ocl_attr(ins, "lhs_contracting_dims")) ? ocl_parse_int_list(s, lc, OCL_MAX_RANK) : 0;
+  int nrc = (s = ocl_attr(ins, "rhs_contracting_dims")) ? ocl_parse_int_list(s, rc, OCL_MAX_RANK) : 0;
+  int lr = l->shape.rank, rr = r->shape.rank;
+  if (nlb < 0 || nlb != nrb || nlc != 1 || nrc != 1 || lr != nlb + 2 || rr != nrb + 2 || ins->shape.rank != nlb + 2)
+    return 0;
+  int lrole[OCL_MAX_RANK], rrole[OCL_MAX_RANK];
+  for (int k = 0; k < lr; k++) lrole[k] = -1;
+  for (int k = 0; k < rr; k++) rrole[k] = -1;
+  for (int k = 0; k < nlb; k++) {
+    if (lb[k] < 0 || lb[k] >= lr || rb[k] < 0 || rb[k] >= rr) return 0;
+    lrole[lb[k]] = k;
+    rrole[rb[k]] = k;
+  }
+  if (lc[0] < 0 || lc[0] >= lr || rc[0] < 0 || rc[0] >= rr || lrole[lc[0]] != -1 || rrole[rc[0]] != -1) return 0;
+  lrole[lc[0]] = 100;
+  rrole[rc[0]] = 100;
+  int lf = -1, rf = -1;
+  for (int k = 0; k < lr; k++)
+    if (lrole[k] == -1) lf = k;
+  for (int k = 0; k < rr; k++)
+    if (rrole[k] == -1) rf = k;
+  if (lf < 0 || rf < 0) return 0;
+  int64_t M = l->shape.dims[lf], N = r->shape.dims[rf], K = l->shape.dims[lc[0]], B = 1;
+  if (K != r->shape.dims[rc[0]] || M * N < 1024 || K < TILE) return 0;
+  for (int k = 0; k < nlb; k++) B *= ins->shape.dims[k];
+  /* Batch indices from get_global_id(2). */
+  char **bidx = idxv(g, nlb + 1);
+  int64_t stride = 1;
+  for (int k = nlb - 1; k >= 0; k--) {
+    bidx[k] = gstr(g, "q%d", k);
+    line(c, "long q%d = bb / %lldL %% %lldL;", k, (long long)stride, (long long)ins->shape.dims[k]);
+    stride *= ins->shape.dims[k];
+  }
+  line(c, "float acc = 0.0f;");
+  open_block(c, gstr(g, "for (long k0 = 0; k0 < %lldL; k0 += %d)", (long long)K, TILE));
+  for (int side = 0; side < 2; side++) {
+    const ocl_instr *x = side ? r : l;
+    int *role = side ? rrole : lrole;
+    char **xi = idxv(g, x->shape.rank);
+    for (int k = 0; k < x->shape.rank; k++)
+      xi[k] = role[k] == 100 ? "tk" : role[k] == -1 ? "tf" : bidx[role[k]];
+    open_block(c, "");
+    if (!side) line(c, "long tf = get_group_id(1) * %dL + lr, tk = k0 + lc;", TILE);
+    else line(c, "long tk = k0 + lr, tf = get_group_id(0) * %dL + lc;", TILE);
+    line(c, "float v = 0.0f;");
+    int mk = memo_mark(c);
+    open_block(c, gstr(g, "if (tf < %lldL && tk < %lldL)", (long long)(side ? N : M), (long long)K));
+    char *val = emit(c, x, xi);
+    line(c, "v = %s;", val);
+    close_block(c, NULL);
+    memo_reset(c, mk);
+    line(c, "%s[lr][lc] = v;", side ? "Bs" : "As");
+    close_block(c, NULL);
+  }
+  line(c, "barrier(CLK_LOCAL_MEM_FENCE);");
+  line(c, "for (int t = 0; t < %d; t++) acc += As[lr][t] * Bs[t][lc];", TILE);
+  line(c, "barrier(CLK_LOCAL_MEM_FENCE);");
+  close_block(c, NULL);
+  line(c, "if (row < %lldL && col < %lldL) out[(bb * %lldL + row) * %lldL + col] = acc;", (long long)M, (long long)N,
+       (long long)M, (long long)N);
+  kp->work_dim = 3;
+  kp->local[0] = kp->local[1] = TILE;
+  kp->local[2] = 1;
+  kp->global[0] = (size_t)((N + TILE - 1) / TILE * TILE);
+  kp->global[1] = (size_t)((M + TILE - 1) / TILE * TILE);
+  kp->global[2] = (size_t)B;
+  return 1;
+}
+
 static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
   ocl_kernel_plan *kp = &g->plan->kernels[kidx];
   snprintf(kp->name, sizeof kp->name, "k%d", kidx);
@@ -1376,6 +1460,20 @@ static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
   c.self = ins;
   c.out_rank = ins->shape.rank;
   c.out_dims = ins->shape.dims;
+  if (kp->n_elems > 0 && gen_tiled_dot(g, ins, kp, &c)) {
+    sbf(&g->src, "__kernel __attribute__((reqd_work_group_size(%d, %d, 1))) void %s(", TILE, TILE, kp->name);
+    for (int i = 0; i < kp->n_refs; i++) sbf(&g->src, "__global const %s *b%d, ", ocl_storage_type(c.ref_dtypes[i]), i);
+    sbf(&g->src,
+        "__global float *out, long n) {\n  __local float As[%d][%d];\n  __local float Bs[%d][%d];\n"
+        "  int lc = get_local_id(0), lr = get_local_id(1);\n"
+        "  long col = get_global_id(0), row = get_global_id(1), bb = get_global_id(2);\n%s}\n",
+        TILE, TILE + 1, TILE, TILE + 1, body.p ? body.p : "");
+    if (body.oom) fail(g, KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    free(body.p);
+    free(c.memo);
+    free(c.ref_dtypes);
+    return;
+  }
   int rank = ins->shape.rank;
   char **idx = idxv(g, rank);
   int64_t stride = 1;

@@ -32,6 +32,8 @@ void ocl_log(const kiln_plugin_client *c, int level, const char *fmt, ...) __att
 
 /* ---- what the generator needs to know about the device ---- */
 typedef struct ocl_caps {
+  size_t max_work_group; /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
+  size_t local_mem;      /* CL_DEVICE_LOCAL_MEM_SIZE */
   int has_fp64;
   int correct_div_sqrt; /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT */
 } ocl_caps;
@@ -86,6 +88,8 @@ typedef struct ocl_kernel_plan {
   size_t bytes;
   int n_refs;
   ocl_ref *refs; /* kernel arguments, in order, before the output and the element count */
+  int work_dim;  /* 0: one work-item per element (1-D, no work-group size); else this ND range */
+  size_t global[3], local[3];
 } ocl_kernel_plan;
 
 typedef struct ocl_const_plan {

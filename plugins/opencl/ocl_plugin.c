@@ -73,7 +73,7 @@ kiln_plugin_error *ocl_cl_error(const char *what, cl_int s) {
 void ocl_log(const kiln_plugin_client *c, int level, const char *fmt, ...) {
   if (!c || !c->host || c->host->struct_size < offsetof(kiln_plugin_host, log) + sizeof c->host->log || !c->host->log)
     return;
-  char msg[1024];
+  char msg[16384];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -211,6 +211,14 @@ static kiln_plugin_error *client_create(kiln_plugin_client_create_args *a) {
   char *ext = info_str(get_device, best_d, CL_DEVICE_EXTENSIONS);
   c->caps.has_fp64 = fp64 != 0 && ext && strstr(ext, "cl_khr_fp64") != NULL;
   c->caps.correct_div_sqrt = (fp32 & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+  size_t wg = 0;
+  cl_ulong lmem = 0;
+  clGetDeviceInfo(best_d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+  clGetDeviceInfo(best_d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL);
+  c->caps.max_work_group = wg;
+  c->caps.local_mem = (size_t)lmem;
+  const char *tiling = option(a->options, a->n_options, "opencl.tiled_dot");
+  if (tiling && !strcmp(tiling, "0")) c->caps.max_work_group = 0; /* disables the tiled matmul */
   free(ext);
   char *pn = info_str(get_platform, best_p, CL_PLATFORM_NAME);
   char *dn = info_str(get_device, best_d, CL_DEVICE_NAME);
@@ -347,6 +355,11 @@ static kiln_plugin_error *compile(kiln_plugin_compile_args *a) {
   if (code) return ocl_error(code, "%s", err);
   ocl_log(a->client, KILN_PLUGIN_LOG_DEBUG, "opencl: %d kernels, %d array constants, %zu bytes of OpenCL C",
           plan->n_kernels, plan->n_consts, strlen(plan->source));
+  const char *dump = option(a->options, a->n_options, "opencl.dump_source");
+  if (dump && strcmp(dump, "0")) {
+    const char *body = strstr(plan->source, "/* end of preamble */"); /* skip the helpers */
+    ocl_log(a->client, KILN_PLUGIN_LOG_INFO, "%s", body ? body : plan->source);
+  }
   return ocl_runtime_prepare(a->client, plan, &a->executable);
 }
 

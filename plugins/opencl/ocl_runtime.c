@@ -224,7 +224,10 @@ kiln_plugin_error *ocl_runtime_execute(kiln_plugin_client *c, kiln_plugin_execut
       break;
     }
     size_t global = (size_t)kp->n_elems;
-    st = clEnqueueNDRangeKernel(c->queue, kern, 1, NULL, &global, NULL, 0, NULL, NULL);
+    if (kp->work_dim)
+      st = clEnqueueNDRangeKernel(c->queue, kern, (cl_uint)kp->work_dim, NULL, kp->global, kp->local, 0, NULL, NULL);
+    else
+      st = clEnqueueNDRangeKernel(c->queue, kern, 1, NULL, &global, NULL, 0, NULL, NULL);
     if (st != CL_SUCCESS) err = ocl_cl_error("clEnqueueNDRangeKernel", st);
   }
   /* Results: each temp goes to its first slot; repeated slots get copies. */

@@ -141,4 +141,5 @@ const char ocl_preamble[] =
     "#ifdef KILN_FP64\nKILN_FLT(f64, double)\n#endif\n"
     /* Total-order keys for compare type=TOTALORDER. */
     "inline int tkey32(float x) { int k = as_int(x); return k ^ ((k >> 31) & 0x7fffffff); }\n"
-    "#ifdef KILN_FP64\ninline long tkey64(double x) { long k = as_long(x); return k ^ ((k >> 63) & 0x7fffffffffffffffL); }\n#endif\n";
+    "#ifdef KILN_FP64\ninline long tkey64(double x) { long k = as_long(x); return k ^ ((k >> 63) & 0x7fffffffffffffffL); }\n#endif\n"
+    "/* end of preamble */\n";

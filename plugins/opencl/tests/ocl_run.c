@@ -7,7 +7,9 @@
  * bf16; kiln widens and narrows the same way).
  *
  *   ocl_run LIB.so MODULE.hlo OUTDIR [--positive] [--seed N] [--donate] [--iters N]
- *           [-i pN=FILE.npy]...
+ *           [--opt KEY=VALUE]... [-i pN=FILE.npy]...
+ * --opt passes compile options (opencl.dump_source=1 logs the generated kernels when
+ * OCL_RUN_LOG is set); OCL_PLATFORM / OCL_DEVICE choose the device.
  * Exit status: 0 success, 2 compile said UNIMPLEMENTED, 1 any other failure. */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -236,12 +238,21 @@ int main(int argc, char **argv) {
   const char *lib = argv[1], *mod = argv[2], *outdir = argv[3];
   int positive = 0, donate = 0, iters = 1;
   const char *inputs[64] = {0};
+  kiln_plugin_option copts[16];
+  size_t n_copts = 0;
   rng = 0x9E3779B97F4A7C15ull;
   for (int i = 4; i < argc; i++) {
     if (!strcmp(argv[i], "--positive")) positive = 1;
     else if (!strcmp(argv[i], "--donate")) donate = 1;
     else if (!strcmp(argv[i], "--seed") && i + 1 < argc) rng ^= strtoull(argv[++i], NULL, 10) * 0x2545F4914F6CDD1Dull;
     else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--opt") && i + 1 < argc && n_copts < 16) {
+      char *kv = argv[++i], *eq = strchr(kv, '=');
+      if (eq) {
+        *eq = 0;
+        copts[n_copts++] = (kiln_plugin_option){sizeof(kiln_plugin_option), kv, eq + 1};
+      }
+    }
     else if (!strcmp(argv[i], "-i") && i + 1 < argc) {
       const char *s = argv[++i];
       if (s[0] == 'p') {
@@ -286,7 +297,7 @@ int main(int argc, char **argv) {
   if ((e = api->device_info(&di))) die_err("device_info", e);
   fprintf(stderr, "device %s: %s, %zu bytes\n", di.name, di.description, di.memory_bytes);
 
-  kiln_plugin_compile_args co = {sizeof co, c, 0, KILN_PLUGIN_FORMAT_HLO_TEXT, text, (size_t)len, NULL, 0, NULL};
+  kiln_plugin_compile_args co = {sizeof co, c, 0, KILN_PLUGIN_FORMAT_HLO_TEXT, text, (size_t)len, copts, n_copts, NULL};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   if ((e = api->compile(&co))) die_err("compile", e);
