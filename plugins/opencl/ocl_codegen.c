@@ -373,6 +373,7 @@ static const struct opinfo {
     {"pad", M_ALL, OK_OTHER}, {"iota", M_NUM, OK_OTHER}, {"tuple", M_ALL, OK_OTHER},
     {"get-tuple-element", M_ALL, OK_OTHER}, {"constant", M_ALL, OK_OTHER}, {"parameter", M_ALL, OK_OTHER},
     {"gather", M_ALL, OK_OTHER}, {"dynamic-slice", M_ALL, OK_OTHER}, {"dynamic-update-slice", M_ALL, OK_OTHER},
+    {"reduce-precision", M_FLOAT, OK_OTHER}, {"bitcast-convert", M_NUM, OK_OTHER},
 };
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))
 
@@ -493,6 +494,16 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
     for (int i = first; i < ins->n_operands; i++)
       if (ins->operands[i]->shape.rank != 0 || !ocl_dtype_is_int(ins->operands[i]->shape.dtype))
         NO("%s: %s starts must be integer scalars", ins->name, op);
+  }
+  if (!strcmp(op, "bitcast-convert")) {
+    if (ins->n_operands != 1 || type_mask(ins->operands[0]->shape.dtype) == M_PRED ||
+        ocl_dtype_bits(ins->operands[0]->shape.dtype) != ocl_dtype_bits(dt))
+      NO("%s: bitcast-convert between different widths is not supported", ins->name);
+  }
+  if (!strcmp(op, "reduce-precision")) {
+    const char *e = ocl_attr(ins, "exponent_bits"), *m = ocl_attr(ins, "mantissa_bits");
+    if (!e || !m || atoi(e) < 1 || atoi(m) < 0 || ins->n_operands != 1 || ins->operands[0]->shape.dtype != dt)
+      NO("%s: reduce-precision needs exponent_bits >= 1 and mantissa_bits >= 0", ins->name);
   }
   if (!strcmp(op, "bitcast") && (ins->n_operands != 1 || ins->operands[0]->shape.dtype != dt))
     NO("%s: bitcast changing the element type", ins->name);
@@ -1024,6 +1035,51 @@ static char *emit_uncached(ectx *c, const ocl_instr *ins, char **idx) {
     return r;
   }
   if (!strcmp(op, "gather")) return emit_gather(c, ins, idx);
+  if (!strcmp(op, "bitcast-convert")) {
+    int from = ins->operands[0]->shape.dtype, bits = ocl_dtype_bits(dt);
+    char *a = emit(c, ins->operands[0], idx);
+    const char *U = bits == 8 ? "uchar" : bits == 16 ? "ushort" : bits == 32 ? "uint" : "ulong";
+    char *b;
+    switch (from) {
+      case KILN_DTYPE_F16: b = gstr(g, "f2h(%s)", a); break;
+      case KILN_DTYPE_BF16: b = gstr(g, "f2bf(%s)", a); break;
+      case KILN_DTYPE_F32: b = gstr(g, "as_uint(%s)", a); break;
+      case KILN_DTYPE_F64: b = gstr(g, "as_ulong(%s)", a); break;
+      default: b = gstr(g, "(%s)%s", U, a); break;
+    }
+    char *e;
+    switch (dt) {
+      case KILN_DTYPE_F16: e = gstr(g, "h2f(%s)", b); break;
+      case KILN_DTYPE_BF16: e = gstr(g, "bf2f(%s)", b); break;
+      case KILN_DTYPE_F32: e = gstr(g, "as_float(%s)", b); break;
+      case KILN_DTYPE_F64: e = gstr(g, "as_double(%s)", b); break;
+      default: e = gstr(g, "(%s)%s", ocl_compute_type(dt), b); break;
+    }
+    return newvar(c, dt, e);
+  }
+  if (!strcmp(op, "reduce-precision")) {
+    int eb = atoi(ocl_attr(ins, "exponent_bits")), mb = atoi(ocl_attr(ins, "mantissa_bits"));
+    char *a = emit(c, ins->operands[0], idx);
+    int d64 = dt == KILN_DTYPE_F64;
+    int MB = d64 ? 52 : 23, EB = d64 ? 11 : 8;
+    const char *UT = d64 ? "ulong" : "uint", *one = d64 ? "1UL" : "1U";
+    char *u = gstr(g, "u%d", g->tmp++);
+    line(c, "%s %s = %s(%s);", UT, u, d64 ? "as_ulong" : "as_uint", a);
+    if (mb < MB) {
+      line(c, "{ %s lb = %s << %d; %s bias = (lb >> 1) - 1 + ((%s & lb) >> %d); %s = (%s + bias) & ~(lb - 1); }", UT, one,
+           MB - mb, UT, u, MB - mb, u, u);
+    }
+    if (eb < EB) {
+      unsigned long long src_bias = (1ULL << (EB - 1)) - 1, red_bias = eb - 1 < 63 ? (1ULL << (eb - 1)) - 1 : ~0ULL;
+      unsigned long long hi = (src_bias + red_bias) << MB, lo = src_bias > red_bias ? (src_bias - red_bias) << MB : 0;
+      unsigned long long sign = 1ULL << (MB + EB), expm = ((1ULL << EB) - 1) << MB;
+      line(c, "{ %s ex = %s & 0x%llxUL; if (ex > 0x%llxUL) %s = (%s & 0x%llxUL) | 0x%llxUL; else if (ex <= 0x%llxUL) %s = %s & 0x%llxUL; }",
+           UT, u, expm, hi, u, u, sign, expm, lo, u, u, sign);
+    }
+    char *r = gstr(g, "(isnan(%s) ? %s : %s(%s))", a, mb > 0 ? a : (d64 ? "(double)INFINITY" : "INFINITY"),
+                   d64 ? "as_double" : "as_float", u);
+    return newvar(c, dt, rnd(g, dt, r));
+  }
   if (!strcmp(op, "dynamic-slice") || !strcmp(op, "dynamic-update-slice")) return emit_dynamic(c, ins, idx);
   fail(g, KILN_PLUGIN_ERR_UNIMPLEMENTED, "%s: %s cannot be fused here", ins->name, op);
   return "0";

@@ -453,6 +453,9 @@ static kiln_plugin_error *instruction_supported(kiln_plugin_instruction_supporte
       if (!memcmp(t, "batch_group_count=", 18) && (t + 19 >= end || t[18] != '1' || (t[19] >= '0' && t[19] <= '9')))
         return NULL;
   }
+  if (!strcmp(opcode, "bitcast-convert") &&
+      (n_ot != 1 || operand_types[0] == KILN_DTYPE_PRED || ocl_dtype_bits(operand_types[0]) != ocl_dtype_bits(rtype)))
+    return NULL;
   if (!strcmp(opcode, "compare") && n_ot == 2 && operand_types[0] != operand_types[1]) return NULL;
   if (!strcmp(opcode, "reduce-window") && n_ot != 2) return NULL;
   if (!strcmp(opcode, "reduce") && (n_ot < 2 || n_ot % 2)) return NULL;
