@@ -1500,6 +1500,90 @@ static int gen_tiled_dot(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx
   return 1;
 }
 
+/* A single-input reduce over many elements becomes one work-group per output element:
+ * each work-item folds a strided share of the reduced elements, then the group combines
+ * the partial results in local memory (a tree; a flag marks work-items that saw no
+ * element, so the init value is applied exactly once, by the final combine). */
+enum { RED_THRESHOLD = 1024 };
+
+static int tree_group_size(const gen *g) {
+  int l = 256;
+  while (l > 1 && (size_t)l > g->caps->max_work_group) l /= 2;
+  return l;
+}
+
+static int gen_tree_reduce(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c) {
+  if (strcmp(ins->opcode, "reduce") || ins->n_operands != 2 || ins->shape.dtype == 0) return 0;
+  int L = tree_group_size(g);
+  if (L < 32 || g->caps->local_mem < (size_t)L * 9) return 0;
+  const ocl_instr *x = ins->operands[0];
+  int64_t rd[OCL_MAX_RANK];
+  const char *a = ocl_attr(ins, "dimensions");
+  int n = a ? ocl_parse_int_list(a, rd, OCL_MAX_RANK) : -1;
+  int xr = x->shape.rank;
+  if (n <= 0 || xr - n != ins->shape.rank) return 0;
+  int reduced[OCL_MAX_RANK] = {0};
+  int64_t R = 1;
+  for (int k = 0; k < n; k++) {
+    if (rd[k] < 0 || rd[k] >= xr || reduced[rd[k]]) return 0;
+    reduced[rd[k]] = 1;
+    R *= x->shape.dims[rd[k]];
+  }
+  if (R < RED_THRESHOLD) return 0;
+  int dt = ins->shape.dtype;
+  const char *T = ocl_compute_type(dt);
+  int rank = ins->shape.rank;
+  char **idx = idxv(g, rank);
+  int64_t stride = 1;
+  for (int k = rank - 1; k >= 0; k--) {
+    idx[k] = gstr(g, "i%d", k);
+    line(c, "long i%d = grp / %lldL %% %lldL;", k, (long long)stride, (long long)ins->shape.dims[k]);
+    stride *= ins->shape.dims[k];
+  }
+  line(c, "%s p = 0;", T);
+  line(c, "int have = 0;");
+  open_block(c, gstr(g, "for (long rr = lid; rr < %lldL; rr += %d)", (long long)R, L));
+  char **oi = idxv(g, xr);
+  int o = 0;
+  stride = 1;
+  for (int k = xr - 1; k >= 0; k--)
+    if (reduced[k]) {
+      oi[k] = gstr(g, "(rr / %lldL %% %lldL)", (long long)stride, (long long)x->shape.dims[k]);
+      stride *= x->shape.dims[k];
+    }
+  for (int k = 0; k < xr; k++)
+    if (!reduced[k]) oi[k] = idx[o++];
+  int mk = memo_mark(c);
+  char *v = emit(c, x, oi);
+  line(c, "p = have ? %s : %s;", emit_reducer_call(c, ins->called[0], dt, "p", v), v);
+  line(c, "have = 1;");
+  memo_reset(c, mk);
+  close_block(c, NULL);
+  line(c, "vals[lid] = p;");
+  line(c, "flags[lid] = (uchar)have;");
+  line(c, "barrier(CLK_LOCAL_MEM_FENCE);");
+  open_block(c, gstr(g, "for (int s = %d; s > 0; s >>= 1)", L / 2));
+  open_block(c, "if (lid < s)");
+  line(c, "if (flags[lid] && flags[lid + s]) vals[lid] = %s;",
+       emit_reducer_call(c, ins->called[0], dt, "vals[lid]", "vals[lid + s]"));
+  line(c, "else if (flags[lid + s]) { vals[lid] = vals[lid + s]; flags[lid] = 1; }");
+  close_block(c, NULL);
+  line(c, "barrier(CLK_LOCAL_MEM_FENCE);");
+  close_block(c, NULL);
+  open_block(c, "if (lid == 0)");
+  char *iv = emit(c, ins->operands[1], NULL);
+  line(c, "%s r = flags[0] ? %s : %s;", T, emit_reducer_call(c, ins->called[0], dt, iv, "vals[0]"), iv);
+  if (dt == KILN_DTYPE_F16) line(c, "out[grp] = f2h(r);");
+  else if (dt == KILN_DTYPE_BF16) line(c, "out[grp] = f2bf(r);");
+  else line(c, "out[grp] = (%s)r;", ocl_storage_type(dt));
+  close_block(c, NULL);
+  kp->work_dim = 1;
+  kp->local[0] = (size_t)L;
+  kp->global[0] = (size_t)kp->n_elems * (size_t)L;
+  kp->local[1] = kp->local[2] = kp->global[1] = kp->global[2] = 1;
+  return L;
+}
+
 static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
   ocl_kernel_plan *kp = &g->plan->kernels[kidx];
   snprintf(kp->name, sizeof kp->name, "k%d", kidx);
@@ -1524,6 +1608,21 @@ static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
         "  int lc = get_local_id(0), lr = get_local_id(1);\n"
         "  long col = get_global_id(0), row = get_global_id(1), bb = get_global_id(2);\n%s}\n",
         TILE, TILE + 1, TILE, TILE + 1, body.p ? body.p : "");
+    if (body.oom) fail(g, KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    free(body.p);
+    free(c.memo);
+    free(c.ref_dtypes);
+    return;
+  }
+  int L = kp->n_elems > 0 ? gen_tree_reduce(g, ins, kp, &c) : 0;
+  if (L) {
+    const char *ST = ocl_compute_type(kp->dtype);
+    sbf(&g->src, "__kernel __attribute__((reqd_work_group_size(%d, 1, 1))) void %s(", L, kp->name);
+    for (int i = 0; i < kp->n_refs; i++) sbf(&g->src, "__global const %s *b%d, ", ocl_storage_type(c.ref_dtypes[i]), i);
+    sbf(&g->src,
+        "__global %s *out, long n) {\n  __local %s vals[%d];\n  __local uchar flags[%d];\n"
+        "  int lid = get_local_id(0);\n  long grp = get_group_id(0);\n%s}\n",
+        ocl_storage_type(kp->dtype), ST, L, L, body.p ? body.p : "");
     if (body.oom) fail(g, KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
     free(body.p);
     free(c.memo);
