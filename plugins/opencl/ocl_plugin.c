@@ -450,7 +450,7 @@ static kiln_plugin_error *instruction_supported(kiln_plugin_instruction_supporte
     for (int i = 0; i < n_ot; i++)
       if (operand_types[i] == KILN_DTYPE_PRED) return NULL;
     for (const char *t = s; t + 18 < end; t++)
-      if (!memcmp(t, "batch_group_count=", 18) && (t + 19 >= end || t[18] != '1' || (t[19] >= '0' && t[19] <= '9')))
+      if (!memcmp(t, "batch_group_count=", 18) && (t[18] != '1' || (t + 19 < end && t[19] >= '0' && t[19] <= '9')))
         return NULL;
   }
   if (!strcmp(opcode, "bitcast-convert") &&
