@@ -910,18 +910,15 @@ static void parse_constant(parser *p, ocl_instr *ins) {
 /* ------------------------------------------------------------------------------------ */
 /* Instructions and computations                                                         */
 
+/* A computation named by an attribute, resolved once every computation is known. */
 typedef struct ref {
   const char *name;
   size_t len, pos;
-  int has_shape;
-  ocl_shape shape;
 } ref;
 
 typedef struct pinstr {
   ocl_instr *ins;
   size_t pos;
-  ref *ops;
-  int n_ops;
   ref *calls;
   int n_calls, cap_calls;
 } pinstr;
@@ -933,6 +930,11 @@ typedef struct pcomp {
   int n, cap;
   htab names;
   int root_idx;
+  /* The first operand that named no earlier instruction: reported when the
+   * computation ends, where it can say whether the name is defined later. */
+  const char *missing;
+  size_t missing_len, missing_pos;
+  int missing_user;
 } pcomp;
 
 typedef struct pmodule {
@@ -954,7 +956,6 @@ static int is_computation_key(const char *k) {
 static void add_call(parser *p, pinstr *pi, const char *s, size_t n, size_t pos) {
   pi->calls = grow(p, pi->calls, pi->n_calls, &pi->cap_calls, sizeof *pi->calls);
   ref *r = &pi->calls[pi->n_calls++];
-  memset(r, 0, sizeof *r);
   r->name = s;
   r->len = n;
   r->pos = pos;
@@ -1044,36 +1045,56 @@ static void parse_attributes(parser *p, pinstr *pi) {
   }
 }
 
-static void parse_operands(parser *p, pinstr *pi) {
+/* Operands are resolved as they are read: they must be earlier instructions of the same
+ * computation, which keeps the graph acyclic and instrs[] in operands-first order (as
+ * kiln prints it). The printed shape, when there is one, must match the definition. */
+static void parse_operands(parser *p, pcomp *pc, ocl_instr *ins) {
   int n = 0, cap = 0;
-  ref *ops = NULL;
+  ocl_instr **ops = NULL;
   if (!accept(p, ')')) {
     for (;;) {
       ops = grow(p, ops, n, &cap, sizeof *ops);
-      ref *r = &ops[n];
-      memset(r, 0, sizeof *r);
       skip_ws(p);
       size_t pos = p->pos;
       const char *s;
       size_t sn;
+      ocl_shape sh;
+      int has_shape = 0;
       if (peek_raw(p) == '(') {
-        parse_shape(p, &r->shape, 0);
-        r->has_shape = 1;
+        parse_shape(p, &sh, 0);
+        has_shape = 1;
       } else if (ident(p, 1, &s, &sn) && p->s[pos] != '%' && peek_raw(p) == '[') {
         p->pos = pos; /* a type name: the operand's shape comes first */
-        parse_shape(p, &r->shape, 0);
-        r->has_shape = 1;
+        parse_shape(p, &sh, 0);
+        has_shape = 1;
       } else {
         p->pos = pos;
       }
-      parse_name(p, "an operand name", &r->name, &r->len, &r->pos);
-      n++;
+      const char *name;
+      size_t len, npos;
+      parse_name(p, "an operand name", &name, &len, &npos);
+      intptr_t di = (intptr_t)ht_get(&pc->names, name, len);
+      ocl_instr *def = di ? pc->pis[di - 1].ins : NULL;
+      if (def == ins) def = NULL; /* its own name: not defined yet */
+      if (!def && !pc->missing) {
+        pc->missing = name;
+        pc->missing_len = len;
+        pc->missing_pos = npos;
+        pc->missing_user = ins->index;
+      }
+      if (def && has_shape && !shapes_equal(&sh, &def->shape)) {
+        char a[128], b[128];
+        shape_str(&sh, a, sizeof a, 0);
+        shape_str(&def->shape, b, sizeof b, 0);
+        fail_at(p, npos, "operand '%s' is written with shape %s but defined with shape %s", def->name, a, b);
+      }
+      ops[n++] = def;
       if (accept(p, ')')) break;
       if (!accept(p, ',')) fail_expected_at(p, p->pos, "',' or ')' after an operand");
     }
   }
-  pi->ops = ops;
-  pi->n_ops = n;
+  ins->operands = n ? ops : palloc(p, sizeof *ops);
+  ins->n_operands = n;
 }
 
 static void parse_instruction(parser *p, pcomp *pc) {
@@ -1132,7 +1153,7 @@ static void parse_instruction(parser *p, pcomp *pc) {
     parse_constant(p, ins);
     expect(p, ')', "')' after the constant's value");
   } else {
-    parse_operands(p, pi);
+    parse_operands(p, pc, ins);
   }
   parse_attributes(p, pi);
 
@@ -1157,35 +1178,23 @@ static void finish_computation(parser *p, pcomp *pc, size_t close_pos) {
   if (pc->n == 0) fail_at(p, close_pos, "computation '%s' has no instructions", c->name);
   c->n_instrs = pc->n;
   c->instrs = palloc_n(p, (size_t)pc->n, sizeof *c->instrs);
+  if (pc->missing) {
+    intptr_t di = (intptr_t)ht_get(&pc->names, pc->missing, pc->missing_len);
+    const char *user = pc->pis[pc->missing_user].ins->name;
+    if (!di)
+      fail_at(p, pc->missing_pos, "unknown operand '%.*s' of '%s' (no instruction of that name in computation '%s')",
+              (int)(pc->missing_len > 80 ? 80 : pc->missing_len), pc->missing, user, c->name);
+    long line, col;
+    line_col(p, pc->pis[di - 1].pos, &line, &col);
+    fail_at(p, pc->missing_pos, "operand '%s' of '%s' is defined at %ld:%ld, after its user (operands must come first)",
+            pc->pis[di - 1].ins->name, user, line, col);
+  }
   int n_params = 0;
   for (int i = 0; i < pc->n; i++) {
     pinstr *pi = &pc->pis[i];
     ocl_instr *ins = pi->ins;
     c->instrs[i] = ins;
     n_params += ins->parameter_number >= 0;
-    ins->n_operands = pi->n_ops;
-    ins->operands = palloc_n(p, pi->n_ops ? (size_t)pi->n_ops : 1, sizeof *ins->operands);
-    for (int k = 0; k < pi->n_ops; k++) {
-      ref *r = &pi->ops[k];
-      intptr_t di = (intptr_t)ht_get(&pc->names, r->name, r->len);
-      if (!di)
-        fail_at(p, r->pos, "unknown operand '%.*s' of '%s' (no instruction of that name in computation '%s')",
-                (int)(r->len > 80 ? 80 : r->len), r->name, ins->name, c->name);
-      pinstr *def = &pc->pis[di - 1];
-      if (def->ins->index >= ins->index) {
-        long line, col;
-        line_col(p, def->pos, &line, &col);
-        fail_at(p, r->pos, "operand '%s' of '%s' is defined at %ld:%ld, after its user (operands must come first)",
-                def->ins->name, ins->name, line, col);
-      }
-      if (r->has_shape && !shapes_equal(&r->shape, &def->ins->shape)) {
-        char a[128], b[128];
-        shape_str(&r->shape, a, sizeof a, 0);
-        shape_str(&def->ins->shape, b, sizeof b, 0);
-        fail_at(p, r->pos, "operand '%s' is written with shape %s but defined with shape %s", def->ins->name, a, b);
-      }
-      ins->operands[k] = def->ins;
-    }
     if (strcmp(ins->opcode, "get-tuple-element") == 0) {
       if (ins->n_operands != 1 || ins->operands[0]->shape.dtype != 0)
         fail_at(p, pi->pos, "get-tuple-element '%s' needs one tuple-shaped operand", ins->name);

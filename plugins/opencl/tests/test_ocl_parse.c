@@ -813,6 +813,32 @@ static void test_malformed(void) {
   }
 }
 
+/* Odds and ends of the text form: CRLF line ends, comments anywhere blanks may be,
+ * names with dashes and dots, an instruction named ROOT, layouts that differ between
+ * definition and use (ignored), and the self-reference and unknown-operand messages. */
+static void test_misc(void) {
+  ocl_module *m = PARSE_OK(
+      "HloModule misc // the header\r\n"
+      "/* a block\r\n comment */\r\n"
+      "ENTRY %e.1-x (p: f32[2,3]) -> f32[3,2] {\r\n"
+      "  %get-tuple-element.12 = f32[2,3]{1,0} parameter(0) // trailing\r\n"
+      "  ROOT = f32[2,3]{0,1} copy(f32[2,3]{0,1} /* comment */ %get-tuple-element.12)\r\n"
+      "  ROOT %t.2 = f32[3,2] transpose(f32[2,3] ROOT), dimensions={1,0}\r\n"
+      "}\r\n");
+  if (m) {
+    ocl_comp *e = m->entry;
+    CHECK_STR(e->name, "e.1-x");
+    ocl_instr *g = instr(e, "get-tuple-element.12"), *r = instr(e, "ROOT"), *t = instr(e, "t.2");
+    CHECK(g && r && t && e->root == t && !r->is_root && r->operands[0] == g && t->operands[0] == r);
+    CHECK(g && g->parameter_number == 0);
+    ocl_module_free(m);
+  }
+  PARSE_BAD_AT("ENTRY %e {\n  %a = f32[] negate(f32[] %a)\n}\n", "operand 'a' of 'a' is defined at 2:3", "2:27");
+  /* The first bad operand is reported even when a later one is bad too. */
+  PARSE_BAD_AT("ENTRY %e {\n  %a = f32[] parameter(0)\n  %b = f32[] add(%x, %y)\n  %x = f32[] negate(%q)\n}\n",
+               "operand 'x' of 'b' is defined at 4:3, after its user", "3:18");
+}
+
 /* Every prefix of a valid module must fail cleanly (or parse) without reading past len. */
 static void test_prefixes(void) {
   size_t n = strlen(k_example);
@@ -937,6 +963,7 @@ int main(int argc, char **argv) {
   test_shapes();
   test_decoders();
   test_malformed();
+  test_misc();
   test_prefixes();
   test_long_input();
   printf("test_ocl_parse: %d checks, %d failures\n", checks, failures);
