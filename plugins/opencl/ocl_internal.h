@@ -30,6 +30,10 @@ kiln_plugin_error *ocl_cl_error(const char *what, cl_int status);
 /* Writes a message to the host's log (when it gave a log callback). */
 void ocl_log(const kiln_plugin_client *c, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* Loads the OpenCL drivers deep-bound when another LLVM shares the process (ocl_icd.c);
+ * mode is the opencl.deepbind option (NULL: automatic). */
+void ocl_preload_drivers(const char *mode);
+
 /* ---- what the generator needs to know about the device ---- */
 typedef struct ocl_caps {
   size_t max_work_group; /* CL_DEVICE_MAX_WORK_GROUP_SIZE */

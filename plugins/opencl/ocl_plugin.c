@@ -135,6 +135,7 @@ static kiln_plugin_error *client_create(kiln_plugin_client_create_args *a) {
   a->client = NULL;
   const char *want_platform = option(a->options, a->n_options, "opencl.platform");
   const char *want_device = option(a->options, a->n_options, "opencl.device");
+  ocl_preload_drivers(option(a->options, a->n_options, "opencl.deepbind"));
   cl_uint np = 0;
   cl_int st = clGetPlatformIDs(0, NULL, &np);
   if (st != CL_SUCCESS || np == 0)

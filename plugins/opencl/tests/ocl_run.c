@@ -297,6 +297,24 @@ int main(int argc, char **argv) {
   if ((e = api->device_info(&di))) die_err("device_info", e);
   fprintf(stderr, "device %s: %s, %zu bytes\n", di.name, di.description, di.memory_bytes);
 
+  param ps[64];
+  memset(ps, 0, sizeof ps);
+  int np = entry_params(text, ps, 64);
+  if (np < 0) np = 0;
+  /* Inputs first (written as .npy even when compile then declines the module). */
+  void *datas[64] = {0};
+  for (int i = 0; i < np; i++) {
+    size_t n = 1;
+    for (size_t k = 0; k < ps[i].rank; k++) n *= ps[i].dims[k];
+    if (inputs[i]) datas[i] = read_npy(inputs[i], &ps[i], n);
+    else {
+      datas[i] = malloc(n * dsize(ps[i].dtype) + 1);
+      fill(&ps[i], datas[i], n, positive);
+      char path[4096];
+      snprintf(path, sizeof path, "%s/p%d.npy", outdir, i);
+      write_npy(path, ps[i].dtype, ps[i].rank, ps[i].dims, datas[i]);
+    }
+  }
   kiln_plugin_compile_args co = {sizeof co, c, 0, KILN_PLUGIN_FORMAT_HLO_TEXT, text, (size_t)len, copts, n_copts, NULL};
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -304,30 +322,17 @@ int main(int argc, char **argv) {
   clock_gettime(CLOCK_MONOTONIC, &t1);
   fprintf(stderr, "compile: %.1f ms\n", (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6);
 
-  param ps[64];
-  memset(ps, 0, sizeof ps);
-  int np = entry_params(text, ps, 64);
-  if (np < 0) np = 0;
   kiln_plugin_buffer *args[64];
   int donated[64];
   for (int i = 0; i < np; i++) {
     size_t n = 1;
     for (size_t k = 0; k < ps[i].rank; k++) n *= ps[i].dims[k];
-    void *data;
-    if (inputs[i]) data = read_npy(inputs[i], &ps[i], n);
-    else {
-      data = malloc(n * dsize(ps[i].dtype) + 1);
-      fill(&ps[i], data, n, positive);
-      char path[4096];
-      snprintf(path, sizeof path, "%s/p%d.npy", outdir, i);
-      write_npy(path, ps[i].dtype, ps[i].rank, ps[i].dims, data);
-    }
-    kiln_plugin_buffer_from_host_args ba = {sizeof ba, c, 0, ps[i].dtype, ps[i].dims, ps[i].rank, data,
+    kiln_plugin_buffer_from_host_args ba = {sizeof ba, c, 0, ps[i].dtype, ps[i].dims, ps[i].rank, datas[i],
                                             n * dsize(ps[i].dtype), NULL};
     if ((e = api->buffer_from_host(&ba))) die_err("buffer_from_host", e);
     args[i] = ba.buffer;
     donated[i] = donate;
-    free(data);
+    free(datas[i]);
   }
   kiln_plugin_buffer *res[64];
   size_t n_res = 0;
