@@ -1,0 +1,238 @@
+/* What the OpenCL code generator accepts: the opcode x element-type table behind
+ * op_supported, and the per-instruction check behind instruction_supported and compile
+ * (operand types, attributes, reducer computations, f64 only with cl_khr_fp64). compile
+ * answers UNIMPLEMENTED exactly when this check fails, naming the instruction and why. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ocl_gen.h"
+
+/* ------------------------------------------------------------------ opcodes ---- */
+
+enum { M_PRED = 1, M_INT = 2, M_FLOAT = 4, M_ALL = 7, M_NUM = 6, M_LOGIC = 3 };
+
+typedef enum okind { OK_UNARY = OP_UNARY, OK_BINARY = OP_BINARY, OK_OTHER = OP_OTHER } okind;
+
+static const struct opinfo {
+  const char *name;
+  int mask;
+  okind kind;
+} ops[] = {
+    {"abs", M_ALL, OK_UNARY}, {"negate", M_ALL, OK_UNARY}, {"sign", M_ALL, OK_UNARY}, {"copy", M_ALL, OK_UNARY},
+    {"not", M_LOGIC, OK_UNARY}, {"exponential", M_FLOAT, OK_UNARY}, {"exponential-minus-one", M_FLOAT, OK_UNARY},
+    {"log", M_FLOAT, OK_UNARY}, {"log-plus-one", M_FLOAT, OK_UNARY}, {"sqrt", M_FLOAT, OK_UNARY},
+    {"rsqrt", M_FLOAT, OK_UNARY}, {"cbrt", M_FLOAT, OK_UNARY}, {"tanh", M_FLOAT, OK_UNARY},
+    {"logistic", M_FLOAT, OK_UNARY}, {"sine", M_FLOAT, OK_UNARY}, {"cosine", M_FLOAT, OK_UNARY},
+    {"tan", M_FLOAT, OK_UNARY}, {"floor", M_FLOAT, OK_UNARY}, {"ceil", M_FLOAT, OK_UNARY},
+    {"round-nearest-even", M_FLOAT, OK_UNARY}, {"round-nearest-afz", M_FLOAT, OK_UNARY}, {"erf", M_FLOAT, OK_UNARY},
+    {"popcnt", M_INT, OK_UNARY}, {"count-leading-zeros", M_INT, OK_UNARY},
+    {"is-finite", M_PRED, OK_OTHER}, /* result pred; operand float (checked apart) */
+    {"add", M_ALL, OK_BINARY}, {"subtract", M_ALL, OK_BINARY}, {"multiply", M_ALL, OK_BINARY},
+    {"divide", M_ALL, OK_BINARY}, {"remainder", M_ALL, OK_BINARY}, {"maximum", M_ALL, OK_BINARY},
+    {"minimum", M_ALL, OK_BINARY}, {"power", M_ALL, OK_BINARY}, {"atan2", M_FLOAT, OK_BINARY},
+    {"and", M_LOGIC, OK_BINARY}, {"or", M_LOGIC, OK_BINARY}, {"xor", M_LOGIC, OK_BINARY},
+    {"shift-left", M_INT, OK_BINARY}, {"shift-right-logical", M_INT, OK_BINARY},
+    {"shift-right-arithmetic", M_INT, OK_BINARY},
+    {"compare", M_PRED, OK_OTHER}, {"select", M_ALL, OK_OTHER}, {"clamp", M_ALL, OK_OTHER},
+    {"convert", M_ALL, OK_OTHER}, {"reduce", M_ALL, OK_OTHER}, {"reduce-window", M_ALL, OK_OTHER},
+    {"dot", M_NUM, OK_OTHER}, {"convolution", M_NUM, OK_OTHER}, {"broadcast", M_ALL, OK_OTHER},
+    {"reshape", M_ALL, OK_OTHER}, {"bitcast", M_ALL, OK_OTHER}, {"transpose", M_ALL, OK_OTHER},
+    {"slice", M_ALL, OK_OTHER}, {"concatenate", M_ALL, OK_OTHER}, {"reverse", M_ALL, OK_OTHER},
+    {"pad", M_ALL, OK_OTHER}, {"iota", M_NUM, OK_OTHER}, {"tuple", M_ALL, OK_OTHER},
+    {"get-tuple-element", M_ALL, OK_OTHER}, {"constant", M_ALL, OK_OTHER}, {"parameter", M_ALL, OK_OTHER},
+    {"gather", M_ALL, OK_OTHER}, {"dynamic-slice", M_ALL, OK_OTHER}, {"dynamic-update-slice", M_ALL, OK_OTHER},
+    {"reduce-precision", M_FLOAT, OK_OTHER}, {"bitcast-convert", M_NUM, OK_OTHER},
+};
+#define N_OPS ((int)(sizeof ops / sizeof ops[0]))
+
+static const struct opinfo *find_op(const char *name) {
+  for (int i = 0; i < N_OPS; i++)
+    if (!strcmp(ops[i].name, name)) return &ops[i];
+  return NULL;
+}
+
+static int type_mask(int dtype) {
+  if (dtype == KILN_DTYPE_PRED) return M_PRED;
+  if (ocl_dtype_is_int(dtype)) return M_INT;
+  if (ocl_dtype_is_float(dtype)) return M_FLOAT;
+  return 0;
+}
+
+static int dtype_ok(int dtype, const ocl_caps *caps) {
+  if (!ocl_dtype_name(dtype)) return 0;
+  if (dtype == KILN_DTYPE_F64 && !caps->has_fp64) return 0;
+  return 1;
+}
+
+int ocl_op_supported(const char *opcode, int dtype, const ocl_caps *caps) {
+  const struct opinfo *o = find_op(opcode);
+  if (!o) return 0;
+  if (dtype == 0)
+    return !strcmp(opcode, "tuple") || !strcmp(opcode, "get-tuple-element") || !strcmp(opcode, "parameter") ||
+           !strcmp(opcode, "reduce");
+  if (!dtype_ok(dtype, caps)) return 0;
+  if (!strcmp(opcode, "compare") || !strcmp(opcode, "is-finite")) return dtype == KILN_DTYPE_PRED;
+  return (o->mask & type_mask(dtype)) != 0;
+}
+
+static int shape_ok(const ocl_shape *s, const ocl_caps *caps) {
+  if (s->dtype == 0) {
+    for (int i = 0; i < s->n_elems; i++)
+      if (!shape_ok(&s->elems[i], caps)) return 0;
+    return 1;
+  }
+  return dtype_ok(s->dtype, caps);
+}
+
+static int is_scalar_comp_ok(const ocl_comp *comp, int n, const ocl_caps *caps, char *why, size_t cap);
+
+/* compare's direction: XLA prints direction=LT (comparison_direction in older text). */
+const char *direction_of(const ocl_instr *ins) {
+  const char *d = ocl_attr(ins, "direction");
+  return d ? d : ocl_attr(ins, "comparison_direction");
+}
+
+int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, size_t why_cap) {
+  const char *op = ins->opcode;
+  int dt = ins->shape.dtype;
+#define NO(...) do { snprintf(why, why_cap, __VA_ARGS__); return 0; } while (0)
+  const struct opinfo *o = find_op(op);
+  if (!o) NO("%s: opcode '%s' is not implemented by the OpenCL plugin", ins->name, op);
+  if (!shape_ok(&ins->shape, caps)) NO("%s: %s of this element type is not supported on this device%s", ins->name, op,
+                                       caps->has_fp64 ? "" : " (no cl_khr_fp64)");
+  for (int i = 0; i < ins->n_operands; i++)
+    if (!shape_ok(&ins->operands[i]->shape, caps))
+      NO("%s: an operand's element type is not supported on this device", ins->name);
+  if (dt == 0 && strcmp(op, "tuple") && strcmp(op, "get-tuple-element") && strcmp(op, "parameter") && strcmp(op, "reduce"))
+    NO("%s: tuple-shaped %s (variadic form) is not supported", ins->name, op);
+  if (dt == OCL_DTYPE_TOKEN) NO("%s: tokens are not supported", ins->name);
+  if (dt && !ocl_op_supported(op, dt, caps)) NO("%s: %s is not defined for %s here", ins->name, op, ocl_dtype_name(dt));
+  if (o->kind != OK_OTHER)
+    for (int i = 0; i < ins->n_operands; i++)
+      if (ins->operands[i]->shape.dtype != dt) NO("%s: mixed element types", ins->name);
+  if (!strcmp(op, "is-finite") && (ins->n_operands != 1 || !ocl_dtype_is_float(ins->operands[0]->shape.dtype)))
+    NO("%s: is-finite needs a float operand", ins->name);
+  if (!strcmp(op, "compare")) {
+    const char *d = direction_of(ins);
+    if (!d || (strcmp(d, "EQ") && strcmp(d, "NE") && strcmp(d, "LT") && strcmp(d, "LE") && strcmp(d, "GT") && strcmp(d, "GE")))
+      NO("%s: compare without a known comparison_direction", ins->name);
+    if (ins->n_operands != 2 || ins->operands[0]->shape.dtype != ins->operands[1]->shape.dtype)
+      NO("%s: compare of mixed types", ins->name);
+  }
+  if (!strcmp(op, "dot") || !strcmp(op, "convolution")) {
+    for (int i = 0; i < ins->n_operands; i++)
+      if (ins->operands[i]->shape.dtype == KILN_DTYPE_PRED) NO("%s: %s of pred operands", ins->name, op);
+    const char *bg = ocl_attr(ins, "batch_group_count");
+    if (bg && strcmp(bg, "1")) NO("%s: batch_group_count > 1 is not supported", ins->name);
+    if (ins->n_operands != 2) NO("%s: %s needs two operands", ins->name, op);
+  }
+  if (!strcmp(op, "reduce-window")) {
+    if (ins->n_operands != 2 || ins->n_called != 1) NO("%s: only single-input %s is supported", ins->name, op);
+    if (!is_scalar_comp_ok(ins->called[0], 1, caps, why, why_cap)) return 0;
+  }
+  if (!strcmp(op, "reduce")) {
+    int n = ins->n_operands / 2;
+    if (ins->n_operands % 2 || n < 1 || ins->n_called != 1) NO("%s: malformed reduce", ins->name);
+    if (n > 1) {
+      if (dt != 0 || ins->shape.n_elems != n) NO("%s: variadic reduce must have a tuple of %d arrays", ins->name, n);
+      for (int k = 0; k < n; k++)
+        if (ins->shape.elems[k].dtype == 0 || ins->shape.elems[k].dtype != ins->operands[k]->shape.dtype ||
+            !same_dims(ins->shape.elems[k].rank, ins->shape.elems[k].dims, ins->shape.elems[0].rank, ins->shape.elems[0].dims) ||
+            !same_dims(ins->operands[k]->shape.rank, ins->operands[k]->shape.dims, ins->operands[0]->shape.rank,
+                       ins->operands[0]->shape.dims))
+          NO("%s: variadic reduce with mismatched inputs", ins->name);
+    } else if (dt == 0) {
+      NO("%s: tuple-shaped single-input reduce", ins->name);
+    }
+    if (!is_scalar_comp_ok(ins->called[0], n, caps, why, why_cap)) return 0;
+  }
+  if (!strcmp(op, "get-tuple-element")) {
+    if (ins->n_operands != 1 || (strcmp(ins->operands[0]->opcode, "tuple") && strcmp(ins->operands[0]->opcode, "reduce")))
+      NO("%s: get-tuple-element of something other than a tuple or a variadic reduce", ins->name);
+  }
+  if (!strcmp(op, "gather")) {
+    if (ins->n_operands != 2 || !ocl_dtype_is_int(ins->operands[1]->shape.dtype))
+      NO("%s: gather needs integer start indices", ins->name);
+  }
+  if (!strcmp(op, "dynamic-slice") || !strcmp(op, "dynamic-update-slice")) {
+    int first = !strcmp(op, "dynamic-slice") ? 1 : 2;
+    if (ins->n_operands < first || ins->n_operands - first != ins->operands[0]->shape.rank)
+      NO("%s: %s needs one scalar start per dimension", ins->name, op);
+    for (int i = first; i < ins->n_operands; i++)
+      if (ins->operands[i]->shape.rank != 0 || !ocl_dtype_is_int(ins->operands[i]->shape.dtype))
+        NO("%s: %s starts must be integer scalars", ins->name, op);
+  }
+  if (!strcmp(op, "bitcast-convert")) {
+    if (ins->n_operands != 1 || type_mask(ins->operands[0]->shape.dtype) == M_PRED ||
+        ocl_dtype_bits(ins->operands[0]->shape.dtype) != ocl_dtype_bits(dt))
+      NO("%s: bitcast-convert between different widths is not supported", ins->name);
+  }
+  if (!strcmp(op, "reduce-precision")) {
+    const char *e = ocl_attr(ins, "exponent_bits"), *m = ocl_attr(ins, "mantissa_bits");
+    if (!e || !m || atoi(e) < 1 || atoi(m) < 0 || ins->n_operands != 1 || ins->operands[0]->shape.dtype != dt)
+      NO("%s: reduce-precision needs exponent_bits >= 1 and mantissa_bits >= 0", ins->name);
+  }
+  if (!strcmp(op, "bitcast") && (ins->n_operands != 1 || ins->operands[0]->shape.dtype != dt))
+    NO("%s: bitcast changing the element type", ins->name);
+  if (!strcmp(op, "tuple"))
+    for (int i = 0; i < ins->n_operands; i++)
+      if (ins->operands[i]->shape.dtype == 0) NO("%s: nested tuples are not supported", ins->name);
+  return 1;
+#undef NO
+}
+
+/* A reducer of n accumulators: 2n scalar parameters, scalar elementwise instructions,
+ * the root a scalar (n = 1) or a tuple of n scalars. */
+static int is_scalar_comp_ok(const ocl_comp *comp, int n, const ocl_caps *caps, char *why, size_t cap) {
+  if (!comp || comp->n_params != 2 * n || !comp->root) {
+    snprintf(why, cap, "reducer computation must take %d scalars", 2 * n);
+    return 0;
+  }
+  for (int k = 0; k < 2 * n; k++)
+    if (!comp->params[k] || comp->params[k]->shape.dtype != comp->params[k % n]->shape.dtype) {
+      snprintf(why, cap, "reducer %s: accumulator and value types differ", comp->name);
+      return 0;
+    }
+  if (n > 1) {
+    const ocl_instr *r = comp->root;
+    if (strcmp(r->opcode, "tuple") || r->n_operands != n) {
+      snprintf(why, cap, "reducer %s: root must be a tuple of %d scalars", comp->name, n);
+      return 0;
+    }
+    for (int k = 0; k < n; k++)
+      if (r->operands[k]->shape.dtype != comp->params[k]->shape.dtype || r->operands[k]->shape.rank != 0 ||
+          !strcmp(r->operands[k]->opcode, "tuple")) {
+        snprintf(why, cap, "reducer %s: result %d does not match its accumulator", comp->name, k);
+        return 0;
+      }
+  }
+  for (int i = 0; i < comp->n_instrs; i++) {
+    const ocl_instr *x = comp->instrs[i];
+    if (n > 1 && x == comp->root) continue;
+    if (x->shape.dtype == 0 || x->shape.rank != 0) {
+      snprintf(why, cap, "reducer %s: %s is not scalar", comp->name, x->name);
+      return 0;
+    }
+    const char *op = x->opcode;
+    if (!strcmp(op, "reduce") || !strcmp(op, "reduce-window") || !strcmp(op, "dot") || !strcmp(op, "convolution") ||
+        !strcmp(op, "tuple") || !strcmp(op, "get-tuple-element") || !strcmp(op, "iota")) {
+      snprintf(why, cap, "reducer %s: %s is not allowed in a reducer", comp->name, op);
+      return 0;
+    }
+    if (!ocl_instr_supported(x, caps, why, cap)) return 0;
+  }
+  if (n == 1 && comp->root->shape.dtype != comp->params[0]->shape.dtype) {
+    snprintf(why, cap, "reducer %s: result type differs from the accumulator", comp->name);
+    return 0;
+  }
+  return 1;
+}
+
+
+int op_kind(const char *opcode) {
+  const struct opinfo *o = find_op(opcode);
+  return o ? (int)o->kind : OP_UNKNOWN;
+}
