@@ -492,7 +492,10 @@ static void parse_shape(parser *p, ocl_shape *out, int depth) {
             "f16, bf16, f32, f64 and token)",
             (int)(tn > 40 ? 40 : tn), t);
   p->pos++; /* '[' */
-  int64_t elems = 1;
+  /* The product of the dimensions, zeros counted as ones, must leave a byte size that
+   * fits in 63 bits: then no element count or stride a generator computes from the
+   * dims can overflow, even for shapes with a zero dimension. */
+  int64_t span = 1;
   if (!accept(p, ']')) {
     for (;;) {
       skip_ws(p);
@@ -501,10 +504,9 @@ static void parse_shape(parser *p, ocl_shape *out, int depth) {
         fail_at(p, dpos, "dynamic dimensions ('<=N' or '?') are not supported by the OpenCL plugin");
       if (out->rank >= OCL_MAX_RANK) fail_at(p, start, "shape has more than %d dimensions", OCL_MAX_RANK);
       int64_t d = parse_uint(p, "a dimension size", INT64_MAX);
-      /* Bound the element count so every byte size later fits in 63 bits. */
-      if (d && elems > INT64_MAX / 8 / d)
-        fail_at(p, start, "shape is too large: its byte size does not fit in 63 bits");
-      elems *= d;
+      int64_t nz = d ? d : 1;
+      if (span > INT64_MAX / 8 / nz) fail_at(p, start, "shape is too large: its byte size does not fit in 63 bits");
+      span *= nz;
       out->dims[out->rank++] = d;
       if (accept(p, ']')) break;
       if (!accept(p, ',')) fail_expected_at(p, p->pos, "',' or ']' in the dimensions");

@@ -701,6 +701,7 @@ static void test_malformed(void) {
   PARSE_BAD("ENTRY %e {\n  %a = f32[-1] parameter(0)\n}\n", "expected a dimension size");
   PARSE_BAD("ENTRY %e {\n  %a = f32[1099511627776,1099511627776] parameter(0)\n}\n", "too large");
   PARSE_BAD("ENTRY %e {\n  %a = f32[99999999999999999999] parameter(0)\n}\n", "out of range");
+  PARSE_BAD("ENTRY %e {\n  %a = f32[0,4611686018427387904,4] parameter(0)\n}\n", "too large");
   PARSE_BAD("ENTRY %e {\n  %a = f32 parameter(0)\n}\n", "expected a shape");
   PARSE_BAD("ENTRY %e {\n  %a = f32[2] constant({1})\n}\n", "constant has 1 values in dimension 0, but its shape f32[2] needs 2");
   PARSE_BAD("ENTRY %e {\n  %a = f32[2] constant({1, 2, 3})\n}\n", "more than 2 values");
