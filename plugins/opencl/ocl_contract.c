@@ -43,11 +43,11 @@ const char *reducer_name(gen *g, const ocl_comp *comp, int dtype) {
   if (n == 1) {
     char *v = emit(&c, comp->root, NULL);
     const char *T = ocl_compute_type(dtype);
-    sbf(&g->src, "inline %s %s(%s x0, %s x1) {\n%s  return %s;\n}\n", T, r->name, T, T, body.p ? body.p : "", v);
+    sbf(&g->src, "static inline %s %s(%s x0, %s x1) {\n%s  return %s;\n}\n", T, r->name, T, T, body.p ? body.p : "", v);
   } else {
     char **vs = idxv(g, n);
     for (int k = 0; k < n; k++) vs[k] = emit(&c, comp->root->operands[k], NULL);
-    sbf(&g->src, "inline void %s(", r->name);
+    sbf(&g->src, "static inline void %s(", r->name);
     for (int k = 0; k < n; k++) sbf(&g->src, "%s *o%d, ", ocl_compute_type(comp->params[k]->shape.dtype), k);
     for (int k = 0; k < 2 * n; k++)
       sbf(&g->src, "%s x%d%s", ocl_compute_type(comp->params[k]->shape.dtype), k, k + 1 < 2 * n ? ", " : "");
