@@ -21,6 +21,18 @@
 
 #include "ocl_gen.h"
 
+static int is_contraction(const char *op) {
+  return !strcmp(op, "reduce") || !strcmp(op, "dot") || !strcmp(op, "convolution") || !strcmp(op, "reduce-window");
+}
+
+/* The contraction a fusion computes (XLA wraps single reduces, dots, ... in fusions, and
+ * fuses producers into them), or NULL. */
+static const ocl_instr *fused_contraction(const ocl_instr *ins) {
+  if (strcmp(ins->opcode, "fusion") || ins->n_called != 1 || !ins->called[0]->root) return NULL;
+  const ocl_instr *r = ins->called[0]->root;
+  return is_contraction(r->opcode) ? r : NULL;
+}
+
 static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
   ocl_kernel_plan *kp = &g->plan->kernels[kidx];
   snprintf(kp->name, sizeof kp->name, "k%d", kidx);
@@ -37,6 +49,11 @@ static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
   c.self = ins;
   c.out_rank = ins->shape.rank;
   c.out_dims = ins->shape.dims;
+  const ocl_instr *fc = fused_contraction(ins);
+  if (fc) { /* the kernel is the fused contraction's, its parameters the fusion's operands */
+    c.fus[c.n_fus++] = ins;
+    ins = fc;
+  }
   if (kp->n_elems > 0 && gen_tiled_dot(g, ins, kp, &c)) {
     sbf(&g->src, "__kernel __attribute__((reqd_work_group_size(%d, %d, 1))) void %s(", TILE, TILE, kp->name);
     for (int i = 0; i < kp->n_refs; i++) sbf(&g->src, "__global const %s *b%d, ", ocl_storage_type(c.ref_dtypes[i]), i);
@@ -111,10 +128,6 @@ void ocl_plan_free(ocl_plan *p) {
   free(p);
 }
 
-static int is_contraction(const char *op) {
-  return !strcmp(op, "reduce") || !strcmp(op, "dot") || !strcmp(op, "convolution") || !strcmp(op, "reduce-window");
-}
-
 int ocl_codegen(const ocl_module *m, const ocl_caps *caps, ocl_plan **out, char *err, size_t err_cap) {
   *out = NULL;
   gen g = {0};
@@ -158,7 +171,7 @@ int ocl_codegen(const ocl_module *m, const ocl_caps *caps, ocl_plan **out, char 
     const char *op = x->opcode;
     if (!strcmp(op, "parameter") || !strcmp(op, "constant") || !strcmp(op, "iota")) in->size = 1;
     else {
-      in->size = 1;
+      in->size = !strcmp(op, "fusion") && x->n_called == 1 ? x->called[0]->n_instrs : 1;
       for (int j = 0; j < x->n_operands; j++)
         if (!inf(x->operands[j])->materialized) in->size += inf(x->operands[j])->size;
     }
@@ -181,7 +194,8 @@ int ocl_codegen(const ocl_module *m, const ocl_caps *caps, ocl_plan **out, char 
       }
       continue;
     }
-    if (is_contraction(op) || (in->uses > 1 && in->size > 8) || in->size > 200) in->materialized = 1;
+    if (is_contraction(op) || fused_contraction(x) || (in->uses > 1 && in->size > 8) || in->size > 200)
+      in->materialized = 1;
     if (!strcmp(op, "dot") || !strcmp(op, "convolution") || !strcmp(op, "reduce-window"))
       for (int j = 0; j < x->n_operands; j++) {
         info *oi = inf(x->operands[j]);

@@ -376,8 +376,11 @@ static char *binary_expr(gen *g, const char *op, int dt, const char *a, const ch
 int memo_mark(ectx *c) { return c->n_memo; }
 void memo_reset(ectx *c, int mark) { c->n_memo = mark; }
 
-static char *memo_key(gen *g, const ocl_instr *ins, char **idx) {
-  char *k = gstr(g, "%p", (const void *)ins);
+static char *memo_key(ectx *c, const ocl_instr *ins, char **idx) {
+  gen *g = c->g;
+  /* The innermost fusion is part of the key: one fused computation may serve several
+   * fusion instructions with different operands. */
+  char *k = gstr(g, "%p/%p", (const void *)ins, (const void *)(c->n_fus ? c->fus[c->n_fus - 1] : NULL));
   for (int i = 0; i < ins->shape.rank; i++) k = gstr(g, "%s|%s", k, idx[i]);
   return k;
 }
@@ -527,7 +530,27 @@ static char *emit_uncached(ectx *c, const ocl_instr *ins, char **idx) {
   if (in && in->materialized && ins != c->self) return load(c, OCL_REF_TEMP, in->kernel, &ins->shape, idx);
   if (!strcmp(op, "parameter")) {
     if (c->comp) return c->param_vars[ins->parameter_number];
+    if (!in) { /* a fused computation's parameter: the fusion's operand, outside it */
+      if (!c->n_fus || ins->parameter_number < 0 || ins->parameter_number >= c->fus[c->n_fus - 1]->n_operands) {
+        fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: parameter outside any fusion", ins->name);
+        return "0";
+      }
+      const ocl_instr *f = c->fus[--c->n_fus];
+      char *v = emit(c, f->operands[ins->parameter_number], idx);
+      c->fus[c->n_fus++] = f;
+      return v;
+    }
     return load(c, OCL_REF_PARAM, (int)ins->parameter_number, &ins->shape, idx);
+  }
+  if (!strcmp(op, "fusion")) {
+    if (c->n_fus == (int)(sizeof c->fus / sizeof c->fus[0]) || ins->n_called != 1 || !ins->called[0]->root) {
+      fail(g, KILN_PLUGIN_ERR_UNIMPLEMENTED, "%s: fusion nested too deeply", ins->name);
+      return "0";
+    }
+    c->fus[c->n_fus++] = ins;
+    char *v = emit(c, ins->called[0]->root, idx);
+    c->n_fus--;
+    return v;
   }
   if (!strcmp(op, "constant")) {
     if (!ins->literal) {
@@ -799,7 +822,7 @@ static char *emit_uncached(ectx *c, const ocl_instr *ins, char **idx) {
 
 char *emit(ectx *c, const ocl_instr *ins, char **idx) {
   if (c->g->code) return "0";
-  char *key = memo_key(c->g, ins, idx);
+  char *key = memo_key(c, ins, idx);
   for (int i = c->n_memo - 1; i >= 0; i--)
     if (c->memo[i].ins == ins && !strcmp(c->memo[i].key, key)) return c->memo[i].var;
   char *v = emit_uncached(c, ins, idx);

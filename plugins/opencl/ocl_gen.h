@@ -80,6 +80,10 @@ typedef struct ectx {
   const int64_t *out_dims;
   memo *memo;
   int n_memo, memo_cap;
+  /* Fusion instructions being emitted (innermost last): a parameter of a fused
+   * computation is the innermost fusion's operand. */
+  const ocl_instr *fus[16];
+  int n_fus;
 } ectx;
 
 /* ---- ocl_emit.c: strings ---- */

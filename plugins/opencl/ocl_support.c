@@ -44,7 +44,7 @@ static const struct opinfo {
     {"pad", M_ALL, OK_OTHER}, {"iota", M_NUM, OK_OTHER}, {"tuple", M_ALL, OK_OTHER},
     {"get-tuple-element", M_ALL, OK_OTHER}, {"constant", M_ALL, OK_OTHER}, {"parameter", M_ALL, OK_OTHER},
     {"gather", M_ALL, OK_OTHER}, {"dynamic-slice", M_ALL, OK_OTHER}, {"dynamic-update-slice", M_ALL, OK_OTHER},
-    {"reduce-precision", M_FLOAT, OK_OTHER}, {"bitcast-convert", M_NUM, OK_OTHER},
+    {"reduce-precision", M_FLOAT, OK_OTHER}, {"bitcast-convert", M_NUM, OK_OTHER}, {"fusion", M_ALL, OK_OTHER},
 };
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))
 
@@ -164,6 +164,27 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
     for (int i = first; i < ins->n_operands; i++)
       if (ins->operands[i]->shape.rank != 0 || !ocl_dtype_is_int(ins->operands[i]->shape.dtype))
         NO("%s: %s starts must be integer scalars", ins->name, op);
+  }
+  if (!strcmp(op, "fusion")) {
+    const ocl_comp *fc = ins->n_called == 1 ? ins->called[0] : NULL;
+    if (!fc || !fc->root || fc->root->shape.dtype == 0 || fc->n_params != ins->n_operands)
+      NO("%s: only single-output fusions are supported", ins->name);
+    for (int i = 0; i < fc->n_instrs; i++) {
+      const ocl_instr *x = fc->instrs[i];
+      const char *xo = x->opcode;
+      int contraction = !strcmp(xo, "reduce") || !strcmp(xo, "reduce-window") || !strcmp(xo, "dot") ||
+                        !strcmp(xo, "convolution");
+      if ((contraction && x != fc->root) ||
+          (!strcmp(xo, "get-tuple-element") && x->n_operands == 1 && strcmp(x->operands[0]->opcode, "tuple")))
+        NO("%s: %s inside a fusion is supported only as the fusion's root", ins->name, xo);
+      if (!strcmp(xo, "constant") && ocl_shape_elems(&x->shape) != 1)
+        NO("%s: array constant inside a fusion", ins->name);
+      if (!strcmp(xo, "tuple") && x != fc->root) continue;
+      if (!ocl_instr_supported(x, caps, why, why_cap)) return 0;
+    }
+    if (!same_dims(fc->root->shape.rank, fc->root->shape.dims, ins->shape.rank, ins->shape.dims) ||
+        fc->root->shape.dtype != dt)
+      NO("%s: fusion result does not match its computation", ins->name);
   }
   if (!strcmp(op, "bitcast-convert")) {
     if (ins->n_operands != 1 || type_mask(ins->operands[0]->shape.dtype) == M_PRED ||
