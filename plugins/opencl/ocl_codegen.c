@@ -54,6 +54,22 @@ static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
     c.fus[c.n_fus++] = ins;
     ins = fc;
   }
+  const ocl_instr *sorted = !strcmp(ins->opcode, "sort") ? ins
+                            : (!strcmp(ins->opcode, "get-tuple-element") && !strcmp(ins->operands[0]->opcode, "sort"))
+                                ? ins->operands[0]
+                                : NULL;
+  if (sorted) {
+    gen_sort(g, sorted, sorted == ins ? 0 : (int)ins->int_payload, &c);
+    sbf(&g->src, "__kernel void %s(", kp->name);
+    for (int i = 0; i < kp->n_refs; i++) sbf(&g->src, "__global const %s *b%d, ", ocl_storage_type(c.ref_dtypes[i]), i);
+    sbf(&g->src, "__global %s *out, long n) {\n  long gid = get_global_id(0);\n  if (gid >= n) return;\n%s}\n",
+        ocl_storage_type(kp->dtype), body.p ? body.p : "");
+    if (body.oom) fail(g, KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    free(body.p);
+    free(c.memo);
+    free(c.ref_dtypes);
+    return;
+  }
   if (kp->n_elems > 0 && gen_tiled_dot(g, ins, kp, &c)) {
     sbf(&g->src, "__kernel __attribute__((reqd_work_group_size(%d, %d, 1))) void %s(", TILE, TILE, kp->name);
     for (int i = 0; i < kp->n_refs; i++) sbf(&g->src, "__global const %s *b%d, ", ocl_storage_type(c.ref_dtypes[i]), i);
@@ -175,7 +191,8 @@ int ocl_codegen(const ocl_module *m, const ocl_caps *caps, ocl_plan **out, char 
       for (int j = 0; j < x->n_operands; j++)
         if (!inf(x->operands[j])->materialized) in->size += inf(x->operands[j])->size;
     }
-    if (!strcmp(op, "get-tuple-element") && !strcmp(x->operands[0]->opcode, "reduce")) {
+    if (!strcmp(op, "get-tuple-element") &&
+        (!strcmp(x->operands[0]->opcode, "reduce") || !strcmp(x->operands[0]->opcode, "sort"))) {
       in->materialized = 1;
       continue;
     }
@@ -194,7 +211,8 @@ int ocl_codegen(const ocl_module *m, const ocl_caps *caps, ocl_plan **out, char 
       }
       continue;
     }
-    if (is_contraction(op) || fused_contraction(x) || (in->uses > 1 && in->size > 8) || in->size > 200)
+    if (is_contraction(op) || !strcmp(op, "sort") || fused_contraction(x) || (in->uses > 1 && in->size > 8) ||
+        in->size > 200)
       in->materialized = 1;
     if (!strcmp(op, "dot") || !strcmp(op, "convolution") || !strcmp(op, "reduce-window"))
       for (int j = 0; j < x->n_operands; j++) {

@@ -489,3 +489,86 @@ int gen_tree_reduce(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c) 
   return L;
 }
 
+
+/* ------------------------------------------------------------------ sort ------- */
+
+/* The comparator as a function of 2n scalars returning uchar (a before b). */
+static const char *comparator_name(gen *g, const ocl_comp *comp) {
+  for (int i = 0; i < g->n_reducers; i++)
+    if (g->reducers[i].comp == comp && g->reducers[i].dtype == -1) return g->reducers[i].name;
+  reducer_fn *nr = realloc(g->reducers, (size_t)(g->n_reducers + 1) * sizeof *nr);
+  if (!nr) {
+    fail(g, KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
+    return "cmp";
+  }
+  g->reducers = nr;
+  reducer_fn *r = &g->reducers[g->n_reducers++];
+  r->comp = comp;
+  r->dtype = -1;
+  snprintf(r->name, sizeof r->name, "cmp%d", g->n_reducers - 1);
+  sb body = {0};
+  ectx c = {0};
+  c.g = g;
+  c.out = &body;
+  c.comp = comp;
+  char **pv = idxv(g, comp->n_params);
+  for (int k = 0; k < comp->n_params; k++) pv[k] = gstr(g, "x%d", k);
+  c.param_vars = pv;
+  char *v = emit(&c, comp->root, NULL);
+  sbf(&g->src, "static inline uchar %s(", r->name);
+  for (int k = 0; k < comp->n_params; k++)
+    sbf(&g->src, "%s x%d%s", ocl_compute_type(comp->params[k]->shape.dtype), k, k + 1 < comp->n_params ? ", " : "");
+  sbf(&g->src, ") {\n%s  return %s;\n}\n", body.p ? body.p : "", v);
+  if (body.oom) fail(g, KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
+  free(body.p);
+  free(c.memo);
+  return r->name;
+}
+
+/* Element idx of the operands goes to position rank(idx) along the sort dimension, where
+ * rank counts the elements that come before it: those the comparator puts first, and
+ * equivalent ones at lower indices (a stable sort, as kiln's evaluator does). The kernel
+ * runs one work-item per element and stores component j there. */
+void gen_sort(gen *g, const ocl_instr *ins, int j, ectx *c) {
+  int n = ins->n_operands;
+  const ocl_shape *s = &ins->operands[0]->shape;
+  int64_t d[OCL_MAX_RANK];
+  if (int_attr_list(ins, "dimensions", d) != 1 || d[0] < 0 || d[0] >= s->rank || j < 0 || j >= n) {
+    fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad sort", ins->name);
+    return;
+  }
+  int sd = (int)d[0], rank = s->rank;
+  char **idx = idxv(g, rank), **jdx = idxv(g, rank), **pos = idxv(g, rank);
+  int64_t stride = 1;
+  for (int k = rank - 1; k >= 0; k--) {
+    idx[k] = gstr(g, "i%d", k);
+    int64_t dk = s->dims[k] ? s->dims[k] : 1;
+    line(c, "long i%d = gid / %lldL %% %lldL;", k, (long long)stride, (long long)dk);
+    stride *= dk;
+  }
+  for (int k = 0; k < rank; k++) jdx[k] = pos[k] = idx[k];
+  jdx[sd] = "sj";
+  pos[sd] = "cnt";
+  const char *fn = comparator_name(g, ins->called[0]);
+  char **own = idxv(g, n);
+  for (int k = 0; k < n; k++) own[k] = emit(c, ins->operands[k], idx);
+  line(c, "long cnt = 0;");
+  open_block(c, gstr(g, "for (long sj = 0; sj < %lldL; sj++)", (long long)s->dims[sd]));
+  line(c, "if (sj == %s) continue;", idx[sd]);
+  int mk = memo_mark(c);
+  char **other = idxv(g, n);
+  for (int k = 0; k < n; k++) other[k] = emit(c, ins->operands[k], jdx);
+  char *before = gstr(g, "%s(", fn), *after = gstr(g, "%s(", fn);
+  for (int k = 0; k < n; k++) {
+    before = gstr(g, "%s%s, %s%s", before, other[k], own[k], k + 1 < n ? ", " : ")");
+    after = gstr(g, "%s%s, %s%s", after, own[k], other[k], k + 1 < n ? ", " : ")");
+  }
+  line(c, "if (%s || (sj < %s && !%s)) cnt++;", before, idx[sd], after);
+  memo_reset(c, mk);
+  close_block(c, NULL);
+  int dt = ins->operands[j]->shape.dtype;
+  char *dst = linear(g, rank, s->dims, pos);
+  if (dt == KILN_DTYPE_F16) line(c, "out[%s] = f2h(%s);", dst, own[j]);
+  else if (dt == KILN_DTYPE_BF16) line(c, "out[%s] = f2bf(%s);", dst, own[j]);
+  else line(c, "out[%s] = (%s)%s;", dst, ocl_storage_type(dt), own[j]);
+}

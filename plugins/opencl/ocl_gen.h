@@ -121,6 +121,8 @@ char *emit_reduce_window(ectx *c, const ocl_instr *ins, char **idx);
 enum { TILE = 16, RED_THRESHOLD = 1024 };
 int gen_tiled_dot(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c);
 int gen_tree_reduce(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c);
+/* Sort's component j (a scatter-style kernel: each element's stable rank is its place). */
+void gen_sort(gen *g, const ocl_instr *ins, int j, ectx *c);
 
 /* ---- ocl_support.c ---- */
 enum { OP_UNKNOWN = -1, OP_UNARY = 0, OP_BINARY = 1, OP_OTHER = 2 };

@@ -45,6 +45,7 @@ static const struct opinfo {
     {"get-tuple-element", M_ALL, OK_OTHER}, {"constant", M_ALL, OK_OTHER}, {"parameter", M_ALL, OK_OTHER},
     {"gather", M_ALL, OK_OTHER}, {"dynamic-slice", M_ALL, OK_OTHER}, {"dynamic-update-slice", M_ALL, OK_OTHER},
     {"reduce-precision", M_FLOAT, OK_OTHER}, {"bitcast-convert", M_NUM, OK_OTHER}, {"fusion", M_ALL, OK_OTHER},
+    {"sort", M_ALL, OK_OTHER},
 };
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))
 
@@ -72,7 +73,7 @@ int ocl_op_supported(const char *opcode, int dtype, const ocl_caps *caps) {
   if (!o) return 0;
   if (dtype == 0)
     return !strcmp(opcode, "tuple") || !strcmp(opcode, "get-tuple-element") || !strcmp(opcode, "parameter") ||
-           !strcmp(opcode, "reduce");
+           !strcmp(opcode, "reduce") || !strcmp(opcode, "sort");
   if (!dtype_ok(dtype, caps)) return 0;
   if (!strcmp(opcode, "compare") || !strcmp(opcode, "is-finite")) return dtype == KILN_DTYPE_PRED;
   return (o->mask & type_mask(dtype)) != 0;
@@ -106,7 +107,8 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
   for (int i = 0; i < ins->n_operands; i++)
     if (!shape_ok(&ins->operands[i]->shape, caps))
       NO("%s: an operand's element type is not supported on this device", ins->name);
-  if (dt == 0 && strcmp(op, "tuple") && strcmp(op, "get-tuple-element") && strcmp(op, "parameter") && strcmp(op, "reduce"))
+  if (dt == 0 && strcmp(op, "tuple") && strcmp(op, "get-tuple-element") && strcmp(op, "parameter") && strcmp(op, "reduce") &&
+      strcmp(op, "sort"))
     NO("%s: tuple-shaped %s (variadic form) is not supported", ins->name, op);
   if (dt == OCL_DTYPE_TOKEN) NO("%s: tokens are not supported", ins->name);
   if (dt && !ocl_op_supported(op, dt, caps)) NO("%s: %s is not defined for %s here", ins->name, op, ocl_dtype_name(dt));
@@ -150,8 +152,38 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
     if (!is_scalar_comp_ok(ins->called[0], n, caps, why, why_cap)) return 0;
   }
   if (!strcmp(op, "get-tuple-element")) {
-    if (ins->n_operands != 1 || (strcmp(ins->operands[0]->opcode, "tuple") && strcmp(ins->operands[0]->opcode, "reduce")))
-      NO("%s: get-tuple-element of something other than a tuple or a variadic reduce", ins->name);
+    if (ins->n_operands != 1 || (strcmp(ins->operands[0]->opcode, "tuple") && strcmp(ins->operands[0]->opcode, "reduce") &&
+                                 strcmp(ins->operands[0]->opcode, "sort")))
+      NO("%s: get-tuple-element of something other than a tuple, a variadic reduce or a sort", ins->name);
+  }
+  if (!strcmp(op, "sort")) {
+    int n = ins->n_operands;
+    int64_t d[OCL_MAX_RANK];
+    const char *dims = ocl_attr(ins, "dimensions");
+    if (n < 1 || ins->n_called != 1 || !dims || ocl_parse_int_list(dims, d, OCL_MAX_RANK) != 1 || d[0] < 0 ||
+        d[0] >= ins->operands[0]->shape.rank)
+      NO("%s: sort needs one dimension and a comparator", ins->name);
+    if (n > 1 && (dt != 0 || ins->shape.n_elems != n)) NO("%s: variadic sort must have a tuple of %d arrays", ins->name, n);
+    for (int k = 0; k < n; k++)
+      if (!same_dims(ins->operands[k]->shape.rank, ins->operands[k]->shape.dims, ins->operands[0]->shape.rank,
+                     ins->operands[0]->shape.dims) ||
+          (n > 1 && ins->shape.elems[k].dtype != ins->operands[k]->shape.dtype))
+        NO("%s: sort operands of different shapes", ins->name);
+    const ocl_comp *cmp = ins->called[0];
+    if (!cmp || cmp->n_params != 2 * n || !cmp->root || cmp->root->shape.dtype != KILN_DTYPE_PRED ||
+        cmp->root->shape.rank != 0)
+      NO("%s: sort comparator must take %d scalars and return pred[]", ins->name, 2 * n);
+    for (int k = 0; k < 2 * n; k++)
+      if (!cmp->params[k] || cmp->params[k]->shape.rank != 0 ||
+          cmp->params[k]->shape.dtype != ins->operands[k / 2]->shape.dtype)
+        NO("%s: sort comparator parameters do not match the operands", ins->name);
+    for (int i = 0; i < cmp->n_instrs; i++) {
+      const ocl_instr *x = cmp->instrs[i];
+      if (x->shape.dtype == 0 || x->shape.rank != 0 || !strcmp(x->opcode, "reduce") || !strcmp(x->opcode, "sort") ||
+          !strcmp(x->opcode, "fusion"))
+        NO("%s: comparator %s: %s is not a scalar operation", ins->name, cmp->name, x->name);
+      if (!ocl_instr_supported(x, caps, why, why_cap)) return 0;
+    }
   }
   if (!strcmp(op, "gather")) {
     if (ins->n_operands != 2 || !ocl_dtype_is_int(ins->operands[1]->shape.dtype))

@@ -113,7 +113,8 @@ int main(int argc, char **argv) {
   CHECK(supported_op("add", KILN_DTYPE_F32));
   CHECK(supported_op("add", KILN_DTYPE_PRED));
   CHECK(!supported_op("exponential", KILN_DTYPE_S32));
-  CHECK(!supported_op("sort", KILN_DTYPE_F32));
+  CHECK(supported_op("sort", KILN_DTYPE_F32));
+  CHECK(!supported_op("scatter", KILN_DTYPE_F32));
   CHECK(!supported_op("custom-call", KILN_DTYPE_F32));
   CHECK(supported_op("compare", KILN_DTYPE_PRED));
   CHECK(supported_op("tuple", 0));
@@ -121,7 +122,8 @@ int main(int argc, char **argv) {
   CHECK(!supported_op("dot", KILN_DTYPE_PRED));
   CHECK(supported_line("%add.1 = f32[4]{0} add(f32[4]{0} %a, f32[4]{0} %b)"));
   CHECK(supported_line("%c = pred[4]{0} compare(s32[4]{0} %a, s32[4]{0} %b), direction=LT"));
-  CHECK(!supported_line("%s = f32[4]{0} sort(f32[4]{0} %a), dimensions={0}, to_apply=%cmp"));
+  CHECK(supported_line("%s = f32[4]{0} sort(f32[4]{0} %a), dimensions={0}, to_apply=%cmp"));
+  CHECK(!supported_line("%w = f32[4]{0} while(f32[4]{0} %a), condition=%c, body=%b"));
   CHECK(!supported_line("%c = f32[4]{0} custom-call(f32[4]{0} %a), custom_call_target=\"foo\""));
   CHECK(!supported_line("%c = f32[1,4,4,8]{3,2,1,0} convolution(f32[2,4,4,4]{3,2,1,0} %a, f32[1,1,4,8]{3,2,1,0} %b), "
                         "window={size=1x1}, dim_labels=b01f_01io->b01f, batch_group_count=2"));
@@ -135,7 +137,7 @@ int main(int argc, char **argv) {
   kiln_plugin_executable *exe = NULL;
   CHECK(compile("this is not HLO", &exe) == KILN_PLUGIN_ERR_INVALID_ARGUMENT && !exe);
   CHECK(compile("HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT s = f32[4] sort(p), dimensions={0}, "
-                "to_apply=c\n}\n", &exe) != 0 && !exe);
+                "to_apply=c\n}\n", &exe) == KILN_PLUGIN_ERR_INVALID_ARGUMENT && !exe);
   CHECK(compile("HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT c = f32[4] custom-call(p), "
                 "custom_call_target=\"x\"\n}\n", &exe) == KILN_PLUGIN_ERR_UNIMPLEMENTED && !exe);
 
