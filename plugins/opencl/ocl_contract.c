@@ -572,3 +572,101 @@ void gen_sort(gen *g, const ocl_instr *ins, int j, ectx *c) {
   else if (dt == KILN_DTYPE_BF16) line(c, "out[%s] = f2bf(%s);", dst, own[j]);
   else line(c, "out[%s] = (%s)%s;", dst, ocl_storage_type(dt), own[j]);
 }
+
+/* ------------------------------------------------------------------ scatter ---- */
+
+/* Scatter, gather-style: output element o starts as the operand's and folds in, in
+ * row-major order of the scatter positions, every update whose window lands on o (a
+ * window that does not fit entirely is skipped, as kiln's evaluator and XLA's backends
+ * do). With the update window dimensions trailing, at most one update of each scatter
+ * position lands on o and the positions' order is the updates' row-major order; otherwise
+ * the loop runs over every update element in row-major order. Either way duplicates
+ * combine in exactly the evaluator's order. */
+char *emit_scatter(ectx *c, const ocl_instr *ins, char **idx) {
+  gen *g = c->g;
+  const ocl_instr *x = ins->operands[0], *ix = ins->operands[1], *up = ins->operands[2];
+  int64_t uwd[OCL_MAX_RANK], iwd[OCL_MAX_RANK], sdod[OCL_MAX_RANK], ibd[OCL_MAX_RANK], sibd[OCL_MAX_RANK];
+  int nuw = int_attr_list(ins, "update_window_dims", uwd), niw = int_attr_list(ins, "inserted_window_dims", iwd);
+  int nsd = int_attr_list(ins, "scatter_dims_to_operand_dims", sdod);
+  int nib = int_attr_list(ins, "input_batching_dims", ibd), nsb = int_attr_list(ins, "scatter_indices_batching_dims", sibd);
+  const char *iv = ocl_attr(ins, "index_vector_dim");
+  int r = x->shape.rank, ir = ix->shape.rank, ur = up->shape.rank;
+  int ivd = iv ? atoi(iv) : ir;
+  int wdims[OCL_MAX_RANK], nw = 0;
+  for (int d = 0; d < r; d++)
+    if (in_list(iwd, niw, d) < 0 && in_list(ibd, nib, d) < 0) wdims[nw++] = d;
+  int sdims[OCL_MAX_RANK], ns = 0;
+  for (int d = 0; d < ir; d++)
+    if (d != ivd) sdims[ns++] = d;
+  if (nuw < 0 || niw < 0 || nsd < 0 || nib < 0 || nsb != nib || ivd < 0 || ivd > ir || nw != nuw || ur != ns + nw) {
+    fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad scatter dimension numbers", ins->name);
+    return "0";
+  }
+  int trailing = 1;
+  for (int w = 0; w < nw; w++)
+    if (uwd[w] != ns + w) trailing = 0;
+  int dt = ins->shape.dtype;
+  char *acc = gstr(g, "acc%d", g->tmp++);
+  char *v0 = emit(c, x, idx);
+  line(c, "%s %s = %s;", ocl_compute_type(dt), acc, v0);
+  /* Trailing window dims: loop over scatter positions only (at most one update of each
+   * lands on o). Otherwise loop over every update element in row-major order. */
+  char **bv = idxv(g, ns), **wv = idxv(g, nw);
+  int n_loops = 0;
+  for (int k = 0, b = 0, w = 0; k < ur; k++) {
+    int is_window = w < nw && uwd[w] == k;
+    if (is_window && trailing) break;
+    char *var = gstr(g, "r%d", g->tmp++);
+    open_block(c, gstr(g, "for (long %s = 0; %s < %lldL; %s++)", var, var, (long long)up->shape.dims[k], var));
+    n_loops++;
+    if (is_window) wv[w++] = var;
+    else bv[b++] = var;
+  }
+  int mk = memo_mark(c);
+  /* The window's start in the operand, and its extent. */
+  char **start = idxv(g, r);
+  int64_t window[OCL_MAX_RANK];
+  for (int d = 0; d < r; d++) {
+    start[d] = "0L";
+    window[d] = 1;
+  }
+  for (int w = 0; w < nw; w++) window[wdims[w]] = up->shape.dims[uwd[w]];
+  char **iidx = idxv(g, ir + 1);
+  for (int b = 0; b < ns; b++) iidx[sdims[b]] = bv[b];
+  for (int k = 0; k < nsd; k++) {
+    if (ivd < ir) iidx[ivd] = gstr(g, "%dL", k);
+    start[sdod[k]] = index_value(c, ix, iidx);
+  }
+  for (int j = 0; j < nib; j++) {
+    int p = -1;
+    for (int q = 0; q < ns; q++)
+      if (sdims[q] == sibd[j]) p = q;
+    if (p < 0 || ibd[j] < 0 || ibd[j] >= r) {
+      fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad scatter batching dims", ins->name);
+      return "0";
+    }
+    start[ibd[j]] = bv[p];
+  }
+  char *cond = gstr(g, "1");
+  for (int d = 0; d < r; d++)
+    cond = gstr(g, "%s && %s >= 0 && %s <= %lldL && (%s) - %s >= 0 && (%s) - %s < %lldL", cond, start[d], start[d],
+                (long long)(x->shape.dims[d] - window[d]), idx[d], start[d], idx[d], start[d], (long long)window[d]);
+  if (!trailing)
+    for (int w = 0; w < nw; w++) cond = gstr(g, "%s && (%s) - %s == %s", cond, idx[wdims[w]], start[wdims[w]], wv[w]);
+  open_block(c, gstr(g, "if (%s)", cond));
+  char **uidx = idxv(g, ur);
+  for (int k = 0, b = 0, w = 0; k < ur; k++) {
+    if (w < nw && uwd[w] == k) {
+      uidx[k] = gstr(g, "((%s) - %s)", idx[wdims[w]], start[wdims[w]]);
+      w++;
+    } else {
+      uidx[k] = bv[b++];
+    }
+  }
+  char *u = emit(c, up, uidx);
+  line(c, "%s = %s;", acc, emit_reducer_call(c, ins->called[0], dt, acc, u));
+  close_block(c, NULL);
+  memo_reset(c, mk);
+  for (int k = 0; k < n_loops; k++) close_block(c, NULL);
+  return acc;
+}

@@ -397,7 +397,7 @@ void close_block(ectx *c, const char *tail) {
 }
 
 /* An index value (any integer type) as a long, unsigned 64-bit values saturating. */
-static char *index_value(ectx *c, const ocl_instr *x, char **idx) {
+char *index_value(ectx *c, const ocl_instr *x, char **idx) {
   char *v = emit(c, x, idx);
   char *l = gstr(c->g, "l%d", c->g->tmp++);
   if (x->shape.dtype == KILN_DTYPE_U64)
@@ -407,7 +407,7 @@ static char *index_value(ectx *c, const ocl_instr *x, char **idx) {
   return l;
 }
 
-static int in_list(const int64_t *v, int n, int64_t x) {
+int in_list(const int64_t *v, int n, int64_t x) {
   for (int i = 0; i < n; i++)
     if (v[i] == x) return i;
   return -1;

@@ -110,6 +110,10 @@ void memo_reset(ectx *c, int mark);
 /* The value of ins at multi-index idx (rank strings), as a variable name. */
 char *emit(ectx *c, const ocl_instr *ins, char **idx);
 int int_attr_list(const ocl_instr *ins, const char *key, int64_t *out);
+/* Position of x in v[0..n), or -1. */
+int in_list(const int64_t *v, int n, int64_t x);
+/* An integer value of x at idx as a long variable (u64 saturating). */
+char *index_value(ectx *c, const ocl_instr *x, char **idx);
 
 /* ---- ocl_contract.c ---- */
 const char *reducer_name(gen *g, const ocl_comp *comp, int dtype);
@@ -118,6 +122,7 @@ char *emit_reduce(ectx *c, const ocl_instr *ins, char **idx, int j);
 char *emit_dot(ectx *c, const ocl_instr *ins, char **idx);
 char *emit_conv(ectx *c, const ocl_instr *ins, char **idx);
 char *emit_reduce_window(ectx *c, const ocl_instr *ins, char **idx);
+char *emit_scatter(ectx *c, const ocl_instr *ins, char **idx);
 enum { TILE = 16, RED_THRESHOLD = 1024 };
 int gen_tiled_dot(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c);
 int gen_tree_reduce(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c);

@@ -45,7 +45,7 @@ static const struct opinfo {
     {"get-tuple-element", M_ALL, OK_OTHER}, {"constant", M_ALL, OK_OTHER}, {"parameter", M_ALL, OK_OTHER},
     {"gather", M_ALL, OK_OTHER}, {"dynamic-slice", M_ALL, OK_OTHER}, {"dynamic-update-slice", M_ALL, OK_OTHER},
     {"reduce-precision", M_FLOAT, OK_OTHER}, {"bitcast-convert", M_NUM, OK_OTHER}, {"fusion", M_ALL, OK_OTHER},
-    {"sort", M_ALL, OK_OTHER},
+    {"sort", M_ALL, OK_OTHER}, {"scatter", M_ALL, OK_OTHER},
 };
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))
 
@@ -155,6 +155,13 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
     if (ins->n_operands != 1 || (strcmp(ins->operands[0]->opcode, "tuple") && strcmp(ins->operands[0]->opcode, "reduce") &&
                                  strcmp(ins->operands[0]->opcode, "sort")))
       NO("%s: get-tuple-element of something other than a tuple, a variadic reduce or a sort", ins->name);
+  }
+  if (!strcmp(op, "scatter")) {
+    if (ins->n_operands != 3 || ins->n_called != 1 || dt == 0) NO("%s: only single-operand scatter is supported", ins->name);
+    if (!ocl_dtype_is_int(ins->operands[1]->shape.dtype)) NO("%s: scatter needs integer indices", ins->name);
+    if (ins->operands[2]->shape.dtype != dt || ins->operands[0]->shape.dtype != dt)
+      NO("%s: scatter operand, updates and result types differ", ins->name);
+    if (!is_scalar_comp_ok(ins->called[0], 1, caps, why, why_cap)) return 0;
   }
   if (!strcmp(op, "sort")) {
     int n = ins->n_operands;
