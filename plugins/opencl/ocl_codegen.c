@@ -257,8 +257,16 @@ int ocl_codegen(const ocl_module *m, const ocl_caps *caps, ocl_plan **out, char 
     memcpy(p->params[i].dims, e->params[i]->shape.dims, sizeof p->params[i].dims);
   }
   sbf(&g.src, "%s", ocl_preamble);
-  for (int i = 0; i < e->n_instrs && !g.code; i++)
-    if (g.infos[i].materialized) gen_kernel(&g, e->instrs[i], g.infos[i].kernel);
+  for (int i = 0; i < e->n_instrs && !g.code; i++) {
+    if (!g.infos[i].materialized) continue;
+    ocl_kernel_plan *kp = &p->kernels[g.infos[i].kernel];
+    gen_kernel(&g, e->instrs[i], g.infos[i].kernel);
+    /* Buffer arguments plus the output and the element count must fit the device's limit. */
+    size_t arg_bytes = (size_t)(kp->n_refs + 1) * sizeof(cl_mem) + sizeof(cl_long);
+    if (!g.code && caps->max_param_bytes && arg_bytes > caps->max_param_bytes)
+      fail(&g, KILN_PLUGIN_ERR_UNIMPLEMENTED, "%s: its kernel needs %d buffer arguments, more than the device takes",
+           e->instrs[i]->name, kp->n_refs + 1);
+  }
   if (g.src.oom && !g.code) fail(&g, KILN_PLUGIN_ERR_RESOURCE_EXHAUSTED, "out of memory");
   int code = g.code;
   if (!code) {

@@ -38,6 +38,7 @@ void ocl_preload_drivers(const char *mode);
 typedef struct ocl_caps {
   size_t max_work_group; /* CL_DEVICE_MAX_WORK_GROUP_SIZE */
   size_t local_mem;      /* CL_DEVICE_LOCAL_MEM_SIZE */
+  size_t max_param_bytes; /* CL_DEVICE_MAX_PARAMETER_SIZE (0: unknown) */
   int has_fp64;
   int correct_div_sqrt; /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT */
 } ocl_caps;

@@ -218,6 +218,9 @@ static kiln_plugin_error *client_create(kiln_plugin_client_create_args *a) {
   clGetDeviceInfo(best_d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof lmem, &lmem, NULL);
   c->caps.max_work_group = wg;
   c->caps.local_mem = (size_t)lmem;
+  size_t params = 0;
+  clGetDeviceInfo(best_d, CL_DEVICE_MAX_PARAMETER_SIZE, sizeof params, &params, NULL);
+  c->caps.max_param_bytes = params;
   const char *tiling = option(a->options, a->n_options, "opencl.tiled_dot");
   if (tiling && !strcmp(tiling, "0")) c->caps.max_work_group = 0; /* disables the tiled matmul */
   free(ext);
