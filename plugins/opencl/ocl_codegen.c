@@ -23,7 +23,7 @@
 
 static int is_contraction(const char *op) {
   return !strcmp(op, "reduce") || !strcmp(op, "dot") || !strcmp(op, "convolution") || !strcmp(op, "reduce-window") ||
-         !strcmp(op, "scatter");
+         !strcmp(op, "scatter") || !strcmp(op, "select-and-scatter");
 }
 
 /* The contraction a fusion computes (XLA wraps single reduces, dots, ... in fusions, and
@@ -117,6 +117,7 @@ static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
   else if (!strcmp(op, "convolution")) v = emit_conv(&c, ins, idx);
   else if (!strcmp(op, "reduce-window")) v = emit_reduce_window(&c, ins, idx);
   else if (!strcmp(op, "scatter")) v = emit_scatter(&c, ins, idx);
+  else if (!strcmp(op, "select-and-scatter")) v = emit_select_and_scatter(&c, ins, idx);
   else v = emit(&c, ins, idx);
   char *st;
   if (kp->dtype == KILN_DTYPE_F16) st = gstr(g, "f2h(%s)", v);

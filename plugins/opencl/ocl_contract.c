@@ -493,7 +493,7 @@ int gen_tree_reduce(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c) 
 /* ------------------------------------------------------------------ sort ------- */
 
 /* The comparator as a function of 2n scalars returning uchar (a before b). */
-static const char *comparator_name(gen *g, const ocl_comp *comp) {
+const char *comparator_name(gen *g, const ocl_comp *comp) {
   for (int i = 0; i < g->n_reducers; i++)
     if (g->reducers[i].comp == comp && g->reducers[i].dtype == -1) return g->reducers[i].name;
   reducer_fn *nr = realloc(g->reducers, (size_t)(g->n_reducers + 1) * sizeof *nr);
@@ -668,5 +668,71 @@ char *emit_scatter(ectx *c, const ocl_instr *ins, char **idx) {
   close_block(c, NULL);
   memo_reset(c, mk);
   for (int k = 0; k < n_loops; k++) close_block(c, NULL);
+  return acc;
+}
+
+/* ------------------------------------------------------------------ select-and-scatter */
+
+/* Gather-style: output element o starts at init and folds in, in row-major order of the
+ * source, source[s] for every window s that covers o and whose selected element is o.
+ * The selection walks the window in row-major order skipping padding, keeping the
+ * current choice while select(current, candidate) is true (the evaluator's rule); the
+ * fold is scatter(source value, current value). */
+char *emit_select_and_scatter(ectx *c, const ocl_instr *ins, char **idx) {
+  gen *g = c->g;
+  const ocl_instr *x = ins->operands[0], *src = ins->operands[1], *init = ins->operands[2];
+  int r = x->shape.rank, dt = ins->shape.dtype;
+  ocl_window_dim w[OCL_MAX_RANK];
+  if (src->shape.rank != r || window_of(g, ins, r, w)) {
+    if (!g->code) fail(g, KILN_PLUGIN_ERR_INVALID_ARGUMENT, "%s: bad select-and-scatter", ins->name);
+    return "0";
+  }
+  const char *sel = comparator_name(g, ins->called[0]);
+  const char *T = ocl_compute_type(dt);
+  char *acc = gstr(g, "acc%d", g->tmp++);
+  char *iv = emit(c, init, NULL);
+  line(c, "%s %s = %s;", T, acc, iv);
+  /* Windows covering o, source positions ascending (offsets descending). */
+  char **sv = idxv(g, r);
+  for (int d = 0; d < r; d++) {
+    char *k = gstr(g, "r%d", g->tmp++), *q = gstr(g, "l%d", g->tmp++);
+    sv[d] = gstr(g, "l%d", g->tmp++);
+    open_block(c, gstr(g, "for (long %s = %lldL; %s >= 0; %s--)", k, (long long)(w[d].size - 1), k, k));
+    line(c, "long %s = (%s) * %lldL + %lldL - %s * %lldL;", q, idx[d], (long long)w[d].lhs_dilate, (long long)w[d].pad_lo,
+         k, (long long)w[d].rhs_dilate);
+    line(c, "if (%s < 0 || %s %% %lldL != 0) continue;", q, q, (long long)w[d].stride);
+    line(c, "long %s = %s / %lldL;", sv[d], q, (long long)w[d].stride);
+    line(c, "if (%s >= %lldL) continue;", sv[d], (long long)src->shape.dims[d]);
+  }
+  int mk = memo_mark(c);
+  /* The selection inside window s. */
+  char *have = gstr(g, "h%d", g->tmp++), *cv = gstr(g, "t%d", g->tmp++), *hit = gstr(g, "h%d", g->tmp++);
+  line(c, "int %s = 0, %s = 0;", have, hit);
+  line(c, "%s %s = 0;", T, cv);
+  char **xi = idxv(g, r), **mv = idxv(g, r);
+  char *cond = gstr(g, "1"), *same = gstr(g, "1");
+  for (int d = 0; d < r; d++) {
+    mv[d] = gstr(g, "r%d", g->tmp++);
+    open_block(c, gstr(g, "for (long %s = 0; %s < %lldL; %s++)", mv[d], mv[d], (long long)w[d].size, mv[d]));
+    char *p = gstr(g, "(%s * %lldL + %s * %lldL - %lldL)", sv[d], (long long)w[d].stride, mv[d], (long long)w[d].rhs_dilate,
+                   (long long)w[d].pad_lo);
+    cond = gstr(g, "%s && %s >= 0 && %s %% %lldL == 0 && %s / %lldL < %lldL", cond, p, p, (long long)w[d].lhs_dilate, p,
+                (long long)w[d].lhs_dilate, (long long)x->shape.dims[d]);
+    xi[d] = gstr(g, "(%s / %lldL)", p, (long long)w[d].lhs_dilate);
+    same = gstr(g, "%s && %s == (%s)", same, xi[d], idx[d]);
+  }
+  int mk2 = memo_mark(c);
+  open_block(c, gstr(g, "if (%s)", cond));
+  char *v = emit(c, x, xi);
+  line(c, "if (!%s || !%s(%s, %s)) { %s = %s; %s = %s; %s = 1; }", have, sel, cv, v, cv, v, hit, same, have);
+  close_block(c, NULL);
+  memo_reset(c, mk2);
+  for (int d = 0; d < r; d++) close_block(c, NULL);
+  open_block(c, gstr(g, "if (%s && %s)", have, hit));
+  char *sval = emit(c, src, sv);
+  line(c, "%s = %s;", acc, emit_reducer_call(c, ins->called[1], dt, sval, acc));
+  close_block(c, NULL);
+  memo_reset(c, mk);
+  for (int d = 0; d < r; d++) close_block(c, NULL);
   return acc;
 }

@@ -123,6 +123,9 @@ char *emit_dot(ectx *c, const ocl_instr *ins, char **idx);
 char *emit_conv(ectx *c, const ocl_instr *ins, char **idx);
 char *emit_reduce_window(ectx *c, const ocl_instr *ins, char **idx);
 char *emit_scatter(ectx *c, const ocl_instr *ins, char **idx);
+char *emit_select_and_scatter(ectx *c, const ocl_instr *ins, char **idx);
+/* A comparator-like computation (2n scalars -> pred) as an OpenCL function. */
+const char *comparator_name(gen *g, const ocl_comp *comp);
 enum { TILE = 16, RED_THRESHOLD = 1024 };
 int gen_tiled_dot(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c);
 int gen_tree_reduce(gen *g, const ocl_instr *ins, ocl_kernel_plan *kp, ectx *c);

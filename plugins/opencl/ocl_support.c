@@ -45,7 +45,7 @@ static const struct opinfo {
     {"get-tuple-element", M_ALL, OK_OTHER}, {"constant", M_ALL, OK_OTHER}, {"parameter", M_ALL, OK_OTHER},
     {"gather", M_ALL, OK_OTHER}, {"dynamic-slice", M_ALL, OK_OTHER}, {"dynamic-update-slice", M_ALL, OK_OTHER},
     {"reduce-precision", M_FLOAT, OK_OTHER}, {"bitcast-convert", M_NUM, OK_OTHER}, {"fusion", M_ALL, OK_OTHER},
-    {"sort", M_ALL, OK_OTHER}, {"scatter", M_ALL, OK_OTHER},
+    {"sort", M_ALL, OK_OTHER}, {"scatter", M_ALL, OK_OTHER}, {"select-and-scatter", M_ALL, OK_OTHER},
 };
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))
 
@@ -162,6 +162,19 @@ int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, s
     if (ins->operands[2]->shape.dtype != dt || ins->operands[0]->shape.dtype != dt)
       NO("%s: scatter operand, updates and result types differ", ins->name);
     if (!is_scalar_comp_ok(ins->called[0], 1, caps, why, why_cap)) return 0;
+  }
+  if (!strcmp(op, "select-and-scatter")) {
+    if (ins->n_operands != 3 || ins->n_called != 2 || ins->operands[0]->shape.rank != ins->operands[1]->shape.rank)
+      NO("%s: select-and-scatter needs operand, source, init and two computations", ins->name);
+    const ocl_comp *sel = ins->called[0];
+    if (!sel || sel->n_params != 2 || !sel->root || sel->root->shape.dtype != KILN_DTYPE_PRED || sel->root->shape.rank)
+      NO("%s: select must take two scalars and return pred[]", ins->name);
+    for (int i = 0; i < sel->n_instrs; i++) {
+      const ocl_instr *x = sel->instrs[i];
+      if (x->shape.dtype == 0 || x->shape.rank != 0) NO("%s: select %s: %s is not scalar", ins->name, sel->name, x->name);
+      if (!ocl_instr_supported(x, caps, why, why_cap)) return 0;
+    }
+    if (!is_scalar_comp_ok(ins->called[1], 1, caps, why, why_cap)) return 0;
   }
   if (!strcmp(op, "sort")) {
     int n = ins->n_operands;

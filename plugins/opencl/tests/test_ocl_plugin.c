@@ -114,7 +114,7 @@ int main(int argc, char **argv) {
   CHECK(supported_op("add", KILN_DTYPE_PRED));
   CHECK(!supported_op("exponential", KILN_DTYPE_S32));
   CHECK(supported_op("sort", KILN_DTYPE_F32));
-  CHECK(!supported_op("select-and-scatter", KILN_DTYPE_F32));
+  CHECK(!supported_op("while", KILN_DTYPE_F32));
   CHECK(!supported_op("custom-call", KILN_DTYPE_F32));
   CHECK(supported_op("compare", KILN_DTYPE_PRED));
   CHECK(supported_op("tuple", 0));
