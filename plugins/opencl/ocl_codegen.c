@@ -60,6 +60,7 @@ static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
                                 ? ins->operands[0]
                                 : NULL;
   if (sorted) {
+    c.out_rank = -1; /* writes go to other elements than it reads: never in place */
     gen_sort(g, sorted, sorted == ins ? 0 : (int)ins->int_payload, &c);
     sbf(&g->src, "__kernel void %s(", kp->name);
     for (int i = 0; i < kp->n_refs; i++) sbf(&g->src, "__global const %s *b%d, ", ocl_storage_type(c.ref_dtypes[i]), i);
