@@ -106,7 +106,12 @@ static void gen_kernel(gen *g, const ocl_instr *ins, int kidx) {
   int64_t stride = 1;
   for (int k = rank - 1; k >= 0; k--) {
     idx[k] = gstr(g, "i%d", k);
-    line(&c, "long i%d = gid / %lldL %% %lldL;", k, (long long)stride, (long long)(ins->shape.dims[k] ? ins->shape.dims[k] : 1));
+    /* 32-bit division where the index fits (64-bit division is slow on GPUs). */
+    if (kp->n_elems < ((int64_t)1 << 31))
+      line(&c, "long i%d = (long)((uint)gid / %lluU %% %lluU);", k, (unsigned long long)stride,
+           (unsigned long long)(ins->shape.dims[k] ? ins->shape.dims[k] : 1));
+    else
+      line(&c, "long i%d = gid / %lldL %% %lldL;", k, (long long)stride, (long long)(ins->shape.dims[k] ? ins->shape.dims[k] : 1));
     stride *= ins->shape.dims[k] ? ins->shape.dims[k] : 1;
   }
   const char *op = ins->opcode;

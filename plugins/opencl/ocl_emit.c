@@ -658,7 +658,11 @@ static char *emit_uncached(ectx *c, const ocl_instr *ins, char **idx) {
     char **oi = idxv(g, xr);
     int64_t stride = 1;
     for (int k = xr - 1; k >= 0; k--) {
-      oi[k] = gstr(g, "(%s / %lldL %% %lldL)", l, (long long)stride, (long long)(x->shape.dims[k] ? x->shape.dims[k] : 1));
+      if (ocl_shape_elems(&ins->shape) < ((int64_t)1 << 31)) /* 32-bit division where it fits */
+        oi[k] = gstr(g, "(long)((uint)%s / %lluU %% %lluU)", l, (unsigned long long)stride,
+                     (unsigned long long)(x->shape.dims[k] ? x->shape.dims[k] : 1));
+      else
+        oi[k] = gstr(g, "(%s / %lldL %% %lldL)", l, (long long)stride, (long long)(x->shape.dims[k] ? x->shape.dims[k] : 1));
       stride *= x->shape.dims[k] ? x->shape.dims[k] : 1;
     }
     return emit(c, x, oi);
