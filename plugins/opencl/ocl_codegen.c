@@ -168,6 +168,9 @@ int ocl_codegen(const ocl_module *m, const ocl_caps *caps, ocl_plan **out, char 
   /* Support check first: UNIMPLEMENTED names the first instruction the device lacks. */
   for (int i = 0; i < e->n_instrs; i++)
     if (!ocl_instr_supported(e->instrs[i], caps, err, err_cap)) return KILN_PLUGIN_ERR_UNIMPLEMENTED;
+  for (int c = 0; c < m->n_comps; c++)
+    for (int i = 0; i < m->comps[c]->n_instrs; i++)
+      if (!ocl_instr_shapes_ok(m->comps[c]->instrs[i], err, err_cap)) return KILN_PLUGIN_ERR_INVALID_ARGUMENT;
   const ocl_instr *root = e->root;
   if (root->shape.dtype == 0 && strcmp(root->opcode, "tuple")) {
     snprintf(err, err_cap, "%s: a tuple-shaped root must be a tuple instruction", root->name);

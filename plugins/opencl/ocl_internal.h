@@ -130,6 +130,9 @@ void ocl_plan_free(ocl_plan *p);
  * why names the reason when not. Checks called computations' instructions too when
  * they are scalar reducers. */
 int ocl_instr_supported(const ocl_instr *ins, const ocl_caps *caps, char *why, size_t why_cap);
+/* Whether the operand / result shapes and shape attributes add up (a malformed module is
+ * INVALID_ARGUMENT, never a device read out of bounds). */
+int ocl_instr_shapes_ok(const ocl_instr *ins, char *why, size_t why_cap);
 /* Opcode x result dtype (0 for tuples): the table op_supported answers from. */
 int ocl_op_supported(const char *opcode, int dtype, const ocl_caps *caps);
 

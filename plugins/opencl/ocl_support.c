@@ -309,3 +309,118 @@ int op_kind(const char *opcode) {
   const struct opinfo *o = find_op(opcode);
   return o ? (int)o->kind : OP_UNKNOWN;
 }
+
+/* ------------------------------------------------------------------ shapes ----- */
+
+/* Shape consistency the kernels rely on to stay inside their buffers (kiln verifies
+ * modules before sending them, but compile must not turn a malformed one into device
+ * reads out of bounds). Returns 0 and writes why when something does not add up. */
+int ocl_instr_shapes_ok(const ocl_instr *ins, char *why, size_t why_cap) {
+#define BAD(...) do { snprintf(why, why_cap, __VA_ARGS__); return 0; } while (0)
+  const char *op = ins->opcode;
+  const ocl_shape *rs = &ins->shape;
+  int kind = op_kind(op);
+  if (kind == OP_UNARY || kind == OP_BINARY || !strcmp(op, "select") || !strcmp(op, "clamp") ||
+      !strcmp(op, "compare") || !strcmp(op, "convert") || !strcmp(op, "is-finite") || !strcmp(op, "reduce-precision") ||
+      !strcmp(op, "bitcast-convert")) {
+    for (int i = 0; i < ins->n_operands; i++) {
+      const ocl_shape *s = &ins->operands[i]->shape;
+      if (s->rank != 0 && !same_dims(s->rank, s->dims, rs->rank, rs->dims))
+        BAD("%s: operand %d's shape does not match the result", ins->name, i);
+    }
+    return 1;
+  }
+  if (ins->n_operands < 1) return 1;
+  const ocl_shape *x = &ins->operands[0]->shape;
+  int64_t v[OCL_MAX_RANK];
+  if (!strcmp(op, "broadcast")) {
+    const char *a = ocl_attr(ins, "dimensions");
+    int n = ocl_parse_int_list(a ? a : "{}", v, OCL_MAX_RANK);
+    if (n != x->rank) BAD("%s: broadcast dimensions do not match the operand", ins->name);
+    for (int k = 0; k < n; k++)
+      if (v[k] < 0 || v[k] >= rs->rank || rs->dims[v[k]] != x->dims[k]) BAD("%s: bad broadcast dimensions", ins->name);
+  } else if (!strcmp(op, "transpose")) {
+    const char *a = ocl_attr(ins, "dimensions");
+    int n = ocl_parse_int_list(a ? a : "{}", v, OCL_MAX_RANK);
+    if (n != rs->rank || x->rank != n) BAD("%s: bad transpose", ins->name);
+    for (int k = 0; k < n; k++)
+      if (v[k] < 0 || v[k] >= n || x->dims[v[k]] != rs->dims[k]) BAD("%s: bad transpose permutation", ins->name);
+  } else if (!strcmp(op, "reshape") || !strcmp(op, "bitcast") || !strcmp(op, "copy")) {
+    if (ocl_shape_elems(x) != ocl_shape_elems(rs)) BAD("%s: element counts differ", ins->name);
+  } else if (!strcmp(op, "slice")) {
+    int64_t st[OCL_MAX_RANK], li[OCL_MAX_RANK], sd[OCL_MAX_RANK];
+    const char *a = ocl_attr(ins, "slice");
+    int n = a ? ocl_parse_slice(a, st, li, sd, OCL_MAX_RANK) : -1;
+    if (n != rs->rank || x->rank != n) BAD("%s: bad slice", ins->name);
+    for (int k = 0; k < n; k++)
+      if (st[k] < 0 || sd[k] < 1 || li[k] > x->dims[k] || st[k] > li[k] || rs->dims[k] != (li[k] - st[k] + sd[k] - 1) / sd[k])
+        BAD("%s: slice out of the operand's bounds", ins->name);
+  } else if (!strcmp(op, "pad")) {
+    ocl_pad_dim pd[OCL_MAX_RANK];
+    const char *a = ocl_attr(ins, "padding");
+    int n = a ? ocl_parse_padding(a, pd, OCL_MAX_RANK) : -1;
+    if (n != rs->rank || x->rank != n || ins->n_operands != 2 || ins->operands[1]->shape.rank != 0)
+      BAD("%s: bad pad", ins->name);
+    for (int k = 0; k < n; k++) {
+      int64_t want = pd[k].lo + pd[k].hi + (x->dims[k] ? x->dims[k] + (x->dims[k] - 1) * pd[k].interior : 0);
+      if (pd[k].interior < 0 || want != rs->dims[k]) BAD("%s: padding does not give the result shape", ins->name);
+    }
+  } else if (!strcmp(op, "concatenate")) {
+    int d = (int)ins->int_payload;
+    if (d < 0 || d >= rs->rank) BAD("%s: bad concatenate dimension", ins->name);
+    int64_t sum = 0;
+    for (int i = 0; i < ins->n_operands; i++) {
+      const ocl_shape *s = &ins->operands[i]->shape;
+      if (s->rank != rs->rank) BAD("%s: concatenate operands of different ranks", ins->name);
+      for (int k = 0; k < rs->rank; k++)
+        if (k != d && s->dims[k] != rs->dims[k]) BAD("%s: concatenate operands do not line up", ins->name);
+      sum += s->dims[d];
+    }
+    if (sum != rs->dims[d]) BAD("%s: concatenate sizes do not add up", ins->name);
+  } else if (!strcmp(op, "reverse")) {
+    if (!same_dims(x->rank, x->dims, rs->rank, rs->dims)) BAD("%s: reverse changes the shape", ins->name);
+  } else if (!strcmp(op, "dynamic-slice")) {
+    const char *a = ocl_attr(ins, "dynamic_slice_sizes");
+    int n = a ? ocl_parse_int_list(a, v, OCL_MAX_RANK) : -1;
+    if (n != x->rank) BAD("%s: bad dynamic_slice_sizes", ins->name);
+    for (int k = 0; k < n; k++)
+      if (v[k] < 0 || v[k] > x->dims[k] || v[k] != rs->dims[k]) BAD("%s: dynamic slice larger than its operand", ins->name);
+  } else if (!strcmp(op, "dynamic-update-slice")) {
+    const ocl_shape *u = &ins->operands[ins->n_operands > 1 ? 1 : 0]->shape;
+    if (!same_dims(x->rank, x->dims, rs->rank, rs->dims) || u->rank != x->rank) BAD("%s: bad dynamic-update-slice", ins->name);
+    for (int k = 0; k < u->rank; k++)
+      if (u->dims[k] > x->dims[k]) BAD("%s: update larger than its operand", ins->name);
+  } else if (!strcmp(op, "gather")) {
+    const char *a = ocl_attr(ins, "slice_sizes");
+    int n = a ? ocl_parse_int_list(a, v, OCL_MAX_RANK) : -1;
+    if (n != x->rank) BAD("%s: bad slice_sizes", ins->name);
+    for (int k = 0; k < n; k++)
+      if (v[k] < 0 || v[k] > x->dims[k]) BAD("%s: gather slice larger than its operand", ins->name);
+  } else if (!strcmp(op, "dot") && ins->n_operands == 2) {
+    const ocl_shape *y = &ins->operands[1]->shape;
+    int64_t a1[OCL_MAX_RANK], b1[OCL_MAX_RANK];
+    const char *keys[2][2] = {{"lhs_contracting_dims", "rhs_contracting_dims"}, {"lhs_batch_dims", "rhs_batch_dims"}};
+    for (int t = 0; t < 2; t++) {
+      const char *ka = ocl_attr(ins, keys[t][0]), *kb = ocl_attr(ins, keys[t][1]);
+      int na = ka ? ocl_parse_int_list(ka, a1, OCL_MAX_RANK) : 0, nb = kb ? ocl_parse_int_list(kb, b1, OCL_MAX_RANK) : 0;
+      if (na != nb || na < 0) BAD("%s: dot dimension lists differ in length", ins->name);
+      for (int k = 0; k < na; k++)
+        if (a1[k] < 0 || a1[k] >= x->rank || b1[k] < 0 || b1[k] >= y->rank || x->dims[a1[k]] != y->dims[b1[k]])
+          BAD("%s: dot dimensions do not match", ins->name);
+    }
+  } else if (!strcmp(op, "convolution") && ins->n_operands == 2) {
+    ocl_conv_dnums dn;
+    ocl_window_dim w[OCL_MAX_RANK];
+    const char *a = ocl_attr(ins, "dim_labels"), *wa = ocl_attr(ins, "window");
+    const ocl_shape *k = &ins->operands[1]->shape;
+    if (!a || ocl_parse_conv_dnums(a, &dn) != 0 || x->rank != dn.n_spatial + 2 || k->rank != dn.n_spatial + 2 ||
+        rs->rank != dn.n_spatial + 2)
+      BAD("%s: bad dim_labels", ins->name);
+    int nw = wa ? ocl_parse_window(wa, w, OCL_MAX_RANK) : 0;
+    if (nw != dn.n_spatial) BAD("%s: window does not match the spatial dimensions", ins->name);
+    for (int d = 0; d < nw; d++)
+      if (w[d].size != k->dims[dn.k_spatial[d]]) BAD("%s: window size differs from the kernel's", ins->name);
+  }
+  return 1;
+#undef BAD
+}

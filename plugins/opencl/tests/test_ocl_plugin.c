@@ -141,6 +141,12 @@ int main(int argc, char **argv) {
   CHECK(compile("HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT c = f32[4] custom-call(p), "
                 "custom_call_target=\"x\"\n}\n", &exe) == KILN_PLUGIN_ERR_UNIMPLEMENTED && !exe);
 
+  /* A malformed module (a slice past its operand) is refused, not run out of bounds. */
+  CHECK(compile("HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT s = f32[6] slice(p), slice={[0:6]}\n}\n",
+                &exe) == KILN_PLUGIN_ERR_INVALID_ARGUMENT && !exe);
+  CHECK(compile("HloModule m\n\nENTRY e {\n  p = f32[4] parameter(0)\n  q = f32[5] parameter(1)\n"
+                "  ROOT s = f32[5] add(p, q)\n}\n", &exe) == KILN_PLUGIN_ERR_INVALID_ARGUMENT && !exe);
+
   /* Buffers, zero-element ones included. */
   size_t d0[2] = {0, 3};
   kiln_plugin_buffer *e0 = upload(KILN_DTYPE_F32, 2, d0, NULL, 0);
