@@ -159,8 +159,10 @@ struct kiln_plugin_executable {
 };
 
 /* Builds (or finds in the client's cache) the program for plan->source and creates its
- * kernels and constant buffers. */
-kiln_plugin_error *ocl_runtime_prepare(kiln_plugin_client *c, ocl_plan *plan, kiln_plugin_executable **out);
+ * kernels and constant buffers. When a kernel's fixed work-group size exceeds what the
+ * device allows for it, sets *wg_too_small and returns NULL with *out NULL (plan freed). */
+kiln_plugin_error *ocl_runtime_prepare(kiln_plugin_client *c, ocl_plan *plan, kiln_plugin_executable **out,
+                                       int *wg_too_small);
 void ocl_runtime_release(kiln_plugin_executable *exe);
 kiln_plugin_error *ocl_runtime_execute(kiln_plugin_client *c, kiln_plugin_execute_args *a);
 void ocl_cache_clear(kiln_plugin_client *c);

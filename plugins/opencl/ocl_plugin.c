@@ -353,18 +353,33 @@ static kiln_plugin_error *compile(kiln_plugin_compile_args *a) {
     if (m) ocl_module_free(m);
     return ocl_error(KILN_PLUGIN_ERR_INVALID_ARGUMENT, "compile: cannot parse the module: %s", err);
   }
-  ocl_plan *plan = NULL;
-  int code = ocl_codegen(m, &a->client->caps, &plan, err, sizeof err);
-  ocl_module_free(m);
-  if (code) return ocl_error(code, "%s", err);
-  ocl_log(a->client, KILN_PLUGIN_LOG_DEBUG, "opencl: %d kernels, %d array constants, %zu bytes of OpenCL C",
-          plan->n_kernels, plan->n_consts, strlen(plan->source));
   const char *dump = option(a->options, a->n_options, "opencl.dump_source");
-  if (dump && strcmp(dump, "0")) {
-    const char *body = strstr(plan->source, "/* end of preamble */"); /* skip the helpers */
-    ocl_log(a->client, KILN_PLUGIN_LOG_INFO, "%s", body ? body : plan->source);
+  ocl_caps caps = a->client->caps;
+  kiln_plugin_error *e = NULL;
+  for (int attempt = 0; attempt < 2; attempt++) {
+    ocl_plan *plan = NULL;
+    int code = ocl_codegen(m, &caps, &plan, err, sizeof err);
+    if (code) {
+      ocl_module_free(m);
+      return ocl_error(code, "%s", err);
+    }
+    ocl_log(a->client, KILN_PLUGIN_LOG_DEBUG, "opencl: %d kernels, %d array constants, %zu bytes of OpenCL C",
+            plan->n_kernels, plan->n_consts, strlen(plan->source));
+    if (dump && strcmp(dump, "0")) {
+      const char *body = strstr(plan->source, "/* end of preamble */"); /* skip the helpers */
+      ocl_log(a->client, KILN_PLUGIN_LOG_INFO, "%s", body ? body : plan->source);
+    }
+    int wg_too_small = 0;
+    e = ocl_runtime_prepare(a->client, plan, &a->executable, &wg_too_small);
+    if (!wg_too_small) break;
+    /* A kernel cannot run the work-group size its tiled / tree form needs on this
+     * device: generate again without those forms. */
+    ocl_log(a->client, KILN_PLUGIN_LOG_DEBUG, "opencl: work-group kernels too large here, regenerating without them");
+    caps.max_work_group = 0;
   }
-  return ocl_runtime_prepare(a->client, plan, &a->executable);
+  ocl_module_free(m);
+  if (!e && !a->executable) e = ocl_error(KILN_PLUGIN_ERR_INTERNAL, "compile: no work-group size fits this device");
+  return e;
 }
 
 static void executable_destroy(kiln_plugin_client *c, kiln_plugin_executable *exe) {

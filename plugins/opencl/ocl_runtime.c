@@ -89,8 +89,10 @@ void ocl_runtime_release(kiln_plugin_executable *exe) {
   free(exe);
 }
 
-kiln_plugin_error *ocl_runtime_prepare(kiln_plugin_client *c, ocl_plan *plan, kiln_plugin_executable **out) {
+kiln_plugin_error *ocl_runtime_prepare(kiln_plugin_client *c, ocl_plan *plan, kiln_plugin_executable **out,
+                                       int *wg_too_small) {
   *out = NULL;
+  *wg_too_small = 0;
   kiln_plugin_executable *exe = calloc(1, sizeof *exe);
   if (!exe) {
     ocl_plan_free(plan);
@@ -111,6 +113,18 @@ kiln_plugin_error *ocl_runtime_prepare(kiln_plugin_client *c, ocl_plan *plan, ki
     if (st != CL_SUCCESS) {
       err = ocl_cl_error("clCreateKernel", st);
       goto fail;
+    }
+    /* OCL_TEST_SMALL_WG pretends every fixed work-group size is too large (tests the
+     * fallback on devices where they all fit). */
+    const ocl_kernel_plan *kp = &plan->kernels[i];
+    if (kp->work_dim) {
+      size_t most = 0;
+      if (clGetKernelWorkGroupInfo(exe->kernels[i], c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof most, &most, NULL) ==
+              CL_SUCCESS &&
+          (most < kp->local[0] * kp->local[1] * kp->local[2] || getenv("OCL_TEST_SMALL_WG"))) {
+        *wg_too_small = 1;
+        goto fail;
+      }
     }
   }
   for (int i = 0; i < plan->n_consts; i++) {
