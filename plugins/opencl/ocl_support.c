@@ -390,12 +390,76 @@ int ocl_instr_shapes_ok(const ocl_instr *ins, char *why, size_t why_cap) {
     if (!same_dims(x->rank, x->dims, rs->rank, rs->dims) || u->rank != x->rank) BAD("%s: bad dynamic-update-slice", ins->name);
     for (int k = 0; k < u->rank; k++)
       if (u->dims[k] > x->dims[k]) BAD("%s: update larger than its operand", ins->name);
-  } else if (!strcmp(op, "gather")) {
+  } else if (!strcmp(op, "gather") && ins->n_operands == 2) {
     const char *a = ocl_attr(ins, "slice_sizes");
     int n = a ? ocl_parse_int_list(a, v, OCL_MAX_RANK) : -1;
     if (n != x->rank) BAD("%s: bad slice_sizes", ins->name);
     for (int k = 0; k < n; k++)
       if (v[k] < 0 || v[k] > x->dims[k]) BAD("%s: gather slice larger than its operand", ins->name);
+    /* Offset dims have the slice's sizes, batch dims the indices' sizes. */
+    const ocl_shape *ix = &ins->operands[1]->shape;
+    int64_t od[OCL_MAX_RANK], cd[OCL_MAX_RANK], ob[OCL_MAX_RANK], sb[OCL_MAX_RANK];
+    int nod = int_attr_list(ins, "offset_dims", od), ncd = int_attr_list(ins, "collapsed_slice_dims", cd);
+    int nob = int_attr_list(ins, "operand_batching_dims", ob), nsb = int_attr_list(ins, "start_indices_batching_dims", sb);
+    const char *iv = ocl_attr(ins, "index_vector_dim");
+    int ivd = iv ? atoi(iv) : ix->rank;
+    if (nod < 0 || ncd < 0 || nob < 0 || nsb != nob || ivd < 0 || ivd > ix->rank) BAD("%s: bad gather dims", ins->name);
+    for (int k = 0; k < nod; k++)
+      if (od[k] < 0 || od[k] >= rs->rank || (k && od[k] <= od[k - 1])) BAD("%s: bad offset_dims", ins->name);
+    for (int d = 0, k = 0; d < x->rank; d++) {
+      if (in_list(cd, ncd, d) >= 0 || in_list(ob, nob, d) >= 0) {
+        if (v[d] != 1) BAD("%s: collapsed or batching dims must have slice size 1", ins->name);
+        continue;
+      }
+      if (k >= nod || rs->dims[od[k]] != v[d]) BAD("%s: offset dims do not match slice_sizes", ins->name);
+      k++;
+    }
+    for (int d = 0, b = 0; d < rs->rank; d++) {
+      if (in_list(od, nod, d) >= 0) continue;
+      while (b == ivd) b++;
+      if (b >= ix->rank || rs->dims[d] != ix->dims[b]) BAD("%s: batch dims do not match the indices", ins->name);
+      b++;
+    }
+    for (int j = 0; j < nob; j++)
+      if (ob[j] < 0 || ob[j] >= x->rank || sb[j] < 0 || sb[j] >= ix->rank || sb[j] == ivd ||
+          x->dims[ob[j]] != ix->dims[sb[j]])
+        BAD("%s: batching dims do not pair up", ins->name);
+  } else if (!strcmp(op, "scatter") && ins->n_operands == 3) {
+    const ocl_shape *ix = &ins->operands[1]->shape, *up = &ins->operands[2]->shape;
+    if (!same_dims(x->rank, x->dims, rs->rank, rs->dims)) BAD("%s: scatter result differs from its operand", ins->name);
+    int64_t uwd[OCL_MAX_RANK], iwd[OCL_MAX_RANK], ib[OCL_MAX_RANK], sb[OCL_MAX_RANK];
+    int nuw = int_attr_list(ins, "update_window_dims", uwd), niw = int_attr_list(ins, "inserted_window_dims", iwd);
+    int nib = int_attr_list(ins, "input_batching_dims", ib), nsb = int_attr_list(ins, "scatter_indices_batching_dims", sb);
+    const char *iv = ocl_attr(ins, "index_vector_dim");
+    int ivd = iv ? atoi(iv) : ix->rank;
+    if (nuw < 0 || niw < 0 || nib < 0 || nsb != nib || ivd < 0 || ivd > ix->rank) BAD("%s: bad scatter dims", ins->name);
+    for (int k = 0; k < nuw; k++)
+      if (uwd[k] < 0 || uwd[k] >= up->rank || (k && uwd[k] <= uwd[k - 1])) BAD("%s: bad update_window_dims", ins->name);
+    int ns = ix->rank - (ivd < ix->rank ? 1 : 0);
+    if (up->rank != ns + nuw || x->rank != nuw + niw + nib) BAD("%s: scatter ranks do not add up", ins->name);
+    for (int d = 0, b = 0; d < up->rank; d++) {
+      if (in_list(uwd, nuw, d) >= 0) continue;
+      while (b == ivd) b++;
+      if (b >= ix->rank || up->dims[d] != ix->dims[b]) BAD("%s: update dims do not match the indices", ins->name);
+      b++;
+    }
+    for (int j = 0; j < nib; j++)
+      if (ib[j] < 0 || ib[j] >= x->rank || sb[j] < 0 || sb[j] >= ix->rank || sb[j] == ivd ||
+          x->dims[ib[j]] != ix->dims[sb[j]])
+        BAD("%s: batching dims do not pair up", ins->name);
+  } else if (!strcmp(op, "reduce") && ins->n_operands >= 2) {
+    const char *a = ocl_attr(ins, "dimensions");
+    int n = a ? ocl_parse_int_list(a, v, OCL_MAX_RANK) : -1;
+    const ocl_shape *r0 = rs->dtype == 0 ? (rs->n_elems > 0 ? &rs->elems[0] : NULL) : rs;
+    if (n < 0 || !r0 || r0->rank != x->rank - n) BAD("%s: bad reduce dimensions", ins->name);
+    for (int d = 0, o = 0; d < x->rank; d++) {
+      if (in_list(v, n, d) >= 0) continue;
+      if (r0->dims[o++] != x->dims[d]) BAD("%s: reduce result does not match the kept dimensions", ins->name);
+    }
+    for (int i = 0; i < ins->n_operands / 2; i++)
+      if (!same_dims(ins->operands[i]->shape.rank, ins->operands[i]->shape.dims, x->rank, x->dims) ||
+          ins->operands[ins->n_operands / 2 + i]->shape.rank != 0)
+        BAD("%s: reduce inputs of different shapes", ins->name);
   } else if (!strcmp(op, "dot") && ins->n_operands == 2) {
     const ocl_shape *y = &ins->operands[1]->shape;
     int64_t a1[OCL_MAX_RANK], b1[OCL_MAX_RANK];
@@ -408,6 +472,22 @@ int ocl_instr_shapes_ok(const ocl_instr *ins, char *why, size_t why_cap) {
         if (a1[k] < 0 || a1[k] >= x->rank || b1[k] < 0 || b1[k] >= y->rank || x->dims[a1[k]] != y->dims[b1[k]])
           BAD("%s: dot dimensions do not match", ins->name);
     }
+    /* Result: batch dims, then lhs free dims, then rhs free dims. */
+    int64_t lc[OCL_MAX_RANK], rc[OCL_MAX_RANK], lb[OCL_MAX_RANK], rb[OCL_MAX_RANK];
+    int nlc = int_attr_list(ins, "lhs_contracting_dims", lc), nrc = int_attr_list(ins, "rhs_contracting_dims", rc);
+    int nlb = int_attr_list(ins, "lhs_batch_dims", lb), nrb = int_attr_list(ins, "rhs_batch_dims", rb);
+    (void)nrc;
+    (void)nrb;
+    int o = 0;
+    if (rs->rank != x->rank + y->rank - nlb - nlc - nlc) BAD("%s: dot result rank", ins->name);
+    for (int k = 0; k < nlb; k++)
+      if (rs->dims[o++] != x->dims[lb[k]]) BAD("%s: dot result batch dims", ins->name);
+    for (int d = 0; d < x->rank; d++)
+      if (in_list(lb, nlb, d) < 0 && in_list(lc, nlc, d) < 0 && rs->dims[o++] != x->dims[d])
+        BAD("%s: dot result lhs dims", ins->name);
+    for (int d = 0; d < y->rank; d++)
+      if (in_list(rb, nlb, d) < 0 && in_list(rc, nlc, d) < 0 && rs->dims[o++] != y->dims[d])
+        BAD("%s: dot result rhs dims", ins->name);
   } else if (!strcmp(op, "convolution") && ins->n_operands == 2) {
     ocl_conv_dnums dn;
     ocl_window_dim w[OCL_MAX_RANK];
@@ -420,6 +500,8 @@ int ocl_instr_shapes_ok(const ocl_instr *ins, char *why, size_t why_cap) {
     if (nw != dn.n_spatial) BAD("%s: window does not match the spatial dimensions", ins->name);
     for (int d = 0; d < nw; d++)
       if (w[d].size != k->dims[dn.k_spatial[d]]) BAD("%s: window size differs from the kernel's", ins->name);
+    if (k->dims[dn.k_out_feature] != rs->dims[dn.out_feature] || x->dims[dn.in_batch] != rs->dims[dn.out_batch])
+      BAD("%s: convolution batch / output features do not match", ins->name);
   }
   return 1;
 #undef BAD
