@@ -41,6 +41,11 @@ seed_corpus() { # NAME DIR
       if compgen -G "tests/hlo/corpus/*.hlo" >/dev/null; then cp tests/hlo/corpus/*.hlo "$dir/"; fi
       cp examples/*.hlo "$dir/" 2>/dev/null || true
       ;;
+    fuzz_ocl_parse)
+      # The OpenCL plugin's parser: the same HLO texts as kiln's parser.
+      if compgen -G "tests/hlo/corpus/*.hlo" >/dev/null; then cp tests/hlo/corpus/*.hlo "$dir/"; fi
+      cp examples/*.hlo "$dir/" 2>/dev/null || true
+      ;;
     fuzz_npy)
       /usr/bin/python3 - "$dir" <<'EOF'
 import sys
