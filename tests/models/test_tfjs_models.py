@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from plugin_checks import check_transfers
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPM_DIR = os.path.join(ROOT, 'build-ref-npm')
 MODELS_DIR = os.path.join(NPM_DIR, 'node_modules', '@vladmandic', 'human-models', 'models')
@@ -179,6 +181,11 @@ def main():
     ap.add_argument('--list', action='store_true')
     ap.add_argument('--keep', action='store_true')
     ap.add_argument('--timeout', type=float, default=600, help='seconds per kiln run')
+    ap.add_argument('--plugin', default=None,
+                    help='a plugin manifest to load (with --device auto: no --device, so the placer puts each node '
+                         'on the highest-priority device that takes it: hybrid). Its runs must move data to the '
+                         'device (--json bytes_to_device > 0) and the later runs of a model must not move the '
+                         'weights again (bytes of a warm run < bytes of the first run)')
     ap.add_argument('--device', default='interpreter',
                     help='kiln device; on the interpreter --jit auto must also equal --jit off bitwise')
     args = ap.parse_args()
@@ -237,7 +244,11 @@ def main():
             stats = {}
             for jit in ('auto', 'off'):
                 cmd = [kiln, 'run', mj, '-o', os.path.join(d, 'kiln' if jit == 'auto' else 'kiln_off'), '--json',
-                       '--jit', jit, '--device', args.device]
+                       '--jit', jit]
+                if args.device != 'auto':
+                    cmd += ['--device', args.device]
+                if args.plugin:
+                    cmd += ['--plugin', args.plugin, '--iters', '3']
                 for k, p in inputs.items():
                     cmd += ['-i', '%s=%s' % (k, p)]
                 try:
@@ -249,6 +260,8 @@ def main():
                         stats = json.loads(kr.stdout.decode().strip().splitlines()[-1])
                 except subprocess.TimeoutExpired:
                     err = 'kiln --jit %s timed out after %gs' % (jit, args.timeout)
+                if not err and args.plugin and jit == 'auto':
+                    err = check_transfers(stats)
                 if err or args.device != 'interpreter':
                     break
             if not err and args.device == 'interpreter':
@@ -272,7 +285,7 @@ def main():
                     got, want = np.load(kp), np.load(os.path.join(d, 'ref', o['file']))
                     key = (name, o['file'][:-len('.npy')])
                     k = SCALE_TOLERANCE.get(key, 0.0)
-                    if args.device == 'cpu':
+                    if args.device != 'interpreter':  # cpu, or a plugin's device: f32 rounding like cpu's
                         k = max(k, CPU_SCALE_TOLERANCE.get(key, 0.0))
                     err = compare(o['name'], got, want, k)
                     if err:
@@ -290,9 +303,13 @@ def main():
             print('FAIL %s (%.1fs): %s' % (name, dt, err), flush=True)
         else:
             passed += 1
-            print('ok   %-28s max_abs %.3g  max_rel %.3g  clusters %d (compiled %d, fallback runs %d)  (%.1fs)'
+            moved = ''
+            if args.plugin:
+                moved = '  to device: %d bytes in all, %d in the last run' % (stats.get('bytes_to_device', 0),
+                                                                           stats.get('last_run_bytes_to_device', 0))
+            print('ok   %-28s max_abs %.3g  max_rel %.3g  clusters %d (compiled %d, fallback runs %d)%s  (%.1fs)'
                   % (name, max_abs, max_rel, stats.get('clusters', 0), stats.get('cluster_compiles', 0),
-                     stats.get('cluster_fallback_runs', 0), dt), flush=True)
+                     stats.get('cluster_fallback_runs', 0), moved, dt), flush=True)
     if not args.keep and not failed:
         shutil.rmtree(tmp, ignore_errors=True)
     else:

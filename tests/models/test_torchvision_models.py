@@ -24,7 +24,7 @@ err/tol, max |ref|, kiln's and the export's wall times (a kiln run over 60 s is 
 slow), pass/fail; then "N passed, N failed". Exit 1 on any failure.
 
 Usage: /usr/bin/python3 tests/models/test_torchvision_models.py --kiln build/kiln
-       [-k SUBSTR] [--quick] [--full] [--dynamic] [--opset 13|17] [--keep]
+       [-k SUBSTR] [--quick] [--full] [--dynamic] [--opset 13|17] [--keep] [--plugin MANIFEST]
   --quick: mobilenet_v3_small and the transformer encoder, opset 17 only.
   --full:  the transformer encoder at its benchmark size (d_model=768).
   --dynamic: also export every model with a dynamic batch axis and run it at batch 2.
@@ -45,6 +45,8 @@ import time
 import warnings
 
 import numpy as np
+
+from plugin_checks import check_transfers
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NPM_DIR = os.path.join(ROOT, 'build-ref-npm')
@@ -167,6 +169,10 @@ def main():
     ap.add_argument('--opset', type=int, choices=[13, 17])
     ap.add_argument('--dynamic', action='store_true')
     ap.add_argument('--keep', action='store_true')
+    ap.add_argument('--plugin', default=None,
+                    help='a plugin manifest to load: the placer puts each node on the highest-priority device '
+                         'that takes it (hybrid); the run must use the plugin\'s device and move its weights once '
+                         '(three iterations; see check_transfers)')
     args = ap.parse_args()
     kiln = os.path.abspath(args.kiln)
     try:
@@ -222,10 +228,18 @@ def main():
             err = 'reference failed: ' + open(ref_err).read()
         else:
             cmd = [kiln, 'run', path, '-i', 'x=' + xp, '-o', os.path.join(d, 'kiln')]
+            if args.plugin:
+                cmd += ['--plugin', args.plugin, '--iters', '3', '--json']
             kr = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
             if kr.returncode != 0:
                 err = 'kiln failed (exit %d): %s' % (kr.returncode, kr.stdout.decode(errors='replace').strip()[-2000:])
-            else:
+            elif args.plugin:
+                stats = json.loads(kr.stdout.decode().strip().splitlines()[-1])
+                err = check_transfers(stats)
+                print('     to device: %d bytes in all, %d in the last run; clusters %d, fallback runs %d' % (
+                    stats['bytes_to_device'], stats['last_run_bytes_to_device'], stats['clusters'],
+                    stats['cluster_fallback_runs']))
+            if kr.returncode == 0 and not err:
                 got = np.load(os.path.join(d, 'kiln', 'y.npy'))
                 want = np.load(os.path.join(d, 'ref', 'y.npy'))
                 ref_max = float(np.abs(want).max())
