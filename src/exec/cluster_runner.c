@@ -744,18 +744,9 @@ static kiln_status lower_tl_stack(const graph_node *node, cluster_value *const *
 }
 
 /* The executor-native ops a cluster may contain; NULL for the others. */
-static const exec_native *native_of(const graph_node *n) {
-  const exec_native *nat = exec_native_find(n->op);
-  if (!nat && !strchr(n->op, '.')) {
-    char buf[256];
-    snprintf(buf, sizeof buf, "tf.%s", n->op);
-    nat = exec_native_find(buf);
-  }
-  return nat;
-}
 
 static kiln_status lower_node(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out) {
-  const exec_native *nat = native_of(node);
+  const exec_native *nat = exec_native_of(node);
   if (nat) {
     if (nat->fn == exec_native_const) return lower_const(lw, node, out);
     if (nat->fn == exec_native_identity) {

@@ -46,6 +46,9 @@ typedef struct exec_native {
 
 /* NULL when the executor does not interpret op itself. */
 const exec_native *exec_native_find(const char *op);
+/* The native n runs as, or NULL; an op without a domain (a GraphDef's "Const") is looked
+ * up as TensorFlow's ("tf.Const"). */
+const exec_native *exec_native_of(const graph_node *n);
 
 /* Native op implementations, by file. */
 kiln_status exec_native_const(exec_node_ctx *c);

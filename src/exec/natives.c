@@ -7,6 +7,7 @@
  * and ai.onnx.ml ZipMap in maps.c,
  * and the ops that call function bodies in functional.c. The table below is the single list of what the executor claims; it
  * wins over the op library for these names. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,6 +96,16 @@ const exec_native *exec_native_find(const char *op) {
   for (int i = 0; i < N_NATIVES; i++)
     if (strcmp(natives[i].name, op) == 0) return &natives[i];
   return NULL;
+}
+
+const exec_native *exec_native_of(const graph_node *n) {
+  const exec_native *nat = exec_native_find(n->op);
+  if (!nat && !strchr(n->op, '.')) {
+    char buf[256];
+    snprintf(buf, sizeof buf, "tf.%s", n->op);
+    nat = exec_native_find(buf);
+  }
+  return nat;
 }
 
 static const char **all_names;

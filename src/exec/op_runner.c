@@ -34,7 +34,26 @@ typedef struct cache_entry {
   bool tuple_root;  /* the root is a tuple of the produced outputs */
   int n_outputs;
   int *tuple_index; /* per node output: element of the root tuple, -1 if not produced */
+  /* Devices with memory of their own: per input, whether it is a weight lowered as a
+   * constant (so the device keeps it and it is not an argument), and the references
+   * that keep those tensors -- and so the addresses the cache key holds -- alive. */
+  bool *resident;
+  int n_held;
+  graph_tensor **held;
 } cache_entry;
+
+/* Graph constants of at least this many bytes feeding a node placed on a device with
+ * memory of its own become constants of the node's module: the plugin adapter keeps
+ * such constants on the device (uploaded once), instead of receiving the weight with
+ * every run. Smaller ones stay arguments, so modules stay shared across nodes. */
+#define RESIDENT_WEIGHT_MIN_BYTES 4096
+
+static bool is_resident_weight(const backend *device, const graph_node *node, int i, const graph_tensor *t) {
+  if (!backend_has_device_memory(device) || i >= node->n_inputs) return false;
+  if (tensor_byte_size(t) < RESIDENT_WEIGHT_MIN_BYTES) return false;
+  const exec_native *nat = exec_native_of(node->inputs[i].node);
+  return nat && nat->fn == exec_native_const;
+}
 
 struct exec_cache {
   exec_key_table statics; /* value: id + 1 */
@@ -54,6 +73,9 @@ static void entry_free(void *p) {
   if (ce->exe) ce->device->destroy(ce->exe);
   hlo_module_free(ce->module);
   free(ce->tuple_index);
+  free(ce->resident);
+  for (int i = 0; i < ce->n_held; i++) tensor_free(ce->held[i]);
+  free(ce->held);
   free(ce);
 }
 
@@ -157,6 +179,11 @@ static kiln_status build_module(executor *e, const backend *device, const graph_
       s = op_constant(c, t, &a.inputs[i]);
       continue;
     }
+    if (ce->resident && ce->resident[i]) {
+      /* The entry holds t, which outlives the module (both die with the entry). */
+      s = op_constant_borrowed(c, t, &a.inputs[i]);
+      continue;
+    }
     graph_shape gs = tensor_shape(t);
     hlo_shape hs;
     if (!graph_shape_to_hlo(&gs, t->dtype, &hs)) {
@@ -249,16 +276,37 @@ static kiln_status find_or_compile(executor *e, const graph_node *node, const op
   }
   for (int i = 0; i < n_in; i++)
     if (op_input_must_be_constant(def, i, n_in)) exec_key_tensor(&b, in[i]);
+  /* Resident weights: the module is this weight's own (keyed by the tensor, which the
+   * entry holds so the address stays unique). */
+  bool *resident = NULL;
+  for (int i = 0; i < n_in; i++) {
+    if (op_input_must_be_constant(def, i, n_in) || !is_resident_weight(device, node, i, in[i])) continue;
+    if (!resident) {
+      resident = calloc((size_t)n_in, sizeof *resident);
+      if (!resident) abort();
+    }
+    resident[i] = true;
+    exec_key_i64(&b, (int64_t)(intptr_t)in[i]);
+  }
   size_t len = b.len;
   cache_entry *hit = exec_key_table_get(&c->compiled, b.data, len);
   if (hit) {
     strbuf_free(&b);
+    free(resident);
     *out = hit;
     e->stats.cache_hits++;
     return NULL;
   }
   cache_entry *ce = calloc(1, sizeof *ce);
   if (!ce) abort();
+  ce->resident = resident;
+  for (int i = 0; resident && i < n_in; i++) {
+    if (!resident[i]) continue;
+    graph_tensor **h = realloc(ce->held, (size_t)(ce->n_held + 1) * sizeof *h);
+    if (!h) abort();
+    ce->held = h;
+    ce->held[ce->n_held++] = tensor_ref(in[i]);
+  }
   kiln_status st = build_module(e, device, node, def, in, n_in, n_out, ce);
   if (st && kiln_status_code(st) == KILN_UNIMPLEMENTED && def->host) {
     log_info("node %s (%s): no lowering for this signature (%s); using the host kernel", node->name, node->op,
@@ -314,7 +362,7 @@ static kiln_status run_compiled(executor *e, const op_def *def, const cache_entr
   if (!views || !ptrs) abort();
   int n_args = 0;
   for (int i = 0; i < n_in; i++) {
-    if (op_input_must_be_constant(def, i, n_in)) continue;
+    if (op_input_must_be_constant(def, i, n_in) || (ce->resident && ce->resident[i])) continue;
     tensor_literal_view(in[i], &views[n_args]); /* checked when the module was built */
     ptrs[n_args] = &views[n_args];
     n_args++;
