@@ -177,6 +177,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--kiln', required=True)
     ap.add_argument('-k', default=None, help='only models whose name contains this')
+    ap.add_argument('--models', default=None, help='only these models (comma-separated names)')
     ap.add_argument('--quick', action='store_true', help='only the quick set (QUICK_MODELS)')
     ap.add_argument('--list', action='store_true')
     ap.add_argument('--keep', action='store_true')
@@ -199,6 +200,8 @@ def main():
     names = QUICK_MODELS if quick and not args.k else all_models()
     if args.k:
         names = [n for n in names if args.k in n]
+    if args.models:
+        names = [n for n in all_models() if n in args.models.split(',')]
     if args.list:
         print('\n'.join(names))
         return 0
