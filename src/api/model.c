@@ -919,15 +919,6 @@ static executor_value *share_value(const executor_value *v) {
   return c;
 }
 
-/* Bytes of a literal's arrays (a tuple's elements summed). */
-static int64_t literal_array_bytes(const hlo_literal *l) {
-  if (!l) return 0;
-  if (l->shape.type != HLO_TUPLE) return shape_is_array(&l->shape) ? shape_byte_size(&l->shape) : 0;
-  int64_t n = 0;
-  for (int i = 0; i < l->shape.n_elems; i++) n += literal_array_bytes(l->tuple[i]);
-  return n;
-}
-
 /* Runs an HLO module; *result is the root literal. */
 static kiln_status run_hlo(kiln_model *m, const kiln_value *inputs, const run_plan *p, hlo_literal **result) {
   const hlo_computation *entry = m->module->entry;

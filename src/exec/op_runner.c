@@ -344,15 +344,6 @@ static kiln_status run_host(executor *e, const graph_node *node, const op_def *d
   return s;
 }
 
-/* Bytes of a literal's arrays (a tuple's elements summed). */
-static int64_t literal_bytes(const hlo_literal *l) {
-  if (!l) return 0;
-  if (l->shape.type != HLO_TUPLE) return shape_is_array(&l->shape) ? shape_byte_size(&l->shape) : 0;
-  int64_t n = 0;
-  for (int i = 0; i < l->shape.n_elems; i++) n += literal_bytes(l->tuple[i]);
-  return n;
-}
-
 static kiln_status run_compiled(executor *e, const op_def *def, const cache_entry *ce, graph_tensor *const *in,
                                 int n_in, graph_tensor **out, int n_out) {
   hlo_literal small_views[8] = {0};
@@ -373,7 +364,7 @@ static kiln_status run_compiled(executor *e, const op_def *def, const cache_entr
     /* The literal execute of a device with memory uploads every argument and downloads
      * every result. */
     for (int i = 0; i < n_args; i++) e->stats.bytes_to_device += shape_byte_size(&ptrs[i]->shape);
-    if (!s) e->stats.bytes_to_host += literal_bytes(res);
+    if (!s) e->stats.bytes_to_host += literal_array_bytes(res);
   }
   if (views != small_views) free(views);
   if (ptrs != small_ptrs) free(ptrs);

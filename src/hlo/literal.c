@@ -82,6 +82,14 @@ void literal_free(hlo_literal *l) {
   free(l);
 }
 
+int64_t literal_array_bytes(const hlo_literal *l) {
+  if (!l) return 0;
+  if (l->shape.type != HLO_TUPLE) return shape_is_array(&l->shape) ? shape_byte_size(&l->shape) : 0;
+  int64_t n = 0;
+  for (int i = 0; i < l->shape.n_elems; i++) n += literal_array_bytes(l->tuple[i]);
+  return n;
+}
+
 hlo_literal *literal_borrow(const hlo_shape *shape, const void *data) {
   hlo_literal *l = calloc(1, sizeof *l);
   if (!l) abort();

@@ -39,6 +39,8 @@ hlo_literal *literal_clone(const hlo_literal *l);
  * compiled can hold large constants without copying them; the clone a backend keeps owns
  * its copy. */
 hlo_literal *literal_borrow(const hlo_shape *shape, const void *data);
+/* Bytes of a literal's array data, a tuple's elements summed (0 for tokens). */
+int64_t literal_array_bytes(const hlo_literal *l);
 void literal_free(hlo_literal *l);
 
 /* Element access by linear (row-major) index, converting through double / int64. Slow
