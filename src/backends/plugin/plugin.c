@@ -449,9 +449,10 @@ static kiln_status adapter_compile(const backend *b, const hlo_module *m, const 
   return NULL;
 }
 
-/* Checks that buf has result i's shape. */
-static kiln_status check_result_shape(backend_executable *x, int i, const kiln_plugin_buffer *buf) {
-  plugin_device *d = x->dev;
+/* Asks the plugin for buf's shape and sets *same to whether it is the array shape want
+ * (type and dims). `what` names the buffer in a plugin error. */
+static kiln_status buffer_has_shape(plugin_device *d, const kiln_plugin_buffer *buf, const hlo_shape *want,
+                                    const char *what, bool *same) {
   plugin *p = d->owner;
   kiln_plugin_buffer_shape_args a;
   memset(&a, 0, sizeof a);
@@ -459,10 +460,18 @@ static kiln_status check_result_shape(backend_executable *x, int i, const kiln_p
   a.client = p->client;
   a.buffer = buf;
   kiln_plugin_error *err = p->api.buffer_shape(&a);
-  if (err) return take_error(&p->api, err, d->name, "reading a result's shape");
+  if (err) return take_error(&p->api, err, d->name, what);
+  *same = shape_is_array(want) && a.dtype == dtype_from_hlo(want->type) && a.rank == (size_t)want->rank;
+  for (size_t k = 0; *same && k < a.rank; k++) *same = a.dims[k] == (size_t)want->dims[k];
+  return NULL;
+}
+
+/* Checks that buf has result i's shape. */
+static kiln_status check_result_shape(backend_executable *x, int i, const kiln_plugin_buffer *buf) {
+  plugin_device *d = x->dev;
   const hlo_shape *want = &x->result_shapes[i];
-  bool same = a.dtype == dtype_from_hlo(want->type) && a.rank == (size_t)want->rank;
-  for (size_t k = 0; same && k < a.rank; k++) same = a.dims[k] == (size_t)want->dims[k];
+  bool same = false;
+  TRY(buffer_has_shape(d, buf, want, "reading a result's shape", &same));
   if (!same) {
     char *w = shape_to_string(want);
     kiln_status s = status_error(KILN_INTERNAL, "device %s: result %d has the wrong shape (expected %s)", d->name, i, w);
@@ -579,17 +588,8 @@ static kiln_status adapter_buffer_upload(const backend *b, const hlo_literal *li
 
 static kiln_status adapter_buffer_download(const backend *b, void *handle, hlo_literal *dst) {
   plugin_device *d = device_of(b);
-  plugin *p = d->owner;
-  kiln_plugin_buffer_shape_args a;
-  memset(&a, 0, sizeof a);
-  a.struct_size = sizeof a;
-  a.client = p->client;
-  a.buffer = handle;
-  kiln_plugin_error *err = p->api.buffer_shape(&a);
-  if (err) return take_error(&p->api, err, d->name, "reading a buffer's shape");
-  bool same = shape_is_array(&dst->shape) && a.dtype == dtype_from_hlo(dst->shape.type) &&
-              a.rank == (size_t)dst->shape.rank;
-  for (size_t k = 0; same && k < a.rank; k++) same = a.dims[k] == (size_t)dst->shape.dims[k];
+  bool same = false;
+  TRY(buffer_has_shape(d, handle, &dst->shape, "reading a buffer's shape", &same));
   if (!same) {
     char *w = shape_to_string(&dst->shape);
     kiln_status s = ERR_INVALID("device %s: the buffer does not have the destination's shape %s", d->name, w);
