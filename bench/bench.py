@@ -314,7 +314,7 @@ def prepare_tf(name, work):
 
 
 def tf_venv(args):
-    return os.path.abspath(args.tf_venv or os.path.join(os.path.dirname(args.kiln), tf_models.VENV_NAME))
+    return os.path.abspath(args.tf_venv or run_tests.shared_venv(tf_models.VENV_NAME))
 
 
 def tf_pin(package):
@@ -1224,8 +1224,8 @@ def main():
     ap.add_argument('--timeout', type=int, default=900, help='seconds per process before it is killed (default 900)')
     ap.add_argument('--results', default=os.path.join(BENCH, 'RESULTS.md'), help='report file (default bench/RESULTS.md)')
     ap.add_argument('--work', default=os.path.join(BENCH, 'work'), help='cache and scratch (default bench/work)')
-    ap.add_argument('--tf-venv', help='the TensorFlow venv of the TF SavedModel set (default: tf-venv beside '
-                    '--kiln; made from PyPI on first use with bench/tf_models.py\'s PINS)')
+    ap.add_argument('--tf-venv', help='the TensorFlow venv of the TF SavedModel set (default: build-venvs/tf-venv, '
+                    'the tests\' one; made from PyPI on first use with bench/tf_models.py\'s PINS)')
     ap.add_argument('--jax-env', help='the JAX reference environment of the JAX set (default build-ref-env; made by '
                     'scripts/install-ref-env.sh)')
     ap.add_argument('--command', help=argparse.SUPPRESS)  # the command line run.sh was given, for the report

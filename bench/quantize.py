@@ -12,7 +12,7 @@ benchmark feeds the int8 model the fp32 model's input).
 
 onnx and onnxruntime come from the test's pinned venv (test_quantized_models.PINS,
 made on first use from PyPI by tests/python/run_tests.py's rerun_in_venv): --venv DIR,
-else quant-venv beside --kiln -- the same one `ctest -R quantized` uses. This script
+else build-venvs/quant-venv -- the same one `ctest -R quantized` uses. This script
 re-runs itself inside it.
 
 Usage: /usr/bin/python3 bench/quantize.py --kiln KILN [--venv DIR] NET FP32_DIR OUT_DIR

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Entry point of kiln's benchmark: measures kiln next to ONNX Runtime, PyTorch,
-# TF.js-wasm, TensorFlow (plain and XLA auto-jit, in the tf-venv beside --kiln) and
+# TF.js-wasm, TensorFlow (plain and XLA auto-jit, in build-venvs/tf-venv) and
 # XLA:CPU through JAX (the JAX set, in build-ref-env) on this machine and writes
 # bench/RESULTS.md (see bench/README.md). All the work is in bench/bench.py; this
 # wrapper exists so the benchmark runs with Debian's python3 (where python3-torch and

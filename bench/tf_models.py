@@ -33,7 +33,7 @@ per signature output (TensorFlow's outputs from the reloaded SavedModel) and, la
 OUT_DIR/meta.json ({"inputs": {key: file}, "refs": {key: file}, "tf": version}).
 
 The packages are tests/models/test_tf_savedmodels.py's PINS, in its venv: --venv DIR,
-else tf-venv beside --kiln (the one `ctest -R tf_` uses); this script re-runs itself
+else build-venvs/tf-venv (the one `ctest -R tf_` uses); this script re-runs itself
 inside it.
 
 Usage: /usr/bin/python3 bench/tf_models.py --kiln KILN [--venv DIR] NAME OUT_DIR
@@ -58,7 +58,7 @@ def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--inner', action='store_true', help=argparse.SUPPRESS)
     ap.add_argument('--kiln', required=True, help='the kiln binary (its directory holds the venv)')
-    ap.add_argument('--venv', help='the venv of PINS (default: tf-venv beside --kiln)')
+    ap.add_argument('--venv', help='the venv of PINS (default: build-venvs/tf-venv)')
     ap.add_argument('name', choices=NAMES)
     ap.add_argument('out_dir')
     return ap.parse_args(argv)

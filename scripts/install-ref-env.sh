@@ -64,7 +64,7 @@ if [ ! -x "$ENV_PY" ]; then
 fi
 
 echo "install-ref-env: installing ${PINS[*]} into $ENV_DIR"
-"$ENV_PY" -m pip install --quiet --disable-pip-version-check "${PINS[@]}"
+"$ENV_PY" -m pip install --quiet --disable-pip-version-check --no-cache-dir "${PINS[@]}"
 
 if ! have_pinned_versions; then
   echo "install-ref-env: error: $ENV_DIR does not report the pinned versions after install" >&2

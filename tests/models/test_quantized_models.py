@@ -84,8 +84,8 @@ failure.
 Stages: the fp32 export needs torch 1.13 / torchvision 0.14, which are Debian's
 (/usr/bin/python3, python3-torch); quantization and the reference need the pinned
 onnx/onnxruntime, which live in a virtual environment of their own (PINS, made once
-and reused by tests/python/run_tests.py's rerun_in_venv; default quant-venv beside
---kiln). So this script runs the export in a /usr/bin/python3 process, then re-runs
+and reused by tests/python/run_tests.py's rerun_in_venv; default build-venvs/quant-venv,
+shared by every build directory). So this script runs the export in a /usr/bin/python3 process, then re-runs
 itself inside the venv for the rest.
 
 Usage: test_quantized_models.py --kiln PATH [--venv DIR] [--work DIR] [-k SUBSTR]
@@ -372,7 +372,7 @@ def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--inner", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--kiln", required=True)
-    ap.add_argument("--venv", help="the venv of PINS (default: %s beside --kiln)" % VENV_NAME)
+    ap.add_argument("--venv", help="the venv of PINS (default: build-venvs/%s)" % VENV_NAME)
     ap.add_argument("--work", help="scratch directory (default: a temporary one, removed after a pass)")
     ap.add_argument("-k", default="", help="only models whose label contains this")
     ap.add_argument("--quick", action="store_true", help="only " + ", ".join(QUICK))

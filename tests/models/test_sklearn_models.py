@@ -35,7 +35,7 @@ emit: it is written here from a RandomForestRegressor's own tree arrays.
 Prints one line per model and "N passed, N failed"; exits 1 on any failure.
 
 The packages (PINS) live in a virtual environment of their own, made once and reused
-(tests/python/run_tests.py's rerun_in_venv; default KILN's dir/sklearn-venv); this script
+(tests/python/run_tests.py's rerun_in_venv; default build-venvs/sklearn-venv); this script
 re-runs itself inside it.
 
 Usage: test_sklearn_models.py --kiln PATH [--venv DIR] [--work DIR] [-k SUBSTR]

@@ -34,7 +34,7 @@ fail with exit status 1 and a message naming it.
 Prints one line per check and "N passed, N failed"; exits 1 on any failure.
 
 The packages (PINS) live in a virtual environment of their own, made once and reused
-(tests/python/run_tests.py's rerun_in_venv; default KILN's dir/tf-venv); this script
+(tests/python/run_tests.py's rerun_in_venv; default build-venvs/tf-venv); this script
 re-runs itself inside it.
 
 Usage: test_tf_frozen_graphs.py --kiln PATH [--venv DIR] [--work DIR] [-k SUBSTR]

@@ -53,7 +53,7 @@ with kiln_model_load and the "signature" option: inputs and outputs are found by
 their signature keys, and an unknown signature is an error naming it.
 
 The packages (PINS) live in a virtual environment of their own (tests/python/
-run_tests.py's rerun_in_venv; default KILN's dir/tf-venv); this script re-runs itself
+run_tests.py's rerun_in_venv; default build-venvs/tf-venv); this script re-runs itself
 inside it. Prints one line per check and "N passed, N failed"; exits 1 on any failure.
 
 Usage: test_tf_savedmodels.py --kiln PATH [--venv DIR] [--work DIR] [-k SUBSTR]

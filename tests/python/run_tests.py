@@ -36,6 +36,14 @@ import pins  # noqa: E402
 MARKER = "kiln-test-pins.txt"
 
 
+def shared_venv(name):
+    """Where a reference venv that does not depend on the build under test lives:
+    $KILN_VENV_DIR/NAME, else build-venvs/NAME at the repository root. One copy serves
+    build/, build-asan/ and the rest: TensorFlow's alone is 1.6 GB, and CI machines
+    have little disk to spare."""
+    return os.path.join(os.path.abspath(os.environ.get("KILN_VENV_DIR") or os.path.join(ROOT, "build-venvs")), name)
+
+
 def log(msg):
     print("run_tests: " + msg, flush=True)
 
@@ -69,7 +77,8 @@ def _ensure_venv_locked(venv, wanted):
     t0 = time.time()
     if run([sys.executable, "-m", "venv", venv]) != 0:
         raise RuntimeError("python3 -m venv %s failed (Debian: apt-get install python3-venv)" % venv)
-    if run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"] + wanted) != 0:
+    # --no-cache-dir: the wheels are not kept a second time in ~/.cache/pip.
+    if run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-cache-dir"] + wanted) != 0:
         raise RuntimeError("pip could not install %s" % " ".join(wanted))
     with open(marker, "w") as f:  # only now is the environment complete
         f.write(text)
@@ -80,14 +89,12 @@ def _ensure_venv_locked(venv, wanted):
 def rerun_in_venv(script, argv, wanted, venv_name, tag):
     """For test scripts with references of their own (tests/onnx_suite, the scikit-learn
     models): makes (or reuses) the venv with pins `wanted` -- argv's --venv, else
-    venv_name beside argv's --kiln binary (build/ without one) -- and runs `script
-    --inner ARGV` with its python. Returns the exit status (2 when no venv can be made)."""
+    shared_venv(venv_name) -- and runs `script --inner ARGV` with its python. Returns the
+    exit status (2 when no venv can be made)."""
     ap = argparse.ArgumentParser(add_help=False)
     ap.add_argument("--venv")
-    ap.add_argument("--kiln")
     args, _ = ap.parse_known_args(argv)
-    kiln_dir = os.path.dirname(os.path.abspath(args.kiln)) if args.kiln else os.path.join(ROOT, "build")
-    venv = os.path.abspath(args.venv or os.path.join(kiln_dir, venv_name))
+    venv = os.path.abspath(args.venv or shared_venv(venv_name))
     try:
         py = ensure_venv(venv, sorted(wanted))
     except RuntimeError as e:
