@@ -11,11 +11,14 @@
  * the module, and the final value of every written variable is an extra result that
  * is stored back only after the module ran successfully. A must-be-constant input
  * computed inside the cluster (Reshape's shape from a Shape) is evaluated at compile
- * time when it depends on constants only. TF's functional While/If become HLO
+ * time when it depends on constants only; one the lowering can also take at run time
+ * (OP_RUNTIME_OK_INPUT1: Slice's begin) is a runtime operand otherwise. TF's
+ * functional While/If become HLO
  * while/conditional: their functions are lowered node by node like the body, each
  * into a computation of its own taking the operands as one tuple (lower_graph), so
  * control flow nests; what HLO cannot express (a loop variable changing shape, a
- * must-be-constant input computed from loop state) is UNIMPLEMENTED.
+ * must-be-constant input computed from loop state that the lowering needs as a
+ * constant) is UNIMPLEMENTED.
  *
  * The cache keys on (function, device, values of the constant arguments, dtypes and
  * shapes of the other arguments and of the variables' values). Policies follow
@@ -430,6 +433,14 @@ static kiln_status lower_op(lowering *lw, const graph_node *node, const op_def *
       if (!t) {
         graph_tensor *folded = NULL;
         s = fold_constant(lw, v->hlo, node, i, &folded);
+        if (s && kiln_status_code(s) == KILN_UNIMPLEMENTED && op_input_runtime_ok(def, i)) {
+          /* Known only at run time, and the lowering takes it so (Slice's begin from a
+           * loop counter): a runtime operand, not a reason to run op by op. */
+          kiln_status_free(s);
+          s = NULL;
+          a.inputs[i] = v->hlo;
+          continue;
+        }
         if (s) break;
         own(lw, folded);
         t = folded;
@@ -839,10 +850,13 @@ static kiln_status lower_body(lowering *lw) { return lower_nodes(lw, lw->cc->bod
 
 /* Lowers function g (a While's cond/body, an If's branch) into comp, whose parameter 0
  * is the tuple `state` (described by `what` in messages): g's input i is element i and
- * takes the dtype and compile-time value of outer[i] (an If's operands keep theirs; a
- * loop's variables change, so the caller passes them without). results[] receives g's
+ * takes the dtype and compile-time value of outer[i] (an If's operands keep theirs; so
+ * do a loop's invariant variables, the others are passed without). results[] receives g's
  * results, which must be HLO values -- or, in a probe (shape_loop_lists), unshaped
  * TensorLists too. Values inside g are g's own, so the caller's are saved and restored. */
+/* Elements up to which a function argument's known value is a constant in its body. */
+#define KNOWN_AS_CONSTANT_MAX 64
+
 static kiln_status lower_graph(lowering *lw, const graph *g, hlo_computation *comp, const hlo_shape *state,
                                const char *what, const cluster_value *const *outer, bool probe,
                                cluster_value *results) {
@@ -864,7 +878,12 @@ static kiln_status lower_graph(lowering *lw, const graph *g, hlo_computation *co
     *v = (cluster_value){.defined = true, .dtype = outer[i]->dtype, .known = outer[i]->known, .resource = -1,
                          .list_unshaped = outer[i]->list_unshaped, .list_len = outer[i]->list_len,
                          .list_dtype = outer[i]->list_dtype};
-    if (!v->list_unshaped) s = hlo_build_get_tuple_element(comp, param, i, &v->hlo);
+    if (v->list_unshaped) continue;
+    /* A small known value is a constant inside too, so what is computed from it (a
+     * Slice size from a loop's tile size) folds at compile time; the state keeps the
+     * element all the same. Large ones (weights) stay tuple elements: one copy. */
+    if (v->known && v->known->n <= KNOWN_AS_CONSTANT_MAX) s = op_constant(comp, v->known, &v->hlo);
+    if (!s && !v->hlo) s = hlo_build_get_tuple_element(comp, param, i, &v->hlo);
   }
   if (!s) s = lower_nodes(lw, g);
   for (int r = 0; r < g->n_results && !s; r++) {
@@ -984,10 +1003,55 @@ static kiln_status shape_loop_lists(lowering *lw, const graph_node *node, const 
   return s;
 }
 
+/* Integer values of a few elements: what a must-be-constant input (sizes, axes, counts)
+ * is made of, and cheap to evaluate while compiling. */
+static bool small_int_value(const hlo_instr *x) {
+  return shape_is_array(&x->shape) && hlo_type_is_int(x->shape.type) && shape_elements(&x->shape) <= 64;
+}
+
+/* Gives v (input i of node) its compile-time value when it is a small integer computed
+ * from constants and shapes alone (a tile count, a dimension): what a function body
+ * may need as a must-be-constant input. A value that depends on runtime data stays
+ * unknown; only a failure to evaluate is an error. */
+static kiln_status learn_value(lowering *lw, const graph_node *node, int i, cluster_value *v) {
+  if (v->known || !v->hlo || !small_int_value(v->hlo)) return NULL;
+  graph_tensor *folded = NULL;
+  kiln_status s = fold_constant(lw, v->hlo, node, i, &folded);
+  if (s && kiln_status_code(s) == KILN_UNIMPLEMENTED) {
+    kiln_status_free(s);
+    return NULL;
+  }
+  if (s) return s;
+  own(lw, folded);
+  v->known = folded;
+  return NULL;
+}
+
+/* Whether the body's result i is its input i unchanged (directly or through
+ * identities): a loop variable the loop never changes. TF passes captured tensors
+ * (non_max_suppression_padded's tile size) into a while as such variables. */
+static bool loop_invariant(const graph *body, int i) {
+  const graph_node *n = body->results[i].node;
+  int port = body->results[i].port;
+  for (int hops = 0; hops < 64; hops++) {
+    if (n == body->inputs[i] && port == 0) return true;
+    const exec_native *nat = exec_native_of(n);
+    if (!nat || nat->fn != exec_native_identity || port >= n->n_inputs) return false;
+    const graph_edge *e = &n->inputs[port];
+    n = e->node;
+    port = e->port;
+  }
+  return false;
+}
+
 /* TF's While/StatelessWhile as an HLO while: the state is the tuple of the loop
  * variables, the condition and body computations are the cond/body functions lowered
- * like the cluster body. A body that changes a variable's type or shape, or a
- * condition that is not a scalar bool, is UNIMPLEMENTED: the cluster runs op by op. */
+ * like the cluster body. A variable the body passes through unchanged keeps its
+ * compile-time value inside cond and body when it has one (tf2xla resolves such
+ * loop-invariant constants too), so a must-be-constant input computed from it -- a
+ * Slice size from the captured tile size -- still compiles. A body that changes a
+ * variable's type or shape, or a condition that is not a scalar bool, is
+ * UNIMPLEMENTED: the cluster runs op by op. */
 static kiln_status lower_while(lowering *lw, const graph_node *node, cluster_value *const *in, cluster_value *out) {
   graph *cond_f = NULL, *body_f = NULL;
   TRY(function_of(node, "cond", &cond_f));
@@ -1005,14 +1069,17 @@ static kiln_status lower_while(lowering *lw, const graph_node *node, cluster_val
   cluster_value *res = calloc((size_t)(n > cond_f->n_results ? n : cond_f->n_results) + 1, sizeof *res);
   cluster_value **outer = calloc((size_t)n + 1, sizeof *outer);
   if (!vars || !res || !outer) abort();
-  for (int i = 0; i < n; i++) {
+  kiln_status s = NULL;
+  for (int i = 0; i < n && !s; i++) {
+    bool invariant = loop_invariant(body_f, i);
+    if (invariant) s = learn_value(lw, node, i, in[i]);
     vars[i] = *in[i];
-    vars[i].known = NULL;
+    if (!invariant) vars[i].known = NULL;
     vars[i].list_item = NULL;
     outer[i] = &vars[i];
   }
   hlo_instr *init = NULL;
-  kiln_status s = shape_loop_lists(lw, node, body_f, what, vars);
+  if (!s) s = shape_loop_lists(lw, node, body_f, what, vars);
   if (!s) s = operand_tuple(lw, node, 0, outer, &init);
   hlo_computation *cond_c = NULL, *body_c = NULL;
   if (!s) {
@@ -1070,6 +1137,7 @@ static kiln_status lower_if(lowering *lw, const graph_node *node, cluster_value 
     TRY(hlo_build_constant_scalar(lw->comp, c->hlo->shape.type, 0, &zero));
     TRY(hlo_build_compare(lw->comp, HLO_DIR_NE, c->hlo, zero, &pred));
   }
+  for (int i = 1; i <= n; i++) TRY(learn_value(lw, node, i, in[i]));
   hlo_instr *args = NULL;
   TRY(operand_tuple(lw, node, 1, in, &args));
   hlo_module *m = lw->m;

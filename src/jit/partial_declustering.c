@@ -11,7 +11,8 @@
  *      cluster compiles: the producer and every member upstream of it leave the
  *      cluster, so the value arrives as a constant argument and the compile cache
  *      keys on it. Values derived from constants and shapes alone stay (the cluster
- *      compiler evaluates them).
+ *      compiler evaluates them), and so does an operand the lowering also takes as a
+ *      runtime value (OP_RUNTIME_OK_INPUT1).
  *   3. Root shape consumers. A Shape/Size/Rank whose consumers are all outside the
  *      cluster and whose input is already available outside (an argument or an
  *      output of the cluster) leaves: it only reads metadata.
@@ -74,7 +75,8 @@ static void must_be_constant_chains(jit_state *st) {
     int c = cluster_of(st, n);
     if (c < 0) continue;
     for (int k = 0; k < n->n_inputs; k++) {
-      if (!jit_input_must_be_constant(ns, k)) continue;
+      /* An input the lowering also takes at run time (Slice's begin) needs no split. */
+      if (!jit_input_must_be_constant(ns, k) || op_input_runtime_ok(ns->def, k)) continue;
       graph_node *p = n->inputs[k].node;
       if (cluster_of(st, p) != c || compile_time_value(st, p, n->inputs[k].port, c, 0)) continue;
       const char *why = arena_printf(st->arena,

@@ -40,7 +40,13 @@ typedef enum op_trait {
   OP_STRING = 1u << 8,          /* consumes or produces strings */
   /* The last input must be a compile-time constant too, wherever it falls (ConcatV2's
    * axis follows a variable number of values, so no fixed const_inputs bit can say it). */
-  OP_CONST_LAST_INPUT = 1u << 9
+  OP_CONST_LAST_INPUT = 1u << 9,
+  /* Input 1, a const_inputs input, may also be a runtime value: the lowering takes it
+   * as ctx->inputs[1] with ctx->const_inputs[1] NULL when nothing can know it at
+   * compile time (tf.Slice's begin computed from a loop counter becomes a
+   * dynamic-slice, as tf2xla lowers it), so such a value neither splits a cluster nor
+   * keeps a loop from compiling. A known value still comes as a constant. */
+  OP_RUNTIME_OK_INPUT1 = 1u << 10
 } op_trait;
 
 /* Context of a lowering. The caller creates `comp` (a computation of a module being
@@ -91,6 +97,9 @@ typedef struct op_table {
 /* Whether input i (of n_in) must be a compile-time constant for def's lowering: the
  * const_inputs mask, and the last input of an OP_CONST_LAST_INPUT op. */
 bool op_input_must_be_constant(const op_def *def, int i, int n_in);
+/* Whether def's lowering accepts must-be-constant input i as a runtime value instead
+ * (OP_RUNTIME_OK_INPUT1). */
+bool op_input_runtime_ok(const op_def *def, int i);
 
 /* The argument arrays one lowering reads and fills (what op_lower_ctx points at), sized
  * for a node. Single-op modules, cluster modules and the bridge's shape analysis fill

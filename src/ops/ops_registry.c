@@ -99,6 +99,10 @@ bool op_input_must_be_constant(const op_def *def, int i, int n_in) {
   return i >= 0 && i < 64 && ((def->const_inputs >> i) & 1u);
 }
 
+bool op_input_runtime_ok(const op_def *def, int i) {
+  return i == 1 && (def->traits & OP_RUNTIME_OK_INPUT1);
+}
+
 /* Room past the node's output count: a lowering that fills more outputs than the node
  * declares writes there harmlessly; only the declared ones are read. */
 #define OP_LOWER_EXTRA_OUTPUTS 8

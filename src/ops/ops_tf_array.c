@@ -411,14 +411,41 @@ static kiln_status lower_SplitV(op_lower_ctx *ctx) {
 
 /* ----------------------------------------------------------------- slicing ---- */
 
+/* Slice with a begin known only at run time (a loop counter's tile): a dynamic-slice of
+ * the constant size, tf2xla's lowering. Its starts are clamped into range where TF's
+ * kernel would fail on an out-of-range begin (XLA's DynamicSlice semantics, which
+ * TensorFlow's own compiled path has too); a size of -1 ("to the end") depends on the
+ * begin, so it cannot have a static shape and is refused. */
+static kiln_status lower_dynamic_slice(op_lower_ctx *ctx, hlo_instr *x, const int64_t *size, int ns) {
+  hlo_instr *begin = ctx->inputs[1], *r;
+  int rank = x->shape.rank;
+  if (!begin || begin->shape.rank != 1 || begin->shape.dims[0] != rank || ns != rank)
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "begin and size need %d entries", rank);
+  hlo_instr *starts[HLO_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    if (size[i] < 0 || size[i] > x->shape.dims[i])
+      return op_error(ctx->node, KILN_UNIMPLEMENTED,
+                      "size %lld of dim %d (size %lld) with a begin known only at run time",
+                      (long long)size[i], i, (long long)x->shape.dims[i]);
+    int64_t lo = i, hi = i + 1;
+    hlo_instr *one;
+    T(hlo_build_slice(ctx->comp, begin, &lo, &hi, NULL, &one));
+    T(hlo_build_reshape(ctx->comp, one, 0, NULL, &starts[i]));
+  }
+  T(hlo_build_dynamic_slice(ctx->comp, x, starts, size, &r));
+  tf_set_output(ctx, 0, r);
+  return NULL;
+}
+
 static kiln_status lower_Slice(op_lower_ctx *ctx) {
   hlo_instr *x, *r;
   int64_t begin[TF_MAX_INTS], size[TF_MAX_INTS], limit[HLO_MAX_RANK];
   int nb = 0, ns = 0;
   TRY(tf_check_inputs(ctx, 3, 3));
   TRY(tf_input(ctx, 0, &x));
-  TRY(tf_const_ints(ctx, 1, "begin", begin, TF_MAX_INTS, &nb));
   TRY(tf_const_ints(ctx, 2, "size", size, TF_MAX_INTS, &ns));
+  if (!ctx->const_inputs[1]) return lower_dynamic_slice(ctx, x, size, ns);
+  TRY(tf_const_ints(ctx, 1, "begin", begin, TF_MAX_INTS, &nb));
   int rank = x->shape.rank;
   if (nb != rank || ns != rank)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "begin and size need %d entries (have %d, %d)", rank, nb, ns);
@@ -1126,7 +1153,7 @@ static const op_def tf_array_defs[] = {
     {"tf.Shape", OP_SHAPE_CONSUMER, 0, lower_Shape, host_Shape},
     {"tf.ShapeN", OP_SHAPE_CONSUMER, 0, lower_Shape, host_Shape},
     {"tf.Size", OP_SHAPE_CONSUMER, 0, lower_Size, host_Size},
-    OP("Slice", Slice, B(1) | B(2)),
+    {"tf.Slice", OP_RUNTIME_OK_INPUT1, B(1) | B(2), lower_Slice, NULL}, /* a runtime begin: dynamic-slice */
     {"tf.Snapshot", 0, 0, lower_Identity, host_Identity},
     OP("SpaceToBatchND", SpaceToBatchND, B(1) | B(2)),
     OP("SpaceToDepth", SpaceToDepth, 0),

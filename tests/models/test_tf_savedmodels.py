@@ -32,7 +32,12 @@ OUT/KEY.npy. The models:
     an LSTM or GRU of 32 units over 20 steps, 4 logits) whose recurrent loop stays a
     functional While reading and writing TensorLists;
   * while_cond: a tf.function with a tf.while_loop (an RNN step, 10 iterations) holding
-    a tf.cond, saved as functional While/If.
+    a tf.cond, saved as functional While/If;
+  * nms_padded: tf.image.non_max_suppression_padded (64 boxes, 16 kept): a
+    StatelessWhile whose body slices a tile at a loop-counter offset (a runtime Slice
+    begin, lowered as a dynamic-slice) of a size from the captured tile size (a
+    loop-invariant constant), and StatelessIfs whose ranges need shape-derived operands
+    as constants. Selected indices and the valid count must match exactly.
 The functional-control-flow models (FUNCTIONAL) are also run with --iters 50 --json:
 with --jit auto no cluster may fall back op by op, `kiln cluster DIR` must show the
 While in a cluster (for the RNNs with the TensorLists around it), and a "perf" line
@@ -70,7 +75,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 # name -> what `kiln cluster DIR` must say about the model's While node.
-FUNCTIONAL = {"lstm": "in a cluster", "gru": "in a cluster", "while_cond": "in a cluster"}
+FUNCTIONAL = {"lstm": "in a cluster", "gru": "in a cluster", "while_cond": "in a cluster",
+              "nms_padded": "in a cluster"}
 PERF_ITERS = 50
 
 PINS = ["tensorflow-cpu==2.21.0", "numpy==2.4.6", "keras==3.15.1", "ml_dtypes==0.6.0"]
@@ -257,6 +263,19 @@ def build_models(work):
     d = os.path.join(work, "while_cond")
     tf.saved_model.save(loop, d, signatures=loop.f)
     made.append(("while_cond", d, None, "small"))
+
+    class Nms(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([64, 4], tf.float32, name="boxes"),
+                                      tf.TensorSpec([64], tf.float32, name="scores")])
+        def f(self, boxes, scores):
+            sel, valid = tf.image.non_max_suppression_padded(boxes, scores, 16, iou_threshold=0.5,
+                                                             pad_to_max_output_size=True)
+            return {"selected": sel, "valid": valid}
+
+    nms = Nms()
+    d = os.path.join(work, "nms_padded")
+    tf.saved_model.save(nms, d, signatures=nms.f)
+    made.append(("nms_padded", d, None, "small"))
     return made
 
 
@@ -291,7 +310,8 @@ def functional_checks(kiln, name, d, outs):
                                                                   auto.get("cluster_fallback_runs")))]
     r = subprocess.run([kiln, "cluster", d], capture_output=True, text=True, timeout=KILN_TIMEOUT_S)
     text = r.stdout
-    clustered = any(line.strip().startswith("ops:") and "tf.While" in line for line in text.splitlines())
+    clustered = any(line.strip().startswith("ops:") and ("tf.While" in line or "tf.StatelessWhile" in line)
+                    for line in text.splitlines())
     refusal = [line for line in text.splitlines() if line.strip().startswith(("1 x While", "1 x StatelessWhile"))]
     want = FUNCTIONAL[name]
     if want == "in a cluster":
