@@ -25,6 +25,7 @@
 
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/cpu_pipeline.h"
 #include "check.h"
 #include "check_util.h"
 #include "eval/eval.h"
@@ -628,6 +629,33 @@ static void test_dot_naive(void) {
               82, 1e-12);
 }
 
+/* f16/bf16 dots and convolutions become f32 products between converts (the fast
+ * kernels take f32), results rounded back: within two ulps of the half type of the
+ * evaluator's double-accumulated result, scaled by the largest output. */
+static void test_half_products_compute_in_f32(void) {
+  const char *dot = "HloModule d\n\nENTRY main {\n  a = bf16[2,12,16,8] parameter(0)\n  b = bf16[2,12,16,8] parameter(1)\n"
+                    "  ROOT d = bf16[2,12,16,16] dot(a, b), lhs_batch_dims={0,1}, rhs_batch_dims={0,1}, "
+                    "lhs_contracting_dims={3}, rhs_contracting_dims={3}\n}\n";
+  hlo_module *m = check_parse_hlo(dot);
+  if (m) {
+    bool changed = false;
+    CHECK_OK(cpu_pass_half_products(m, &changed));
+    const hlo_instr *root = m->entry->root;
+    CHECK(changed && root->op == HLO_OP_CONVERT && root->shape.type == HLO_BF16);
+    CHECK(root->operands[0]->op == HLO_OP_DOT && root->operands[0]->shape.type == HLO_F32);
+    CHECK(root->operands[0]->operands[0]->op == HLO_OP_CONVERT);
+    hlo_module_free(m);
+  }
+  check_close_scaled(dot, 91, 1.6e-2);
+  /* bf16 operands, f32 result (XLA's preferred_element_type): no convert back */
+  check_close_scaled("HloModule d\n\nENTRY main {\n  a = bf16[7,40] parameter(0)\n  b = bf16[40,5] parameter(1)\n"
+                     "  ROOT d = f32[7,5] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+                     92, 1e-5);
+  check_close_scaled("HloModule cv\n\nENTRY main {\n  x = f16[1,6,9,9] parameter(0)\n  w = f16[4,6,3,3] parameter(1)\n"
+                     "  ROOT c = f16[1,4,9,9] convolution(x, w), window={size=3x3 pad=1_1x1_1}, dim_labels=bf01_oi01->bf01\n}\n",
+                     93, 2e-3);
+}
+
 static void test_convolution_naive(void) {
   /* Integer convolutions oneDNN does not take: grouped, strided, padded, dilated,
    * reversed; integer accumulation wraps exactly like the evaluator's. */
@@ -808,5 +836,5 @@ static void test_bad_arguments(void) {
 
 TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact), TEST(test_narrow_converts_exact),
           TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
-          TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
+          TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_half_products_compute_in_f32), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_captured_constants_released), TEST(test_bad_arguments))

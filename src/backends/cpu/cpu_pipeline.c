@@ -1,6 +1,7 @@
 /* The cpu backend's HLO pass pipeline, as XLA's CpuCompiler owns its passes: the
  * generic optimize passes (src/hlo/passes) plus what is the cpu backend's policy --
- * quantized products for oneDNN's int8 primitives, channels-last convolutions for
+ * quantized products for oneDNN's int8 primitives, f16/bf16 products in f32
+ * (cpu_half_products.c), channels-last convolutions for
  * oneDNN's direct kernels (cpu_conv_layout.c), dot canonicalisation, the reduction
  * splitter that gives the thread pool work (cpu_reduction_splitter.c), and fusion with
  * the activation and softmax patterns oneDNN executes whole (cpu_patterns.c). */
@@ -34,6 +35,9 @@ hlo_pipeline *cpu_pipeline_new(void) {
   /* Before constant folding, which would fold dequantized weights into f32 constants. */
   hlo_pipeline_add_pass(p, "quantized-products", cpu_pass_quantized_products);
   hlo_pipeline_add_optimize_passes(p, constant_folding);
+  /* Before conv-layout and dot-canonicalize, so the f32 products it makes get their
+   * layouts and kernels like any other. */
+  hlo_pipeline_add_pass(p, "half-products", cpu_pass_half_products);
   /* NHWC convolutions: the transposes left between convolutions cancel in algsimp,
    * transposed constant kernels fold into relayouted constants, and CSE merges the
    * input transposes of convolutions sharing an operand. */

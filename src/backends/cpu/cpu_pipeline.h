@@ -4,7 +4,8 @@
 
 #include "hlo/passes/pipeline.h"
 
-/* bitcast-layouts, topk-custom-call, quantized-products, the optimize pipeline, then conv-layout,
+/* bitcast-layouts, topk-custom-call, quantized-products, the optimize pipeline, then
+ * half-products, conv-layout,
  * fix(algsimp, constant-folding, cse, dce), dot-canonicalize, fix(algsimp,
  * constant-folding, dce), opt-barrier-expander, dce, reduction-splitter, fusion (with
  * the cpu patterns), dce. */
@@ -16,6 +17,10 @@ hlo_pipeline *cpu_pipeline_new(void);
  * concatenate and slice until consecutive convolutions' transposes cancel;
  * bit-identical. */
 kiln_status cpu_pass_conv_layout(hlo_module *m, bool *changed);
+
+/* Dots and convolutions over f16/bf16 operands computed in f32 between exact widening
+ * converts, rounded back to the half result type (cpu_half_products.c). */
+kiln_status cpu_pass_half_products(hlo_module *m, bool *changed);
 
 /* Splits reduces that keep the input's minor dimension and have too few outputs to
  * spread over the threads into two reduces, one dim split in two
