@@ -336,6 +336,236 @@ def _vmap_matmul(rng):
                                    f32(rng, 64, 128, 64, scale=1 / math.sqrt(128))]
 
 
+
+# ------------------------------------------------- XLA's own CPU benchmark programs --
+#
+# XLA keeps end-to-end benchmarks for its CPU backend as HLO files
+# (xla/backends/cpu/benchmarks/hlo/ in openxla/xla, listed in hlo_files.bzl). Those
+# files cannot be fetched here, so the programs below are written from what each
+# file's name states -- the operation, its shape and its element type -- and lowered by
+# JAX like the rest of the set; each docstring names the file it stands for. The .npy
+# inputs and outputs hold no bf16, so a bf16 program takes f32 arguments, converts them
+# to bf16 on entry and its results back to f32 on exit (two cheap converts, in both
+# kiln's and XLA's module). Their outputs are compared with RTOL's bf16 tolerance.
+
+XLA_BENCH = []  # the names of this group, in order (bench.py's set `xla`)
+
+
+def xla_program(name, batch=1, rtol=None):
+    def register(make):
+        program(name, batch)(make)
+        XLA_BENCH.append(name)
+        if rtol is not None:
+            RTOL[name] = rtol
+        return make
+    return register
+
+
+# bf16 keeps 8 significant bits: kiln and XLA may round an intermediate differently
+# (another summation order, or f32 where the other stays in bf16), so an output may
+# differ by a couple of bf16 ulps, 2^-7 relative each: 1.6e-2 of the largest output.
+BF16_RTOL = 1.6e-2
+RTOL = {}  # name -> relative tolerance (of the largest |output|) where 1e-3 is too tight
+
+
+def _bf16(jnp, *xs):
+    return [x.astype(jnp.bfloat16) for x in xs]
+
+
+def _f32(jnp, *ys):
+    out = [y.astype(jnp.float32) if y.dtype == jnp.bfloat16 else y for y in ys]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@xla_program('xla_layer_norm_bf16', rtol=BF16_RTOL)
+def _xla_layer_norm(rng):
+    """layer_norm_1x4096x768_bf16.hlo: layer norm over the last axis of a (1, 4096, 768)
+    bf16 tensor, with bf16 scale and shift."""
+    jax, jnp, lax = _jax()
+
+    def f(x, g, b):
+        x, g, b = _bf16(jnp, x, g, b)
+        return _f32(jnp, layer_norm(jnp, lax, x, g, b))
+
+    return f, [f32(rng, 1, 4096, 768, scale=2.0) + 0.5, 1.0 + f32(rng, 768, scale=0.1), f32(rng, 768, scale=0.1)]
+
+
+@xla_program('xla_mean_axis_bf16', rtol=BF16_RTOL)
+def _xla_mean_axis(rng):
+    """mean_axis_1x4096x1024_bf16.hlo: the mean over the last axis of a (1, 4096, 1024)
+    bf16 tensor (JAX accumulates a bf16 mean in f32)."""
+    jax, jnp, lax = _jax()
+
+    def f(x):
+        (x,) = _bf16(jnp, x)
+        return _f32(jnp, jnp.mean(x, axis=-1))
+
+    return f, [f32(rng, 1, 4096, 1024) + 1.0]
+
+
+@xla_program('xla_sum_axis_bf16', rtol=BF16_RTOL)
+def _xla_sum_axis(rng):
+    """sum_axis_1x4096x1024_bf16.hlo: the sum over the middle (4096-long) axis of a
+    (1, 4096, 1024) bf16 tensor -- a column reduction, where the mean above is a row one."""
+    jax, jnp, lax = _jax()
+
+    def f(x):
+        (x,) = _bf16(jnp, x)
+        return _f32(jnp, jnp.sum(x, axis=1))
+
+    return f, [f32(rng, 1, 4096, 1024)]
+
+
+@xla_program('xla_topk_logits_k10_bf16')
+def _xla_topk(rng):
+    """topk_logits_k10_1x50000_bf16.hlo: lax.top_k with k 10 over (1, 50000) bf16 logits,
+    values and indices. The ten largest logits are planted far apart (3.0, 3.25, ...) over
+    noise below 3, so no two of them tie in bf16 and the indices must match exactly."""
+    jax, jnp, lax = _jax()
+    import numpy as np
+    n = 50000
+    x = np.clip(f32(rng, 1, n), -3.0, 2.9)
+    x[0, rng.choice(n, 10, replace=False)] = 3.0 + 0.25 * np.arange(10, dtype=np.float32)
+
+    def f(x):
+        (x,) = _bf16(jnp, x)
+        values, indices = lax.top_k(x, 10)
+        return _f32(jnp, values), indices
+
+    return f, [x]
+
+
+def _distinct_bf16(rng, rows, n):
+    """(rows, n) f32 values, each row a permutation of n distinct bf16 numbers (the bit
+    patterns 0x3f80 upward: 1.0 and the next n-1 representable values), so a sort of the
+    bf16 values has no ties and an argsort is one answer."""
+    import numpy as np
+    bits = (0x3F80 + np.arange(n, dtype=np.uint32)) << 16
+    vals = bits.view(np.float32)
+    return np.stack([vals[rng.permutation(n)] for _ in range(rows)])
+
+
+@xla_program('xla_sort_full_bf16', rtol=BF16_RTOL)
+def _xla_sort_full(rng):
+    """sort_full_1024x4096_bf16.hlo: every row of a (1024, 4096) bf16 array sorted."""
+    jax, jnp, lax = _jax()
+
+    def f(x):
+        (x,) = _bf16(jnp, x)
+        return _f32(jnp, jnp.sort(x, axis=-1))
+
+    return f, [f32(rng, 1024, 4096)]
+
+
+@xla_program('xla_argsort_axis_bf16')
+def _xla_argsort(rng):
+    """argsort_axis_1024x512_bf16.hlo: jnp.argsort along the rows of a (1024, 512) bf16
+    array; each row a permutation of 512 distinct bf16 values, so the order is exact."""
+    jax, jnp, lax = _jax()
+
+    def f(x):
+        (x,) = _bf16(jnp, x)
+        return jnp.argsort(x, axis=-1)
+
+    return f, [_distinct_bf16(rng, 1024, 512)]
+
+
+@xla_program('xla_depthwise_conv_3x3_bf16', rtol=BF16_RTOL)
+def _xla_depthwise(rng):
+    """depthwise_conv_3x3_1x256x56x56_bf16.hlo: a 3x3 depthwise convolution (feature group
+    per channel, SAME padding) of a (1, 256, 56, 56) NCHW bf16 tensor."""
+    jax, jnp, lax = _jax()
+
+    def f(x, w):
+        x, w = _bf16(jnp, x, w)
+        y = lax.conv_general_dilated(x, w, (1, 1), 'SAME', dimension_numbers=('NCHW', 'OIHW', 'NCHW'),
+                                     feature_group_count=256)
+        return _f32(jnp, y)
+
+    return f, [f32(rng, 1, 256, 56, 56), f32(rng, 256, 1, 3, 3, scale=1.0 / 3)]
+
+
+@xla_program('xla_mha_block_bf16', rtol=BF16_RTOL)
+def _xla_mha(rng):
+    """mha_block_1x12x128x64_bf16.hlo: scaled dot-product attention, softmax(q k^T / 8) v,
+    with q, k, v of (1, 12, 128, 64) in bf16 (batch, heads, sequence, head size)."""
+    jax, jnp, lax = _jax()
+
+    def f(q, k, v):
+        q, k, v = _bf16(jnp, q, k, v)
+        s = jnp.einsum('bhqd,bhkd->bhqk', q, k) / 8.0
+        return _f32(jnp, jnp.einsum('bhqk,bhkd->bhqd', jax.nn.softmax(s, axis=-1), v))
+
+    return f, [f32(rng, 1, 12, 128, 64), f32(rng, 1, 12, 128, 64), f32(rng, 1, 12, 128, 64)]
+
+
+@xla_program('xla_dynamic_slice_loop_bf16', rtol=BF16_RTOL)
+def _xla_dynamic_slice_loop(rng):
+    """dynamic_slice_loop_1x2048x768_bf16.hlo: a fori_loop over the 2048 positions of a
+    (1, 2048, 768) bf16 tensor, each step reading one row with a dynamic slice into an f32
+    exponential moving average -- a loop whose body is one small slice and update."""
+    jax, jnp, lax = _jax()
+
+    def f(x):
+        (x,) = _bf16(jnp, x)
+
+        def step(i, acc):
+            row = lax.dynamic_slice(x, (0, i, 0), (1, 1, 768)).reshape(768)
+            return 0.99 * acc + row.astype(jnp.float32)
+
+        return lax.fori_loop(0, 2048, step, jnp.zeros(768, jnp.float32))
+
+    return f, [f32(rng, 1, 2048, 768)]
+
+
+@xla_program('xla_bench_scan_N2000_M3')
+def _xla_scan(rng):
+    """bench_scan_N2000_M3.hlo: lax.scan over 2000 steps with a 3-vector state, a linear
+    recurrence s' = tanh(A s + u_t) returning every state -- a loop whose body is a handful
+    of scalar-sized operations, so the per-iteration overhead is what is measured."""
+    jax, jnp, lax = _jax()
+
+    def f(a, u, s0):
+        def step(s, ut):
+            s = jnp.tanh(a @ s + ut)
+            return s, s
+        _, states = lax.scan(step, s0, u)
+        return states
+
+    return f, [f32(rng, 3, 3, scale=0.5), f32(rng, 2000, 3), f32(rng, 3)]
+
+
+@xla_program('xla_pairwise_gravity_f64')
+def _xla_gravity(rng):
+    """pairwise_gravity_4096_f64.hlo: the gravitational acceleration on each of 4096 bodies
+    from all the others, sum_j m_j (r_j - r_i) / (|r_j - r_i|^2 + eps)^(3/2), in f64 (JAX
+    with jax_enable_x64)."""
+    jax, jnp, lax = _jax()
+    import numpy as np
+    jax.config.update('jax_enable_x64', True)
+    n = 4096
+
+    def f(r, m):
+        d = r[None, :, :] - r[:, None, :]
+        inv = (jnp.sum(d * d, axis=-1) + 1e-3) ** -1.5
+        return jnp.sum(d * (m[None, :] * inv)[:, :, None], axis=1)
+
+    return f, [rng.standard_normal((n, 3)), rng.uniform(0.5, 1.5, n)]
+
+
+@xla_program('xla_pairwise_rbf_gradient_f32')
+def _xla_rbf_grad(rng):
+    """pairwise_rbf_gradient_4096_f32.hlo: the gradient (jax.grad) with respect to the
+    points of the summed RBF kernel sum_ij exp(-|x_i - x_j|^2 / 2) over 4096 points in 3-D,
+    f32."""
+    jax, jnp, lax = _jax()
+
+    def energy(x):
+        d = x[None, :, :] - x[:, None, :]
+        return jnp.sum(jnp.exp(-0.5 * jnp.sum(d * d, axis=-1)))
+
+    return jax.grad(energy), [f32(rng, 4096, 3)]
+
 NAMES = tuple(PROGRAMS)
 
 
