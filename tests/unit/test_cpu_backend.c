@@ -656,6 +656,20 @@ static void test_half_products_compute_in_f32(void) {
                      93, 2e-3);
 }
 
+/* f32 dots under the tiny-product threshold run as generated code instead of a oneDNN
+ * call (alone, and as the core of a fusion with an epilogue): same results within f32
+ * summation order. */
+static void test_tiny_f32_dots_run_as_generated_code(void) {
+  check_close_scaled("HloModule d\n\nENTRY main {\n  a = f32[3,3] parameter(0)\n  s = f32[3] parameter(1)\n"
+                     "  ROOT d = f32[3] dot(a, s), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n",
+                     94, 1e-6);
+  check_close_scaled("HloModule d\n\nENTRY main {\n  a = f32[4,8] parameter(0)\n  b = f32[8,2] parameter(1)\n"
+                     "  c = f32[4,2] parameter(2)\n  d = f32[4,2] dot(a, b), lhs_contracting_dims={1}, "
+                     "rhs_contracting_dims={0}\n  e = f32[4,2] add(d, c)\n  z = f32[] constant(0)\n"
+                     "  zb = f32[4,2] broadcast(z), dimensions={}\n  ROOT r = f32[4,2] maximum(e, zb)\n}\n",
+                     95, 1e-6);
+}
+
 static void test_convolution_naive(void) {
   /* Integer convolutions oneDNN does not take: grouped, strided, padded, dilated,
    * reversed; integer accumulation wraps exactly like the evaluator's. */
@@ -836,5 +850,5 @@ static void test_bad_arguments(void) {
 
 TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact), TEST(test_narrow_converts_exact),
           TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
-          TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_half_products_compute_in_f32), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
+          TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_half_products_compute_in_f32), TEST(test_tiny_f32_dots_run_as_generated_code), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_captured_constants_released), TEST(test_bad_arguments))

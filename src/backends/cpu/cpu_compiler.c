@@ -381,6 +381,30 @@ static kiln_status build_conditional(cpu_executable *x, kernel_modules *km, cpu_
   return NULL;
 }
 
+/* Multiply-adds below which an f32 dot (alone, or the core of a fusion) is left to the
+ * generated code although oneDNN takes it: a oneDNN call costs ~0.7 us whatever the
+ * size, which a scan step's [3,3] x [3] product paid 2000 times (half the time of the
+ * bench_scan_N2000_M3 program), while the emitted loop does that many multiply-adds in
+ * about as long. */
+#define TINY_PRODUCT_MACS 512
+
+static bool tiny_product(const hlo_instr *ins) {
+  const hlo_instr *dot = ins->op == HLO_OP_DOT ? ins : NULL;
+  if (ins->op == HLO_OP_FUSION && ins->n_called == 1 && ins->called[0])
+    for (int i = 0; i < ins->called[0]->n_instrs; i++)
+      if (ins->called[0]->instrs[i]->op == HLO_OP_DOT) {
+        if (dot) return false; /* two products: not a simple case */
+        dot = ins->called[0]->instrs[i];
+      }
+  if (!dot || dot->n_operands != 2 || dot->shape.type != HLO_F32 || dot->operands[0]->shape.type != HLO_F32 ||
+      dot->operands[1]->shape.type != HLO_F32)
+    return false;
+  int64_t macs = shape_elements(&dot->shape);
+  const hlo_shape *ls = &dot->operands[0]->shape;
+  for (int i = 0; i < dot->dot.lhs_contracting.n; i++) macs *= ls->dims[dot->dot.lhs_contracting.v[i]];
+  return macs < TINY_PRODUCT_MACS;
+}
+
 /* A while or conditional as a thunk running programs of its own. UNIMPLEMENTED when a
  * called computation cannot be compiled; nothing is left behind then (the caller runs
  * the instruction through the evaluator instead). */
@@ -439,7 +463,7 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_mo
     } else if (ins->op == HLO_OP_COPY) {
       TRY(add_thunk(p, ins, THUNK_COPY, &t));
       t->bytes = shape_byte_size(&ins->shape);
-    } else if (cpu_dnnl_supports(ins)) {
+    } else if (cpu_dnnl_supports(ins) && !(tiny_product(ins) && cpu_elemental_supports(ins, NULL))) {
       TRY(add_thunk(p, ins, THUNK_DNNL, &t));
       kiln_status st = cpu_dnnl_create(ins, in_place_operand(p, t), &t->prim);
       if (st) return status_wrap(st, "cpu: %s", ins->name);
