@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "backends/cpu/cpu_dnnl.h"
+#include "backends/cpu/cpu_shared_constants.h"
 #include "check.h"
 #include "check_util.h"
 #include "eval/eval.h"
@@ -1127,6 +1128,49 @@ static void test_execute_errors(void) {
   hlo_module_free(m);
 }
 
+/* Two primitives over the same constant weight (a weight an exporter deduplicated
+ * across identical layers) hold one packed copy between them; a third with another
+ * weight adds one; the buffers go with their last holder. */
+static void test_equal_packed_weights_are_shared(void) {
+  const char *same = "HloModule m\nENTRY e {\n  a = f32[64,256] parameter(0)\n  w = f32[256,256] constant({...})\n"
+                     "  ROOT d = f32[64,256] dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+  const char *other = "HloModule m\nENTRY e {\n  a = f32[64,256] parameter(0)\n  w = f32[256,192] constant({...})\n"
+                      "  ROOT d = f32[64,192] dot(a, w), lhs_contracting_dims={1}, rhs_contracting_dims={0}\n}\n";
+  int n0, n1, n2, n3;
+  size_t b0, b1, b2, b3;
+  cpu_shared_constant_stats(&n0, &b0);
+  hlo_module *m1 = check_parse_hlo(same), *m2 = check_parse_hlo(same), *m3 = check_parse_hlo(other);
+  cpu_dnnl_prim *p1 = NULL, *p2 = NULL, *p3 = NULL;
+  if (m1 && m2 && m3) {
+    CHECK_OK(cpu_dnnl_create(m1->entry->root, -1, &p1));
+    cpu_shared_constant_stats(&n1, &b1);
+    CHECK_OK(cpu_dnnl_create(m2->entry->root, -1, &p2));
+    cpu_shared_constant_stats(&n2, &b2);
+    CHECK(n1 == n0 + 1 && b1 >= b0 + 256 * 256 * sizeof(float));
+    CHECK(n2 == n1 && b2 == b1); /* the second one shares the first's buffer */
+    CHECK_OK(cpu_dnnl_create(m3->entry->root, -1, &p3));
+    cpu_shared_constant_stats(&n3, &b3);
+    CHECK(n3 == n2 + 1);
+    /* both still compute: the same input gives the same output through either */
+    static float a[64 * 256], o1[64 * 256], o2[64 * 256];
+    for (int i = 0; i < 64 * 256; i++) a[i] = (float)((i * 37) % 101) / 101.0f - 0.5f;
+    void *ops[1] = {a};
+    CHECK_OK(cpu_dnnl_execute(p1, ops, o1));
+    cpu_dnnl_destroy(p1);
+    p1 = NULL;
+    CHECK_OK(cpu_dnnl_execute(p2, ops, o2));
+    CHECK(memcmp(o1, o2, sizeof o1) == 0);
+  }
+  cpu_dnnl_destroy(p1);
+  cpu_dnnl_destroy(p2);
+  cpu_dnnl_destroy(p3);
+  cpu_shared_constant_stats(&n3, &b3);
+  CHECK(n3 == n0 && b3 == b0);
+  hlo_module_free(m1);
+  hlo_module_free(m2);
+  hlo_module_free(m3);
+}
+
 /* ------------------------------------------------------------------ declined */
 
 /* The kCustom softmax fusion (fusion.c) as oneDNN's softmax primitive, against the
@@ -1486,7 +1530,7 @@ TEST_MAIN(TEST(test_compare_rejects), TEST(test_matmul), TEST(test_matmul_batche
           TEST(test_fusion_clamp), TEST(test_fusion_repeated_eltwise), TEST(test_unusual_layouts), TEST(test_fusion_more),
           TEST(test_random_convs), TEST(test_random_dots),
           TEST(test_concurrent_prims), TEST(test_module_freed_after_create), TEST(test_result_aliases_residual),
-          TEST(test_execute_errors), TEST(test_softmax),
+          TEST(test_execute_errors), TEST(test_equal_packed_weights_are_shared), TEST(test_softmax),
           TEST(test_unsupported), TEST(test_quantized_conv_requantizes_to_u8),
           TEST(test_quantized_conv_transposed_s8_and_depthwise), TEST(test_quantized_dot_constant_weights),
           TEST(test_quantized_conv_int_bias_output_scales), TEST(test_quantized_dot_runtime_zero_point),

@@ -20,6 +20,7 @@
  * implementation for exactly this configuration. */
 #include "backends/cpu/cpu_dnnl.h"
 #include "backends/cpu/cpu_patterns.h"
+#include "backends/cpu/cpu_shared_constants.h"
 
 #include <dnnl.h>
 #include <dnnl_debug.h>
@@ -1361,6 +1362,8 @@ struct cpu_dnnl_prim {
   dnnl_memory_t zp_mem;
   int n_owned;
   void *owned[8 + MAX_POST_OPS]; /* buffers freed with the prim */
+  int n_shared;
+  void *shared[8 + MAX_POST_OPS]; /* constant buffers of cpu_shared_constants, released with it */
 };
 
 static dnnl_memory_t arg_mem(const bound_arg *a) { return a->mem ? a->mem : a->user_mem; }
@@ -1376,6 +1379,20 @@ static kiln_status prim_alloc(cpu_dnnl_prim *pr, const hlo_instr *ins, size_t by
   pr->owned[pr->n_owned++] = b;
   *out = b;
   return NULL;
+}
+
+/* Moves BUF, a constant's bytes just written into a prim_alloc'd buffer, into the
+ * shared store: returns the buffer to bind (an equal one another primitive packed, or
+ * BUF itself), which the prim then holds a reference to instead of owning BUF. */
+static void *prim_share(cpu_dnnl_prim *pr, void *buf, size_t bytes) {
+  for (int i = 0; i < pr->n_owned; i++)
+    if (pr->owned[i] == buf) {
+      pr->owned[i] = pr->owned[--pr->n_owned];
+      break;
+    }
+  void *shared = cpu_shared_constant_adopt(buf, bytes);
+  pr->shared[pr->n_shared++] = shared; /* never more than the owned buffers it came from */
+  return shared;
 }
 
 /* Scratchpad of PD (user-managed so concurrent prims never share one); NULL if none. */
@@ -1428,9 +1445,10 @@ static kiln_status bind_setup(cpu_dnnl_prim *pr, const hlo_instr *ins, bound_arg
   void *buf = DNNL_MEMORY_NONE;
   if (!is_result && ref->constant) {
     size_t bytes = (size_t)ref->constant->n * hlo_type_size(ref->constant->shape.type);
-    if (same) { /* an owned copy, so the module may be freed */
+    if (same) { /* a copy, so the module may be freed: shared with equal ones */
       TRY(prim_alloc(pr, ins, bytes, &buf));
       memcpy(buf, ref->constant->data, bytes);
+      buf = prim_share(pr, buf, bytes);
       DNNL_TRY(ins, dnnl_memory_create(&a->user_mem, user, engine, buf));
       return NULL;
     }
@@ -1448,6 +1466,9 @@ static kiln_status bind_setup(cpu_dnnl_prim *pr, const hlo_instr *ins, bound_arg
     a->reorder = NULL;
     dnnl_memory_destroy(a->user_mem);
     a->user_mem = NULL;
+    /* Packed: one copy per process of equal packed bytes (cpu_shared_constants.h). */
+    void *shared = prim_share(pr, buf, dnnl_memory_desc_get_size(want));
+    if (shared != buf) DNNL_TRY(ins, dnnl_memory_set_data_handle(a->mem, shared));
     return NULL;
   }
   DNNL_TRY(ins, dnnl_memory_create(&a->user_mem, user, engine, DNNL_MEMORY_NONE));
@@ -1710,6 +1731,7 @@ void cpu_dnnl_destroy(cpu_dnnl_prim *pr) {
   if (pr->prim) dnnl_primitive_destroy(pr->prim);
   if (pr->stream) dnnl_stream_destroy(pr->stream);
   for (int i = 0; i < pr->n_owned; i++) free(pr->owned[i]);
+  for (int i = 0; i < pr->n_shared; i++) cpu_shared_constant_release(pr->shared[i]);
   free(pr->dst_stage);
   free(pr->name);
   free(pr);

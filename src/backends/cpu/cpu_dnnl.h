@@ -7,7 +7,8 @@
  * descriptors: transposed dot operands and NHWC/any-order convolution layouts cost no
  * copies (layouts oneDNN has no fast kernel for, such as NCHW, are reordered). Transposed
  * convolutions (lhs dilation) run as oneDNN deconvolutions. Constant weights are
- * reordered into oneDNN's preferred blocked layout once, at create time. f32 is
+ * reordered into oneDNN's preferred blocked layout once, at create time, and primitives
+ * whose packed (or copied) constants are equal share one buffer (cpu_shared_constants.h). f32 is
  * computed in oneDNN's strict (IEEE f32) math mode; results differ from the evaluator
  * (which accumulates in double) by f32 accumulation rounding only. Integer products
  * (cpu_quantize.c's form: u8/s8 activations widened to s32, s8 weights, an s32 result
