@@ -848,15 +848,15 @@ static kiln_status lower_nodes(lowering *lw, const graph *g) {
 
 static kiln_status lower_body(lowering *lw) { return lower_nodes(lw, lw->cc->body); }
 
+/* Elements up to which a function argument's known value is a constant in its body. */
+#define KNOWN_AS_CONSTANT_MAX 64
+
 /* Lowers function g (a While's cond/body, an If's branch) into comp, whose parameter 0
  * is the tuple `state` (described by `what` in messages): g's input i is element i and
  * takes the dtype and compile-time value of outer[i] (an If's operands keep theirs; so
  * do a loop's invariant variables, the others are passed without). results[] receives g's
  * results, which must be HLO values -- or, in a probe (shape_loop_lists), unshaped
  * TensorLists too. Values inside g are g's own, so the caller's are saved and restored. */
-/* Elements up to which a function argument's known value is a constant in its body. */
-#define KNOWN_AS_CONSTANT_MAX 64
-
 static kiln_status lower_graph(lowering *lw, const graph *g, hlo_computation *comp, const hlo_shape *state,
                                const char *what, const cluster_value *const *outer, bool probe,
                                cluster_value *results) {
