@@ -270,6 +270,10 @@ static bool in_place_candidate(const hlo_instr *ins, int k) {
   return ins->op == HLO_OP_FUSION && fusion_param_in_place_safe(ins, k);
 }
 
+bool hlo_buffer_in_place_operand(const hlo_instr *ins, int k) {
+  return k >= 0 && k < ins->n_operands && in_place_candidate(ins, k);
+}
+
 /* ---- the arena's free list, sorted by offset, adjacent ranges merged ---- */
 
 typedef struct range {

@@ -90,6 +90,12 @@ bool hlo_buffer_assignment_check(const hlo_computation *entry, const hlo_buffer_
 bool hlo_buffer_resolve(const hlo_computation *entry, const hlo_buffer_assignment *a, int i, int *base,
                         int64_t *offset);
 
+/* Whether ins may write its result over operand k's storage (the in-place rule above:
+ * element i of that operand feeds only element i of the result, or it is a
+ * dynamic-update-slice's operand 0). Backends use it for storage they place themselves,
+ * such as a loop body writing straight into the loop state. */
+bool hlo_buffer_in_place_operand(const hlo_instr *ins, int k);
+
 /* Whether output k must be copied into the caller's result (see the header comment). */
 bool hlo_buffer_output_needs_copy(const hlo_computation *entry, const hlo_buffer_assignment *a, int k);
 

@@ -6,6 +6,8 @@
  * cases cover how loop state moves: nested tuples, leaves passed through, leaves that
  * swap places (staged through scratch), a stacked buffer updated one row per step
  * (written in place) and the same with a later reader of the old buffer (must not be),
+ * a state leaf computed elementwise from itself (written in place), read out of order
+ * or read again after its update (must not be), or read by later instructions once new,
  * nested loops, data-dependent trip counts, and conditionals with pred and s32
  * selectors (out of range runs the last branch) and tuple operands that must be packed. */
 #include <stdio.h>
@@ -121,6 +123,67 @@ static void test_scan_with_a_later_reader_of_the_old_buffer_keeps_it(void) {
   check_cpu_like_evaluator(SCAN_LATE_READER, (const char *const[]){"loop", COMPILED, NULL});
 }
 
+/* A moving average over the rows of a bf16 matrix: the new average is computed
+ * elementwise from the old one, so the body writes it straight into the loop state. */
+#define AVG_LOOP(name, extra, root)                                                                      \
+  "HloModule " name "\n\n"                                                                             \
+  "cond {\n  cp = (s32[], f32[64], bf16[16,64]) parameter(0)\n  ci = s32[] get-tuple-element(cp), index=0\n" \
+  "  n = s32[] constant(16)\n  ROOT lt = pred[] compare(ci, n), direction=LT\n}\n\n"                \
+  "body {\n  p = (s32[], f32[64], bf16[16,64]) parameter(0)\n  i = s32[] get-tuple-element(p), index=0\n" \
+  "  acc = f32[64] get-tuple-element(p), index=1\n  x = bf16[16,64] get-tuple-element(p), index=2\n"  \
+  "  one = s32[] constant(1)\n  j = s32[] add(i, one)\n  z = s32[] constant(0)\n"                     \
+  "  row = bf16[1,64] dynamic-slice(x, i, z), dynamic_slice_sizes={1,64}\n"                            \
+  "  r = bf16[64] reshape(row)\n  rf = f32[64] convert(r)\n"                                           \
+  "  half = f32[] constant(0.5)\n  hb = f32[64] broadcast(half), dimensions={}\n" extra               \
+  "  ROOT t = (s32[], f32[64], bf16[16,64]) tuple(j, " root ", x)\n}\n\n"                           \
+  "ENTRY main {\n  a = f32[64] parameter(0)\n  x = bf16[16,64] parameter(1)\n  z = s32[] constant(0)\n" \
+  "  init = (s32[], f32[64], bf16[16,64]) tuple(z, a, x)\n"                                             \
+  "  ROOT w = (s32[], f32[64], bf16[16,64]) while(init), condition=cond, body=body\n}\n"
+
+static void test_moving_average_updates_its_state_leaf_in_place(void) {
+  check_cpu_like_evaluator(AVG_LOOP("avg", "  m = f32[64] multiply(acc, hb)\n  acc2 = f32[64] add(m, rf)\n", "acc2"),
+                           (const char *const[]){"loop", "native row dynamic-slice", COMPILED, NULL});
+}
+
+/* The new value reads the old one reversed: element i needs old element 63 - i, which
+ * writing in place would already have overwritten. */
+static void test_state_leaf_read_out_of_order_is_not_updated_in_place(void) {
+  check_cpu_like_evaluator(AVG_LOOP("avg_rev",
+                                    "  rv = f32[64] reverse(acc), dimensions={0}\n  m = f32[64] multiply(rv, hb)\n"
+                                    "  acc2 = f32[64] add(m, rf)\n",
+                                    "acc2"),
+                           (const char *const[]){"loop", COMPILED, NULL});
+}
+
+/* The old value is read again after the new one is computed (the subtract comes after
+ * the add), and the new one is read by a later instruction too: that reader must see
+ * the new value, the subtract the old. */
+static void test_state_leaf_read_after_its_update_keeps_the_old_value(void) {
+  check_cpu_like_evaluator(AVG_LOOP("avg_late",
+                                    "  acc2 = f32[64] add(acc, rf)\n  rv = f32[64] reverse(acc2), dimensions={0}\n"
+                                    "  d = f32[64] subtract(rv, acc)\n  e = f32[64] multiply(d, hb)\n",
+                                    "e"),
+                           (const char *const[]){"loop", COMPILED, NULL});
+}
+
+/* The new value is written in place and then read by later instructions, which must
+ * find it in the loop state. */
+static void test_state_leaf_updated_in_place_is_read_by_later_instructions(void) {
+  check_cpu_like_evaluator(
+      "HloModule later\n\n"
+      "cond {\n  cp = (s32[], s32[32], s32[32]) parameter(0)\n  ci = s32[] get-tuple-element(cp), index=0\n"
+      "  n = s32[] constant(5)\n  ROOT lt = pred[] compare(ci, n), direction=LT\n}\n\n"
+      "body {\n  p = (s32[], s32[32], s32[32]) parameter(0)\n  i = s32[] get-tuple-element(p), index=0\n"
+      "  a = s32[32] get-tuple-element(p), index=1\n  one = s32[] constant(1)\n  j = s32[] add(i, one)\n"
+      "  three = s32[] constant(3)\n  tb = s32[32] broadcast(three), dimensions={}\n"
+      "  a2 = s32[32] multiply(a, tb)\n  ra = s32[32] reverse(a2), dimensions={0}\n"
+      "  ROOT t = (s32[], s32[32], s32[32]) tuple(j, a2, ra)\n}\n\n"
+      "ENTRY main {\n  a = s32[32] parameter(0)\n  b = s32[32] parameter(1)\n  z = s32[] constant(0)\n"
+      "  init = (s32[], s32[32], s32[32]) tuple(z, a, b)\n"
+      "  ROOT w = (s32[], s32[32], s32[32]) while(init), condition=cond, body=body\n}\n",
+      (const char *const[]){"loop", COMPILED, NULL});
+}
+
 /* A loop inside a loop body, and a trip count that depends on the data (doubling a
  * small value until it passes a bound). */
 static const char *const NESTED =
@@ -213,4 +276,8 @@ TEST_MAIN(TEST(test_fori_loop_with_nested_tuple_state_is_compiled), TEST(test_su
           TEST(test_loop_state_leaves_that_swap_places_are_staged), TEST(test_scan_writes_its_stacked_rows_in_place),
           TEST(test_scan_with_a_later_reader_of_the_old_buffer_keeps_it),
           TEST(test_nested_loops_with_data_dependent_trip_counts), TEST(test_pred_conditional_is_compiled),
-          TEST(test_switch_runs_the_last_branch_when_out_of_range))
+          TEST(test_switch_runs_the_last_branch_when_out_of_range),
+          TEST(test_moving_average_updates_its_state_leaf_in_place),
+          TEST(test_state_leaf_read_out_of_order_is_not_updated_in_place),
+          TEST(test_state_leaf_read_after_its_update_keeps_the_old_value),
+          TEST(test_state_leaf_updated_in_place_is_read_by_later_instructions))

@@ -1,9 +1,10 @@
 /* Unit tests for the cpu backend's native kernels that are not sorts or scatters
  * (those have tests/hlo/test_cpu_sort.py and test_cpu_scatter.py): the cumulative
- * reduce-window scan (cpu_scan.c) and dynamic-update-slice (cpu_update_slice.c). Each
- * module must run on cpu bit for bit like the evaluator on pseudo-random inputs, and the
- * profile says which thunks were native -- and which were not (a reversed cumsum, which
- * would associate its sums the other way, stays a generated kernel). */
+ * reduce-window scan (cpu_scan.c), dynamic-update-slice and dynamic-slice
+ * (cpu_update_slice.c). Each module must run on cpu bit for bit like the evaluator on
+ * pseudo-random inputs, and the profile says which thunks were native -- and which were
+ * not (a reversed cumsum, which would associate its sums the other way, and a slice of
+ * rows too short for memcpy stay generated kernels). */
 #include <stdlib.h>
 
 #include "check.h"
@@ -69,7 +70,36 @@ static void test_update_slice_of_a_strided_window(void) {
                            (const char *const[]){"native r dynamic-update-slice", NULL});
 }
 
+/* Whole rows out of a bf16 matrix at a pseudo-random (so mostly clamped) row index. */
+static void test_dynamic_slice_of_rows_clamps_its_start(void) {
+  check_cpu_like_evaluator("HloModule ds\n\n"
+                           "ENTRY main {\n  x = bf16[8,64] parameter(0)\n  i = s32[] parameter(1)\n"
+                           "  z = s32[] constant(0)\n"
+                           "  ROOT r = bf16[3,64] dynamic-slice(x, i, z), dynamic_slice_sizes={3,64}\n}\n",
+                           (const char *const[]){"native r dynamic-slice", NULL});
+}
+
+/* A window narrower than the inner dims: one memcpy per (outer, middle) position, with
+ * in-range starts too (the index masked to 0..3). */
+static void test_dynamic_slice_of_a_strided_window(void) {
+  check_cpu_like_evaluator("HloModule ds2\n\n"
+                           "ENTRY main {\n  x = f32[4,6,40] parameter(0)\n  i = s64[] parameter(1)\n"
+                           "  m = s64[] constant(3)\n  i3 = s64[] and(i, m)\n"
+                           "  ROOT r = f32[2,3,20] dynamic-slice(x, i3, i3, i3), dynamic_slice_sizes={2,3,20}\n}\n",
+                           (const char *const[]){"native r dynamic-slice", NULL});
+}
+
+/* Rows of 3 elements: the kernel copies them faster than a native call would. */
+static void test_dynamic_slice_of_short_rows_stays_a_kernel(void) {
+  check_cpu_like_evaluator("HloModule ds3\n\n"
+                           "ENTRY main {\n  x = f32[20,3] parameter(0)\n  i = s32[] parameter(1)\n"
+                           "  z = s32[] constant(0)\n"
+                           "  ROOT r = f32[1,3] dynamic-slice(x, i, z), dynamic_slice_sizes={1,3}\n}\n",
+                           (const char *const[]){"kernel r dynamic-slice", "!native", NULL});
+}
+
 TEST_MAIN(TEST(test_cumsum_over_the_minor_dim_is_a_running_fold), TEST(test_cumsum_with_a_window_longer_than_the_dim),
           TEST(test_cummax_over_a_major_dim), TEST(test_integer_cumprod_wraps_like_the_evaluator),
           TEST(test_reversed_cumsum_is_not_a_scan), TEST(test_update_slice_clamps_its_start_indices),
-          TEST(test_update_slice_of_a_strided_window))
+          TEST(test_update_slice_of_a_strided_window), TEST(test_dynamic_slice_of_rows_clamps_its_start),
+          TEST(test_dynamic_slice_of_a_strided_window), TEST(test_dynamic_slice_of_short_rows_stays_a_kernel))

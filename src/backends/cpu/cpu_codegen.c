@@ -275,8 +275,14 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
 void cpu_kernel_run(cpu_kernel_fn fn, char **buffers, const cpu_kernel_space *space) {
   int64_t units = space->units;
   if (units <= 0) return;
+  /* Small work first, without asking OpenMP: a loop body's tiny kernels run here
+   * thousands of times per call, and the call into libgomp is a fair part of that. */
+  if (units < 2 || units * space->unit_cost < CPU_PARALLEL_MIN_ELEMS) {
+    fn(buffers, 0, units);
+    return;
+  }
   int threads = omp_get_max_threads();
-  if (threads <= 1 || units < 2 || units * space->unit_cost < CPU_PARALLEL_MIN_ELEMS) {
+  if (threads <= 1) {
     fn(buffers, 0, units);
     return;
   }

@@ -269,34 +269,57 @@ static bool touched_from(const cpu_program *p, int from, int base, int64_t lo, i
   return false;
 }
 
-/* A loop carrying a buffer it updates one slice of per step (a scan's stacked outputs)
- * would copy the whole buffer twice per iteration: the dynamic-update-slice into its
- * own block, then that block back into the state. When the body's result leaf k is a
- * dynamic-update-slice of state leaf k, and nothing after it in the body reads that
- * leaf or the slice's own result, the slice writes straight into the state: its output
- * is redirected to the leaf (the native kernel then copies only the window) and the
- * leaf stays where it is. */
+/* Whether thunk t could write element i of its output over element i of the bytes
+ * [lo, hi) of instruction `base`'s storage and still read what it needs: each operand
+ * lying there must be one an in-place update may take (hlo_buffer_in_place_operand). */
+static bool reads_in_place(const thunk *t, int base, int64_t lo, int64_t hi) {
+  int first = t->kind == THUNK_KERNEL ? 1 : t->n_out; /* refs of operand 0 (arrays only) */
+  for (int k = 0; k < t->ins->n_operands; k++) {
+    const buffer_ref *r = &t->refs[first + k];
+    if (r->base == base && r->offset >= lo && r->offset < hi && !hlo_buffer_in_place_operand(t->ins, k)) return false;
+  }
+  return true;
+}
+
+/* A loop body computing a new value for state leaf k into its own arena would have it
+ * copied back into the state after every iteration: the whole stacked buffer, twice,
+ * for a scan's dynamic-update-slice of one row; the new state itself for a small body
+ * (a moving average's f32[768] per step). When the body's result leaf k is the single
+ * output of a kernel or dynamic-update-slice thunk that reads the state's leaf k only
+ * in place (element i for element i, or as the slice's operand 0), and nothing after it
+ * in the body reads that leaf's old value, the thunk writes straight into the state:
+ * its output, the later thunks reading it and the body's result are redirected to the
+ * leaf, which then stays where it is (the slice copies only its window). */
 static void update_state_in_place(thunk *w, int k) {
   if (w->moves[k] != LEAF_COPY) return;
   cpu_program *body = w->progs[1];
   buffer_ref src = body->results[k];
   int at = -1;
-  for (int i = 0; i < body->n_thunks && at < 0; i++)
-    if (body->thunks[i].kind == THUNK_NATIVE && body->thunks[i].ins->op == HLO_OP_DYNAMIC_UPDATE_SLICE &&
-        same_ref(body->thunks[i].refs[0], src))
-      at = i;
-  if (at < 0) return;
+  for (int i = 0; i < body->n_thunks && at < 0; i++) {
+    const thunk *t = &body->thunks[i];
+    bool single = (t->kind == THUNK_KERNEL && shape_is_array(&t->ins->shape)) ||
+                  (t->kind == THUNK_NATIVE && t->ins->op == HLO_OP_DYNAMIC_UPDATE_SLICE);
+    if (single && same_ref(t->refs[0], src)) at = i;
+  }
+  if (at < 0 || body->comp->n_params != 1) return;
   thunk *t = &body->thunks[at];
-  buffer_ref leaf = t->refs[t->n_out]; /* operand 0 */
   int64_t lo = cpu_eval_leaf_offset(&w->ins->shape, k, CPU_ALIGNMENT), hi = lo + w->leaf_bytes[k];
-  if (body->assignment->slots[leaf.base].kind != HLO_BUFFER_PARAMETER || leaf.offset != lo) return;
-  if (touched_from(body, at + 1, leaf.base, lo, hi) || touched_from(body, at + 1, src.base, 0, INT64_MAX)) return;
+  buffer_ref leaf = {instr_index(body->comp, body->comp->params[0]), lo};
+  if (leaf.base < 0 || body->assignment->slots[leaf.base].kind != HLO_BUFFER_PARAMETER) return;
+  if (!reads_in_place(t, leaf.base, lo, hi) || touched_from(body, at + 1, leaf.base, lo, hi)) return;
+  /* Later readers of the new value must name exactly its start, to be redirected. */
+  for (int i = at + 1; i < body->n_thunks; i++)
+    for (int r = 0; r < body->thunks[i].n_refs; r++)
+      if (body->thunks[i].refs[r].base == src.base && !same_ref(body->thunks[i].refs[r], src)) return;
   for (int j = 0; j < w->n_out; j++) {
     const buffer_ref *r = &body->results[j];
     if (j == k) continue;
-    if (same_ref(*r, src) || (r->base == leaf.base && r->offset >= lo && r->offset < hi)) return;
+    if (r->base == src.base || (r->base == leaf.base && r->offset >= lo && r->offset < hi)) return;
   }
   t->refs[0] = leaf;
+  for (int i = at + 1; i < body->n_thunks; i++)
+    for (int r = 0; r < body->thunks[i].n_refs; r++)
+      if (same_ref(body->thunks[i].refs[r], src)) body->thunks[i].refs[r] = leaf;
   body->results[k] = leaf;
   w->moves[k] = LEAF_KEEP;
 }

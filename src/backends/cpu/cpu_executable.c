@@ -2,7 +2,9 @@
  * copies its init into the loop state (its own block), then alternates the condition
  * and body programs on that block, moving the body's result leaves back in (see
  * leaf_move); a conditional thunk hands its chosen branch one block (packing a tuple
- * of separately stored values first) and copies the branch's result out. */
+ * of separately stored values first) and copies the branch's result out. A program's
+ * thunk buffer addresses are resolved once for the parameters it is run with and kept
+ * while they stay the same (see bind_params), so a loop's iterations only dispatch. */
 #include "backends/cpu/cpu_executable.h"
 
 #include <pthread.h>
@@ -142,6 +144,8 @@ void cpu_program_free(cpu_program *p) {
   free(p->results);
   if (p->assignment) hlo_buffer_assignment_free(p->assignment);
   free(p->arena);
+  free(p->addrs);
+  free(p->bound);
   free(p);
 }
 
@@ -241,20 +245,43 @@ static kiln_status run_conditional(cpu_executable *x, thunk *t, char *const *buf
   return NULL;
 }
 
+/* Resolves p->addrs for params unless they are the ones it was resolved for. The arena
+ * and the constants' data stay where they are once the program has run, so only a
+ * change of parameters (a new call of the entry, a branch handed another block) moves
+ * any address. */
+static kiln_status bind_params(cpu_program *p, char *const *params) {
+  int n_params = p->comp->n_params;
+  if (!p->addrs) {
+    int64_t n = 0;
+    for (int i = 0; i < p->n_thunks; i++) n += p->thunks[i].n_refs;
+    p->addrs = malloc(((size_t)n + 1) * sizeof *p->addrs);
+    p->bound = malloc(((size_t)n_params + 1) * sizeof *p->bound);
+    if (!p->addrs || !p->bound) {
+      free(p->addrs);
+      free(p->bound);
+      p->addrs = p->bound = NULL;
+      return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    }
+  }
+  if (p->resolved && (n_params == 0 || memcmp(p->bound, params, (size_t)n_params * sizeof *params) == 0))
+    return NULL;
+  char **a = p->addrs;
+  for (int i = 0; i < p->n_thunks; i++)
+    for (int k = 0; k < p->thunks[i].n_refs; k++) *a++ = buffer_address(p, params, p->thunks[i].refs[k]);
+  if (n_params > 0) memcpy(p->bound, params, (size_t)n_params * sizeof *params);
+  p->resolved = true;
+  return NULL;
+}
+
 static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *params) {
   int64_t bytes = (p->assignment->arena_bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
   /* Allocated on the first run and kept: fresh memory would page-fault on every run. */
   if (bytes > 0 && !p->arena && !(p->arena = aligned_alloc(CPU_ALIGNMENT, (size_t)bytes)))
     return status_error(KILN_RESOURCE_EXHAUSTED, "cpu: cannot allocate a %lld-byte arena", (long long)bytes);
-  char *ptrs[64];
-  char **bufs = ptrs;
-  for (int i = 0; i < p->n_thunks; i++) {
+  TRY(bind_params(p, params));
+  char **bufs = p->addrs;
+  for (int i = 0; i < p->n_thunks; bufs += p->thunks[i++].n_refs) {
     thunk *t = &p->thunks[i];
-    if (t->n_refs > 64) {
-      bufs = malloc((size_t)t->n_refs * sizeof *bufs);
-      if (!bufs) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-    }
-    for (int k = 0; k < t->n_refs; k++) bufs[k] = buffer_address(p, params, t->refs[k]);
     kiln_status st = NULL;
     struct timespec t0 = {0}, t1;
     if (x->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -273,10 +300,6 @@ static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *p
       clock_gettime(CLOCK_MONOTONIC, &t1);
       t->ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
       t->runs++;
-    }
-    if (bufs != ptrs) {
-      free(bufs);
-      bufs = ptrs;
     }
     if (st) return st;
   }

@@ -90,6 +90,13 @@ struct cpu_program {
   int n_results;
   buffer_ref *results; /* sub-programs: the root's array leaves, depth-first */
   char *arena;
+  /* Every thunk's refs resolved to addresses, thunk after thunk, for the parameters in
+   * bound[0 .. comp->n_params): a loop runs its condition and body on the same state
+   * block every iteration, so they are resolved once per loop, not per thunk run.
+   * Allocated on the program's first run, with the arena. */
+  char **addrs;
+  char **bound;
+  bool resolved;
 };
 
 typedef struct cpu_executable {

@@ -11,6 +11,7 @@ struct cpu_native {
 
 static const cpu_native_kind *const kinds[] = {
     &cpu_native_update_slice,
+    &cpu_native_dynamic_slice,
     &cpu_native_scan,
     &cpu_native_sort,
     &cpu_native_topk,

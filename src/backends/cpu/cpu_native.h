@@ -34,6 +34,7 @@ typedef struct cpu_native_kind {
 
 /* The kinds (each defined in its own file). */
 extern const cpu_native_kind cpu_native_update_slice; /* dynamic-update-slice (cpu_update_slice.c) */
+extern const cpu_native_kind cpu_native_dynamic_slice; /* dynamic-slice of whole rows (cpu_update_slice.c) */
 extern const cpu_native_kind cpu_native_scan;         /* cumulative reduce-window (cpu_scan.c) */
 extern const cpu_native_kind cpu_native_sort;         /* sort, any comparator (cpu_sort.c) */
 extern const cpu_native_kind cpu_native_topk;         /* topk (cpu_sort.c) */
