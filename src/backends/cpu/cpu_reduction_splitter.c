@@ -1,7 +1,7 @@
 /* Reduction splitting for the thread pool: a reduce that keeps its input's minor
  * dimension and has few outputs (a global average pool in NHWC at batch 1: [1,112,112,32]
- * -> [1,32]) is a column reduction with a single work unit of CPU_COLUMN_CHUNK outputs,
- * so one core does all of it; a column sum over [4096,1024] has four. It becomes two
+ * -> [1,32], or a column sum over [4096,1024]) is a column reduction with a single work
+ * unit of up to CPU_COLUMN_CHUNK outputs, so one core does all of it. It becomes two
  * reduces over a reshape that splits one reduced dimension d into (f, dims[d] / f):
  *   reduce(x, dims) -> reduce(reduce(reshape(x), dims'), {position of f})
  * The inner reduce has f times the outputs, hence f times the units, and does nearly all
