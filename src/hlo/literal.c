@@ -10,7 +10,7 @@
 
 int64_t literal_max_bytes = (int64_t)8 << 30;
 
-kiln_status literal_create(const hlo_shape *shape, hlo_literal **out) {
+static kiln_status create(const hlo_shape *shape, bool zero, hlo_literal **out) {
   *out = NULL;
   if (shape->type == HLO_TUPLE) return ERR_INTERNAL("literal_create called with a tuple shape");
   int64_t bytes = shape_byte_size(shape);
@@ -30,7 +30,7 @@ kiln_status literal_create(const hlo_shape *shape, hlo_literal **out) {
   l->shape.n_elems = 0;
   l->n = shape_elements(shape);
   if (shape->type != HLO_TOKEN) {
-    l->data = calloc(1, bytes ? (size_t)bytes : 1);
+    l->data = zero ? calloc(1, bytes ? (size_t)bytes : 1) : malloc(bytes ? (size_t)bytes : 1);
     if (!l->data) {
       free(l);
       return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory allocating %lld bytes", (long long)bytes);
@@ -39,6 +39,10 @@ kiln_status literal_create(const hlo_shape *shape, hlo_literal **out) {
   *out = l;
   return NULL;
 }
+
+kiln_status literal_create(const hlo_shape *shape, hlo_literal **out) { return create(shape, true, out); }
+
+kiln_status literal_create_uninit(const hlo_shape *shape, hlo_literal **out) { return create(shape, false, out); }
 
 hlo_literal *literal_tuple(int n, hlo_literal **elems) {
   hlo_literal *l = calloc(1, sizeof *l);

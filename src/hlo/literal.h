@@ -32,6 +32,10 @@ extern int64_t literal_max_bytes;
 
 /* Zero-filled array literal (token shapes allowed: no data). */
 kiln_status literal_create(const hlo_shape *shape, hlo_literal **out);
+/* The same with the data left uninitialised, for a caller that writes every byte: for
+ * a result of megabytes copied out of a backend's buffers, zeroing first touched the
+ * whole block twice. */
+kiln_status literal_create_uninit(const hlo_shape *shape, hlo_literal **out);
 /* Takes ownership of elems[0..n). */
 hlo_literal *literal_tuple(int n, hlo_literal **elems);
 hlo_literal *literal_clone(const hlo_literal *l);

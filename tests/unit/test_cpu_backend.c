@@ -585,6 +585,19 @@ static void test_restructured_reductions(void) {
            "  ROOT r = s32[3,70] reduce(a, z), dimensions={0}, to_apply=add_s32\n}\n",
            reducers);
   check_exact(text, 171, true);
+  /* Rows wider than a column chunk (a whole chunk and a partial one), and a column sum
+   * with few outputs that the splitter divides, its bf16 round trip fused in. */
+  snprintf(text, sizeof text,
+           "HloModule col\n\n%sENTRY main {\n  a = s32[37,3,1100] parameter(0)\n  z = s32[] constant(0)\n"
+           "  ROOT r = s32[3,1100] reduce(a, z), dimensions={0}, to_apply=add_s32\n}\n",
+           reducers);
+  check_exact(text, 172, true);
+  snprintf(text, sizeof text,
+           "HloModule col\n\n%sENTRY main {\n  x = f32[1,2048,1100] parameter(0)\n  z = f32[] constant(0)\n"
+           "  h = bf16[1,2048,1100] convert(x)\n  w = f32[1,2048,1100] convert(h)\n"
+           "  ROOT r = f32[1,1100] reduce(w, z), dimensions={1}, to_apply=add_f32\n}\n",
+           reducers);
+  check_close_scaled(text, 173, 1e-5);
 }
 
 /* Reshapes whose dims split into groups (size-1 dims inserted or dropped, dims split or

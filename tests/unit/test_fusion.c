@@ -227,10 +227,6 @@ static void expensive_producer_not_duplicated(void) {
   hlo_module_free(m);
 }
 
-/* A cheap producer whose copy would read more than it replaces is not copied into a
- * second consumer: in a residual stream h1 = h0 + a, h2 = h1 + b, ... every add has a
- * user outside the next kernel (here the dots), and copying them would recompute the
- * whole stream in every later kernel. Each add is computed once. */
 /* An elementwise chain of n instructions (add, multiply, tanh, subtract, exponential in
  * turn, two parameters read all along), as JAX writes one: the shape of issue #15's
  * compile-time series. Caller frees. */
@@ -313,6 +309,10 @@ static void fusion_work_linear_in_chain_length(void) {
   CHECK(w4 <= w1 * 4 + w1 / 2);
 }
 
+/* A cheap producer whose copy would read more than it replaces is not copied into a
+ * second consumer: in a residual stream h1 = h0 + a, h2 = h1 + b, ... every add has a
+ * user outside the next kernel (here the dots), and copying them would recompute the
+ * whole stream in every later kernel. Each add is computed once. */
 static void residual_stream_not_recomputed(void) {
   hlo_module *m = check_run_pass(
       "HloModule t\n"
@@ -445,6 +445,31 @@ static void softmax_custom_fusion(void) {
   snprintf(text, sizeof text, softmax_text, 5, 1, 5, 5, 5, 5, 5, "f32[3,5,5] negate(y)");
   m = check_run_pass(text, cpu_pass_fusion, true);
   CHECK(count_fusion_kind(m->entry, "kCustom") == 0);
+  hlo_module_free(m);
+}
+
+/* A layer norm's centred value c = x - mean is read by the variance reduction and by the
+ * normalisation. A copy reads x and the small per-row mean (which stays in cache), no
+ * more than reading c back, so c is copied into both kernels instead of being written
+ * out between them. */
+static void centred_value_copied_into_both_consumers(void) {
+  hlo_module *m = check_run_pass(
+      "HloModule t\n"
+      "add_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"
+      "ENTRY main {\n"
+      "  x = f32[4,8,64] parameter(0)\n"
+      "  z = f32[] constant(0)\n"
+      "  s = f32[4,8] reduce(x, z), dimensions={2}, to_apply=add_f32\n"
+      "  mb = f32[4,8,64] broadcast(s), dimensions={0,1}\n"
+      "  c = f32[4,8,64] subtract(x, mb)\n"
+      "  sq = f32[4,8,64] multiply(c, c)\n"
+      "  v = f32[4,8] reduce(sq, z), dimensions={2}, to_apply=add_f32\n"
+      "  vb = f32[4,8,64] broadcast(v), dimensions={0,1}\n"
+      "  ROOT y = f32[4,8,64] multiply(c, vb)\n"
+      "}\n",
+      cpu_pass_fusion, true);
+  CHECK(count_op_module(m, HLO_OP_SUBTRACT) == 2 && check_count_op(m->entry, HLO_OP_SUBTRACT) == 0);
+  CHECK(count_fusion_kind(m->entry, "kInput") == 1 && count_fusion_kind(m->entry, "kLoop") == 1);
   hlo_module_free(m);
 }
 
@@ -662,6 +687,33 @@ static void cpu_pipeline_keeps_dots_canonical(void) {
   hlo_module_free(m);
 }
 
+/* The reduction splitter's reduce reads its input through a new reshape; the reduce it
+ * replaced must be gone before fusion, or its read keeps the producers (a bf16 round
+ * trip here) out of the split reduce's kernel, as a kernel of their own writing the
+ * whole input once more. */
+static void cpu_pipeline_fuses_split_reduction_producers(void) {
+  const char *text =
+      "HloModule t\n"
+      "max_f32 {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT m = f32[] maximum(a, b)\n}\n"
+      "ENTRY main {\n"
+      "  x = f32[2048,64] parameter(0)\n"
+      "  h = bf16[2048,64] convert(x)\n"
+      "  w = f32[2048,64] convert(h)\n"
+      "  i = f32[] constant(-inf)\n"
+      "  ROOT r = f32[64] reduce(w, i), dimensions={0}, to_apply=max_f32\n"
+      "}\n";
+  hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
+  hlo_pipeline *p = cpu_pipeline_new();
+  CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
+  hlo_pipeline_free(p);
+  CHECK_OK(hlo_verify_module(m));
+  CHECK(count_op_module(m, HLO_OP_REDUCE) == 2); /* split */
+  CHECK(check_count_op(m->entry, HLO_OP_CONVERT) == 0 && count_op_module(m, HLO_OP_CONVERT) == 2);
+  check_same_eval(orig, m, 17);
+  hlo_module_free(orig);
+  hlo_module_free(m);
+}
+
 static void dot_malformed_dimension_numbers_error(void) {
   const char *text =
       "HloModule t\n"
@@ -873,11 +925,11 @@ TEST_MAIN(TEST(loop_fusion_of_elementwise_chain), TEST(loop_fusion_pulls_cheap_p
           TEST(post_op_reading_two_dots),
           TEST(expensive_producer_not_duplicated), TEST(expensive_producer_not_under_broadcast),
           TEST(softmax_custom_fusion),
-          TEST(residual_stream_not_recomputed), TEST(long_chain_split_into_bounded_kernels),
+          TEST(residual_stream_not_recomputed), TEST(centred_value_copied_into_both_consumers), TEST(long_chain_split_into_bounded_kernels),
           TEST(fusion_work_linear_in_chain_length), TEST(output_fusion_swish_and_logistic),
           TEST(nothing_fused_across_dot_or_parameter), TEST(side_effects_and_tuples_stay),
           TEST(names_avoid_existing_ones), TEST(fusion_inside_while_body), TEST(dot_canonical_untouched),
           TEST(dot_batch_and_multi_contracting), TEST(dot_matrix_vector_and_vector_vector),
           TEST(dot_integer_and_preferred_type), TEST(dot_malformed_dimension_numbers_error),
-          TEST(cpu_pipeline_keeps_dots_canonical), TEST(cpu_pipeline_over_corpus),
+          TEST(cpu_pipeline_keeps_dots_canonical), TEST(cpu_pipeline_fuses_split_reduction_producers), TEST(cpu_pipeline_over_corpus),
           TEST(cpu_pipeline_on_random_programs))

@@ -74,9 +74,6 @@ static bool reduces_minor_dim(const hlo_instr *v) {
   return false;
 }
 
-/* Output columns per work unit of a column reduction: a few vectors' worth, so that a
- * global pool over a [1, H, W, C] input still splits into enough units for the pool. */
-#define COLUMN_CHUNK 32
 /* Lanes per vector step of a column chunk's loop: 16 f32 are one AVX-512 register. */
 #define COLUMN_VECTOR 16
 
@@ -88,7 +85,7 @@ static bool is_column_reduce(const hlo_instr *v) {
          shape_elements(&v->operands[0]->shape) > 0;
 }
 
-/* The body of a column reduction: a unit is a chunk of COLUMN_CHUNK outputs of one
+/* The body of a column reduction: a unit is a chunk of CPU_COLUMN_CHUNK outputs of one
  * output row. The outputs are initialised, then for every reduced position in row-major
  * order (the evaluator's order, so results are exact) the inner loop folds one input
  * element into each output of the chunk: contiguous loads, independent accumulators
@@ -101,11 +98,11 @@ static void emit_column_reduce(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
   const hlo_shape *is = &v->operands[0]->shape;
   int r = os->rank;
-  int64_t cols = os->dims[r - 1], chunks = (cols + COLUMN_CHUNK - 1) / COLUMN_CHUNK;
+  int64_t cols = os->dims[r - 1], chunks = (cols + CPU_COLUMN_CHUNK - 1) / CPU_COLUMN_CHUNK;
   LLVMValueRef k_chunks = LLVMConstInt(i64, (unsigned long long)chunks, 0);
   LLVMValueRef row = LLVMBuildUDiv(b, unit, k_chunks, "row");
-  LLVMValueRef c0 = LLVMBuildMul(b, LLVMBuildURem(b, unit, k_chunks, ""), LLVMConstInt(i64, COLUMN_CHUNK, 0), "");
-  LLVMValueRef c1 = LLVMBuildAdd(b, c0, LLVMConstInt(i64, COLUMN_CHUNK, 0), "");
+  LLVMValueRef c0 = LLVMBuildMul(b, LLVMBuildURem(b, unit, k_chunks, ""), LLVMConstInt(i64, CPU_COLUMN_CHUNK, 0), "");
+  LLVMValueRef c1 = LLVMBuildAdd(b, c0, LLVMConstInt(i64, CPU_COLUMN_CHUNK, 0), "");
   LLVMValueRef k_cols = LLVMConstInt(i64, (unsigned long long)cols, 0);
   c1 = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, c1, k_cols, ""), c1, k_cols, "");
   LLVMValueRef row_base = LLVMBuildMul(b, row, k_cols, "");
@@ -202,8 +199,8 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   bool column = !flat && is_column_reduce(value);
   if (column) {
     int64_t cols = os->dims[os->rank - 1];
-    space->units = cols ? n / cols * ((cols + COLUMN_CHUNK - 1) / COLUMN_CHUNK) : 0;
-    space->unit_cost = reduce_factor * (cols < COLUMN_CHUNK ? cols : COLUMN_CHUNK);
+    space->units = cols ? n / cols * ((cols + CPU_COLUMN_CHUNK - 1) / CPU_COLUMN_CHUNK) : 0;
+    space->unit_cost = reduce_factor * (cols < CPU_COLUMN_CHUNK ? cols : CPU_COLUMN_CHUNK);
     emit_column_reduce(b, fn, e, value, os, n_out, et, out, outer.index, &store_latch);
   } else if (reduces_minor) {
     /* One output element per unit: the inner loop is the reduction itself, reading the

@@ -311,7 +311,7 @@ static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *p
 static kiln_status output_literal(const hlo_shape *shape, const char *src, hlo_literal **out) {
   *out = NULL;
   if (!shape_is_tuple(shape)) {
-    TRY(literal_create(shape, out));
+    TRY(literal_create_uninit(shape, out));
     int64_t bytes = shape_byte_size(shape);
     if (bytes > 0) memcpy((*out)->data, src, (size_t)bytes);
     return NULL;

@@ -58,6 +58,9 @@ hlo_pipeline *cpu_pipeline_new(void) {
   hlo_pipeline_add_pass(p, "opt-barrier-expander", hlo_pass_opt_barrier_expander);
   hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
   hlo_pipeline_add_pass(p, "reduction-splitter", cpu_pass_reduction_splitter);
+  /* The reduces the splitter replaced still read their inputs until DCE removes them;
+   * fusion would count them as users and keep the split reduce's producers out. */
+  hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
   hlo_pipeline_add_pass(p, "fusion", cpu_pass_fusion);
   hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
   return p;

@@ -1,8 +1,8 @@
 /* Reduction splitting for the thread pool: a reduce that keeps its input's minor
  * dimension and has few outputs (a global average pool in NHWC at batch 1: [1,112,112,32]
- * -> [1,32]) is a column reduction with only one or two work units of 32 outputs each,
- * so one core does all of it. It becomes two reduces over a reshape that splits one
- * reduced dimension d into (f, dims[d] / f):
+ * -> [1,32], or a column sum over [4096,1024]) is a column reduction with a single work
+ * unit of up to CPU_COLUMN_CHUNK outputs, so one core does all of it. It becomes two
+ * reduces over a reshape that splits one reduced dimension d into (f, dims[d] / f):
  *   reduce(x, dims) -> reduce(reduce(reshape(x), dims'), {position of f})
  * The inner reduce has f times the outputs, hence f times the units, and does nearly all
  * the work; the outer one folds f partial results per output. (XLA's tree reduction
@@ -15,14 +15,13 @@
 #include <math.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_codegen.h" /* CPU_COLUMN_CHUNK */
 #include "hlo/builder.h"
 #include "hlo/passes/pass_util.h"
 #include "hlo/passes/pipeline.h"
 #include "hlo/shape.h"
 
-/* Outputs per work unit of the cpu backend's column reductions, and the units a split
- * aims for: enough for a few per core of a small machine. */
-#define COLUMN_CHUNK 32
+/* The units a split aims for: enough for a few per core of a small machine. */
 #define TARGET_UNITS 16
 /* Input elements per output below which a reduction is too small to be worth a second
  * pass (a split then costs more in the extra kernel than it saves). */
@@ -55,7 +54,7 @@ static bool plan_split(const hlo_instr *r, int *split_dim, int64_t *factor) {
   int64_t outs = shape_elements(&r->shape), ins = shape_elements(is);
   if (outs <= 0 || ins / outs < MIN_REDUCED) return false;
   int64_t cols = r->shape.dims[r->shape.rank - 1];
-  int64_t units = outs / cols * ((cols + COLUMN_CHUNK - 1) / COLUMN_CHUNK);
+  int64_t units = outs / cols * ((cols + CPU_COLUMN_CHUNK - 1) / CPU_COLUMN_CHUNK);
   if (units >= TARGET_UNITS || !identity_init(r)) return false;
   int64_t want = (TARGET_UNITS + units - 1) / units;
   *factor = 1;

@@ -22,7 +22,8 @@
  * nearest producer first. A producer all of whose users are exclusive members of the
  * group moves in; one with other users is copied in only if it is cheap (an expensive
  * op - transcendental, divide, power - stays outside so it is computed once) and its
- * copy reads no more bytes than the value it replaces (else copies of copies recompute
+ * copy reads no more bytes than the value it replaces, a small broadcast operand (a
+ * per-row mean, a bias) counted as free (else copies of copies recompute
  * long chains, e.g. a transformer's residual stream, in every consumer), and an
  * expensive producer is never fused below a broadcast, which would recompute it per
  * output element. A kLoop / kInput group stops growing at HLO_FUSION_MAX_COST (LLVM's
@@ -572,18 +573,29 @@ static void form_softmax_groups(fusion_ctx *x) {
 
 /* ---- kLoop / kInput ---- */
 
-/* Bytes a copy of `ins` reads per evaluation of all its elements: each distinct operand
- * once, a broadcast counted as what it broadcasts and a one-element value as free (both
- * are copied along and stay in cache). */
+/* A broadcast source at most this fraction of the broadcast's size (a per-row mean or
+ * scale, a bias vector) is read once from memory and then from cache. */
+#define SMALL_BROADCAST_RATIO 16
+
+/* Bytes a copy of `ins` reads from memory per evaluation of all its elements: each
+ * distinct operand once, a broadcast counted as what it broadcasts, and a one-element
+ * value or a small broadcast source as free (they are copied along and stay in cache).
+ * Counting a layer norm's per-row mean made x - mean "read more" than it replaces, so
+ * the centred value was written out and read back by the variance reduction and the
+ * normalisation instead of being recomputed in both. */
 static int64_t bytes_read_by_copy(const hlo_instr *ins) {
-  int64_t total = 0;
+  int64_t total = 0, size = shape_byte_size(&ins->shape);
   for (int k = 0; k < ins->n_operands; k++) {
     const hlo_instr *o = ins->operands[k];
     bool seen = false;
     for (int j = 0; j < k && !seen; j++) seen = ins->operands[j] == o;
     if (seen) continue;
-    while (o->op == HLO_OP_BROADCAST && o->n_operands == 1) o = o->operands[0];
-    if (shape_is_array(&o->shape) && shape_elements(&o->shape) > 1) total += shape_byte_size(&o->shape);
+    bool broadcast = false;
+    while (o->op == HLO_OP_BROADCAST && o->n_operands == 1) o = o->operands[0], broadcast = true;
+    if (!shape_is_array(&o->shape) || shape_elements(&o->shape) <= 1) continue;
+    int64_t bytes = shape_byte_size(&o->shape);
+    if (broadcast && bytes <= size / SMALL_BROADCAST_RATIO) continue;
+    total += bytes;
   }
   return total;
 }
