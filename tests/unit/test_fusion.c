@@ -660,6 +660,16 @@ static void dot_integer_and_preferred_type(void) {
   hlo_module_free(m);
 }
 
+/* text parsed and run through the cpu backend's whole pipeline, verified. */
+static hlo_module *after_cpu_pipeline(const char *text) {
+  hlo_module *m = check_parse_hlo(text);
+  hlo_pipeline *p = cpu_pipeline_new();
+  CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
+  hlo_pipeline_free(p);
+  CHECK_OK(hlo_verify_module(m));
+  return m;
+}
+
 /* algsimp and fusion after canonicalization must keep dots canonical */
 static void cpu_pipeline_keeps_dots_canonical(void) {
   const char *text =
@@ -675,11 +685,7 @@ static void cpu_pipeline_keeps_dots_canonical(void) {
       "  e = f32[3] exponential(mv)\n"
       "  ROOT r = (f32[3], f32[2,6,5,5]) tuple(e, bd)\n"
       "}\n";
-  hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  hlo_pipeline *p = cpu_pipeline_new();
-  CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
-  hlo_pipeline_free(p);
-  CHECK_OK(hlo_verify_module(m));
+  hlo_module *orig = check_parse_hlo(text), *m = after_cpu_pipeline(text);
   CHECK(all_dots_canonical(m));
   CHECK(count_op_module(m, HLO_OP_DOT) == 2);
   check_same_eval(orig, m, 17);
@@ -702,11 +708,7 @@ static void cpu_pipeline_fuses_split_reduction_producers(void) {
       "  i = f32[] constant(-inf)\n"
       "  ROOT r = f32[64] reduce(w, i), dimensions={0}, to_apply=max_f32\n"
       "}\n";
-  hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  hlo_pipeline *p = cpu_pipeline_new();
-  CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
-  hlo_pipeline_free(p);
-  CHECK_OK(hlo_verify_module(m));
+  hlo_module *orig = check_parse_hlo(text), *m = after_cpu_pipeline(text);
   CHECK(count_op_module(m, HLO_OP_REDUCE) == 2); /* split */
   CHECK(check_count_op(m->entry, HLO_OP_CONVERT) == 0 && count_op_module(m, HLO_OP_CONVERT) == 2);
   check_same_eval(orig, m, 17);
