@@ -486,7 +486,8 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_mo
     } else if (ins->op == HLO_OP_COPY) {
       TRY(add_thunk(p, ins, THUNK_COPY, &t));
       t->bytes = shape_byte_size(&ins->shape);
-    } else if (cpu_dnnl_supports(ins) && !(tiny_product(ins) && cpu_elemental_supports(ins, NULL))) {
+    } else if (!(tiny_product(ins) && cpu_elemental_supports(ins, NULL)) && cpu_dnnl_supports(ins)) {
+      /* tiny products are tested first: cpu_dnnl_supports builds a oneDNN descriptor */
       TRY(add_thunk(p, ins, THUNK_DNNL, &t));
       kiln_status st = cpu_dnnl_create(ins, in_place_operand(p, t), &t->prim);
       if (st) return status_wrap(st, "cpu: %s", ins->name);
