@@ -61,6 +61,12 @@ static kiln_status get_engine(const hlo_instr *ins) {
                           dnnl_status2str(dnnl_s_));                                                     \
   } while (0)
 
+bool cpu_dnnl_int8_exact(void) {
+  /* The VNNI bits of oneDNN's ISA masks: avx512_core_vnni (and bf16, amx) and avx2_vnni. */
+  unsigned isa = (unsigned)dnnl_get_effective_cpu_isa();
+  return (isa & 0x40u) || (isa & 0x400u);
+}
+
 static kiln_status unsupported(const hlo_instr *ins, const char *why) {
   return status_error(KILN_UNIMPLEMENTED, "cpu_dnnl: %s (%s) is not supported by oneDNN: %s", ins->name,
                       hlo_opcode_name(ins->op), why);
@@ -1009,6 +1015,7 @@ static kiln_status build_plan(const hlo_instr *ins, plan *p) {
                    chain[to_f32]->op == HLO_OP_CONVERT && chain[to_f32]->shape.type == HLO_F32;
   if (!quantized) int_bias = NULL, to_f32 = n_chain - 1;
   if (quantized) {
+    if (!cpu_dnnl_int8_exact()) return unsupported(ins, "int8 products without VNNI (oneDNN's would saturate)");
     if (!requantization_exact(ins, chain, to_f32 + 1))
       return unsupported(ins, "a convert to 8 bits of a value not rounded and clamped to the type's range");
     for (int i = 1; i < to_f32; i++)

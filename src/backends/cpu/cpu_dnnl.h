@@ -37,6 +37,12 @@
  * optimized (non-reference) oneDNN implementation. */
 bool cpu_dnnl_supports(const hlo_instr *ins);
 
+/* Whether oneDNN's int8 products are exact on this CPU. With VNNI (AVX512-VNNI,
+ * AVX-VNNI, AMX) its kernels accumulate u8 x s8 products in 32 bits; without, they add
+ * pairs of products in saturating 16 bits (vpmaddubsw), which clips (255 * 127 * 2 >
+ * 32767), so integer products then run as generated code and QDQ graphs stay f32. */
+bool cpu_dnnl_int8_exact(void);
+
 typedef struct cpu_dnnl_prim cpu_dnnl_prim;
 
 /* Creates the primitive (the engine is shared process-wide; each primitive has its own
