@@ -40,6 +40,7 @@
 #include "eval/eval.h"
 #include "exec/exec_internal.h"
 #include "graph/cluster_op.h"
+#include "graph/tensor_source.h"
 #include "hlo/builder.h"
 #include "hlo/shape.h"
 #include "hlo/verifier.h"
@@ -573,6 +574,22 @@ static kiln_status lower_assign_update(lowering *lw, const graph_node *node, clu
   return NULL;
 }
 
+/* A weight the module borrows from a Const that can be read back from its model file
+ * (tensor_source.h): once the compile has packed it, the graph's copy is dropped, unless
+ * someone besides the graph and this lowering holds the tensor. */
+typedef struct weight_lender {
+  literal_owner base;
+  lowering *lw;
+  graph_tensor *t;
+} weight_lender;
+
+static void weight_unneeded(literal_owner *o) {
+  weight_lender *w = (weight_lender *)o;
+  int held = 0; /* the references this lowering holds (own) */
+  for (int i = 0; i < w->lw->n_owned; i++) held += w->lw->owned[i] == w->t;
+  tensor_drop_data(w->t, held);
+}
+
 static kiln_status lower_const(lowering *lw, const graph_node *node, cluster_value *out) {
   graph_tensor *t[1] = {NULL};
   exec_node_ctx c = {lw->cc->e, node, 0, NULL, 1, t};
@@ -581,7 +598,14 @@ static kiln_status lower_const(lowering *lw, const graph_node *node, cluster_val
   if (!t[0]) return NULL; /* a constant without outputs */
   own(lw, t[0]);
   hlo_instr *k;
-  TRY(op_constant_borrowed(lw->comp, t[0], &k)); /* t[0] outlives the module (compile_signature) */
+  hlo_literal view;
+  if (t[0]->source && tensor_literal_view(t[0], &view)) {
+    weight_lender *w = arena_calloc(lw->m->arena, 1, sizeof *w);
+    *w = (weight_lender){{weight_unneeded}, lw, t[0]};
+    TRY(hlo_build_constant(lw->comp, literal_borrow_owned(&view.shape, t[0]->data, &w->base), &k));
+  } else {
+    TRY(op_constant_borrowed(lw->comp, t[0], &k)); /* t[0] outlives the module (compile_signature) */
+  }
   if (node->n_outputs > 0)
     out[0] = (cluster_value){.defined = true, .hlo = k, .dtype = t[0]->dtype, .known = t[0], .resource = -1};
   return NULL;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "exec/exec_internal.h"
+#include "graph/tensor_source.h"
 
 static const exec_native natives[] = {
     {"ai.onnx.ml.ZipMap", exec_zipmap},
@@ -154,10 +155,8 @@ kiln_status exec_native_const(exec_node_ctx *c) {
   const graph_node *n = c->node;
   if (c->n_outputs < 1) return NULL;
   const graph_attr_value *v = graph_node_attr(n, "value");
-  if (v && v->kind == GRAPH_ATTR_TENSOR) {
-    c->outputs[0] = tensor_ref(v->tensor);
-    return NULL;
-  }
+  if (v && v->kind == GRAPH_ATTR_TENSOR) /* read back from its file if a compile dropped it */
+    return tensor_ref_loaded(v->tensor, &c->outputs[0]);
   /* ONNX Constant's other attribute forms. */
   if ((v = graph_node_attr(n, "value_float")) && v->kind == GRAPH_ATTR_FLOAT) {
     TRY(tensor_create_scalar(GRAPH_DT_FLOAT, &c->outputs[0]));

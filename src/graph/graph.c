@@ -232,7 +232,10 @@ void graph_free(graph *g) {
   if (!g || g->root != g) return;
   for (int i = 0; i < g->n_functions; i++) free_side_tables(g->functions[i]);
   free_side_tables(g);
-  for (int i = 0; i < g->n_tensors; i++) tensor_free(g->tensors[i]);
+  for (int i = 0; i < g->n_tensors; i++) {
+    atomic_fetch_sub(&g->tensors[i]->graph_refs, 1);
+    tensor_free(g->tensors[i]);
+  }
   free(g->tensors);
   arena_free(g->arena);
 }
@@ -267,6 +270,7 @@ void graph_adopt_tensor(graph *g, graph_tensor *t) {
     root->tensors = xrealloc(root->tensors, (size_t)root->cap_tensors * sizeof *root->tensors);
   }
   root->tensors[root->n_tensors++] = t;
+  atomic_fetch_add(&t->graph_refs, 1);
 }
 
 /* ---------------------------------------------------------------------------------- */

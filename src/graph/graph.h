@@ -295,7 +295,8 @@ kiln_status graph_node_get_ints(const graph_node *n, const char *name, int64_t *
 int64_t graph_node_attr_int_or(const graph_node *n, const char *name, int64_t dflt);
 float graph_node_attr_float_or(const graph_node *n, const char *name, float dflt);
 bool graph_node_attr_bool_or(const graph_node *n, const char *name, bool dflt);
-/* Takes over the caller's reference to t: released when the root graph is freed. */
+/* Takes over the caller's reference to t: released when the root graph is freed (counted
+ * in t->graph_refs: see tensor_source.h). */
 void graph_adopt_tensor(graph *g, graph_tensor *t);
 
 /* ---- text form (graph_text.c) ----

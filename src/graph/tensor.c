@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/half.h"
+#include "graph/tensor_source.h"
 
 kiln_status tensor_create(graph_dtype dtype, int rank, const int64_t *dims, graph_tensor **out) {
   *out = NULL;
@@ -101,6 +102,7 @@ void tensor_free(graph_tensor *t) {
     free_strings(t);
     free(t->data);
   }
+  tensor_source_release(t->source);
   free(t);
 }
 
@@ -340,6 +342,7 @@ kiln_status tensor_release_to_literal(graph_tensor *t, hlo_literal **out) {
   hlo_literal *l = calloc(1, sizeof *l);
   if (!l) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   *l = view;
+  tensor_source_release(t->source);
   free(t);
   *out = l;
   return NULL;

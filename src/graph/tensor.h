@@ -30,9 +30,17 @@ typedef struct graph_tensor {
   int rank;
   int64_t dims[GRAPH_MAX_RANK];
   int64_t n;        /* element count */
-  void *data;       /* n * graph_dtype_size(dtype) bytes (never NULL, even when n == 0) */
+  void *data;       /* n * graph_dtype_size(dtype) bytes (never NULL, even when n == 0,
+                     * except while dropped: see `source`) */
   atomic_int refs;  /* owners; tensor_free releases one */
+  /* Of those, the ones graphs hold for node attributes (graph_adopt_tensor). Such a
+   * holder reads a Const's data only through tensor_ref_loaded (tensor_source.h). */
+  atomic_int graph_refs;
   bool borrowed;    /* data belongs to someone else (tensor_wrap): never freed or moved */
+  /* Where the bytes can be read back from (a model file; NULL: nowhere). Such a tensor
+   * may have data NULL: dropped while only its graph held it (tensor_source.h). */
+  struct tensor_source *source;
+  size_t source_offset;
 } graph_tensor;
 
 /* Zero-filled tensor (strings empty). Sizes over literal_max_bytes are

@@ -66,7 +66,7 @@ static int computation_index(const hlo_module *m, const hlo_computation *c) {
  * array data. */
 static hlo_literal *copy_literal(const hlo_literal *l, bool borrow) {
   if (!borrow || l->shape.type == HLO_TUPLE || !l->data) return literal_clone(l);
-  return literal_borrow(&l->shape, l->data);
+  return literal_borrow_owned(&l->shape, l->data, l->owner);
 }
 
 static kiln_status clone_module(const hlo_module *src, bool borrow, hlo_module **out) {
@@ -151,17 +151,7 @@ kiln_status hlo_module_clone_borrowing_constants(const hlo_module *src, hlo_modu
 void hlo_module_own_constants(hlo_module *m) {
   for (int c = 0; c < m->n_comps; c++) {
     hlo_computation *comp = m->comps[c];
-    for (int i = 0; i < comp->n_instrs; i++) {
-      hlo_literal *l = comp->instrs[i]->literal;
-      if (!l || !l->borrowed) continue;
-      if (l->data) {
-        size_t n = (size_t)shape_byte_size(&l->shape);
-        void *own = malloc(n ? n : 1);
-        if (!own) abort();
-        memcpy(own, l->data, n);
-        l->data = own;
-      }
-      l->borrowed = false;
-    }
+    for (int i = 0; i < comp->n_instrs; i++)
+      if (comp->instrs[i]->literal) literal_own(comp->instrs[i]->literal);
   }
 }

@@ -104,6 +104,25 @@ hlo_literal *literal_borrow(const hlo_shape *shape, const void *data) {
   return l;
 }
 
+void literal_own(hlo_literal *l) {
+  if (!l->borrowed) return;
+  if (l->data) {
+    size_t n = (size_t)shape_byte_size(&l->shape);
+    void *own = malloc(n ? n : 1);
+    if (!own) abort();
+    memcpy(own, l->data, n);
+    l->data = own;
+  }
+  l->borrowed = false;
+  l->owner = NULL; /* the lender may be gone once the borrower no longer needs it */
+}
+
+hlo_literal *literal_borrow_owned(const hlo_shape *shape, const void *data, literal_owner *owner) {
+  hlo_literal *l = literal_borrow(shape, data);
+  l->owner = owner;
+  return l;
+}
+
 double literal_get_f64(const hlo_literal *l, int64_t i) {
   const void *d = l->data;
   switch (l->shape.type) {

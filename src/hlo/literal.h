@@ -16,6 +16,14 @@
 #include "base/strbuf.h"
 #include "hlo/shape.h"
 
+/* Whoever lent a borrowed literal its data and would free its own copy once a compile
+ * no longer needs it (a model's weight that can be read back from its file). The
+ * compiler that packed the data calls unneeded once no constant of its module borrows
+ * it any longer; the owner decides whether to free. */
+typedef struct literal_owner {
+  void (*unneeded)(struct literal_owner *self);
+} literal_owner;
+
 typedef struct hlo_literal {
   hlo_shape shape; /* for tuples, shape.elems is owned by the literal */
   void *data;      /* arrays: shape_byte_size bytes, row-major; NULL for tuple/token */
@@ -24,6 +32,7 @@ typedef struct hlo_literal {
   /* Arrays: data belongs to someone else (literal_borrow), who keeps it alive and
    * unchanged for the literal's life; literal_free leaves it alone, nothing writes it. */
   bool borrowed;
+  literal_owner *owner; /* borrowed arrays: the lender to tell (NULL: none) */
 } hlo_literal;
 
 /* Upper bound on a single literal's size; larger requests are RESOURCE_EXHAUSTED errors,
@@ -43,6 +52,13 @@ hlo_literal *literal_clone(const hlo_literal *l);
  * compiled can hold large constants without copying them; the clone a backend keeps owns
  * its copy. */
 hlo_literal *literal_borrow(const hlo_shape *shape, const void *data);
+/* The same, naming the lender (see literal_owner); a module clone that borrows the
+ * data passes the owner on. */
+hlo_literal *literal_borrow_owned(const hlo_shape *shape, const void *data, literal_owner *owner);
+/* Makes a borrowed array literal own a copy of its data (no-op when it owns it):
+ * for a holder that must outlive the lender, such as compiled code that reads the
+ * data at its address. */
+void literal_own(hlo_literal *l);
 /* Bytes of a literal's array data, a tuple's elements summed (0 for tokens). */
 int64_t literal_array_bytes(const hlo_literal *l);
 void literal_free(hlo_literal *l);

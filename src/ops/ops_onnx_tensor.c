@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/tensor_source.h"
 #include "ops/ops.h"
 #include "ops/ops_lib.h"
 
@@ -551,10 +552,8 @@ static kiln_status host_identity(op_host_ctx *ctx) {
 /* The Constant node's value as a new tensor reference (any of ONNX's attribute forms). */
 static kiln_status constant_value(const graph_node *node, graph_tensor **out) {
   const graph_attr_value *a;
-  if ((a = graph_node_attr(node, "value")) && a->kind == GRAPH_ATTR_TENSOR && a->tensor) {
-    *out = tensor_ref(a->tensor);
-    return NULL;
-  }
+  if ((a = graph_node_attr(node, "value")) && a->kind == GRAPH_ATTR_TENSOR && a->tensor)
+    return tensor_ref_loaded(a->tensor, out); /* read back from its file if a compile dropped it */
   if ((a = graph_node_attr(node, "value_float")) && a->kind == GRAPH_ATTR_FLOAT) {
     TRY(tensor_create_scalar(GRAPH_DT_FLOAT, out));
     tensor_set_f64(*out, 0, a->f);

@@ -785,6 +785,41 @@ static void test_cache_hit(void) {
   hlo_module_free(m2);
 }
 
+/* A kernel reads a vector constant at its address. The compile borrows the caller's
+ * constants, so the kernel must read a copy that lives with the executable: the caller
+ * frees its module (the bridge does, right after compiling), and the scribbled freed
+ * memory must not reach the result. */
+static void test_kernel_constants_outlive_the_callers_module(void) {
+  const char *text = "HloModule kernel_constant\n\nfused {\n  p = f32[8] parameter(0)\n"
+                     "  c = f32[8] constant({0.5, -1, 2, 3.25, -4, 5, 6.5, -7})\n"
+                     "  m = f32[8] multiply(p, c)\n  ROOT r = f32[8] add(m, c)\n}\n\n"
+                     "ENTRY main {\n  a = f32[8] parameter(0)\n"
+                     "  ROOT f = f32[8] fusion(a), kind=kLoop, calls=fused\n}\n";
+  hlo_module *m = check_parse_hlo(text);
+  if (!m) return;
+  const backend *cpu = backend_find("cpu");
+  backend_executable *e = NULL;
+  CHECK_OK(cpu->compile(cpu, m, NULL, &e));
+  for (int i = 0; i < m->n_comps; i++) /* what a freed module's memory may hold */
+    for (int k = 0; k < m->comps[i]->n_instrs; k++) {
+      hlo_literal *l = m->comps[i]->instrs[k]->literal;
+      if (l && l->data) memset(l->data, 0x7f, (size_t)shape_byte_size(&l->shape));
+    }
+  hlo_module_free(m);
+  static const double c[8] = {0.5, -1, 2, 3.25, -4, 5, 6.5, -7};
+  const hlo_shape s = {.type = HLO_F32, .rank = 1, .dims = {8}};
+  hlo_literal *arg = NULL, *out = NULL;
+  CHECK_OK(literal_create(&s, &arg));
+  for (int i = 0; i < 8; i++) literal_set_f64(arg, i, i - 3);
+  if (e) {
+    CHECK_OK(cpu->execute(e, &arg, 1, &out));
+    for (int i = 0; out && i < 8; i++) CHECK(literal_get_f64(out, i) == (i - 3) * c[i] + c[i]);
+    literal_free(out);
+    cpu->destroy(e);
+  }
+  literal_free(arg);
+}
+
 /* Appends a constant's values "{{...}, ...}" for ROWS x COLS (or a vector: ROWS 0). */
 static void append_values(char *text, size_t size, int rows, int cols, double scale) {
   size_t n = strlen(text);
@@ -864,4 +899,5 @@ static void test_bad_arguments(void) {
 TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact), TEST(test_narrow_converts_exact),
           TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
           TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_half_products_compute_in_f32), TEST(test_tiny_f32_dots_run_as_generated_code), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
-          TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_captured_constants_released), TEST(test_bad_arguments))
+          TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_kernel_constants_outlive_the_callers_module),
+          TEST(test_captured_constants_released), TEST(test_bad_arguments))

@@ -1003,9 +1003,13 @@ static LLVMValueRef scalar_constant(cpu_emitter *e, const hlo_literal *l, int64_
 }
 
 static LLVMValueRef emit_constant(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
-  const hlo_literal *l = ins->literal;
+  hlo_literal *l = ins->literal;
   if (l->n == 1) return scalar_constant(e, l, 0);
-  /* The literal outlives the kernel: the executable owns the module that owns it. */
+  /* The kernel reads the data at this address, so it must live with the executable,
+   * which owns the module: a constant borrowed from the caller's module (compiles
+   * borrow them, cpu_compiler.c) gets its own copy first, else the kernel would read
+   * memory the caller frees once the compile returns. */
+  literal_own(l);
   LLVMTypeRef et = cpu_llvm_type(e->c, l->shape.type);
   LLVMValueRef base = LLVMConstIntToPtr(cint(e->i64, (uint64_t)(uintptr_t)l->data), LLVMPointerType(et, 0));
   cpu_jit_mark_process_specific(e->m); /* the address is this process's: never persisted */

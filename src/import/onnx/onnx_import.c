@@ -88,14 +88,16 @@ static kiln_status import_model(onnx_ctx *ctx, const void *data, size_t len, voi
   return NULL;
 }
 
-static kiln_status import_with_ctx(const void *data, size_t len, void *owned, bool mapped, const char *model_path,
-                                   graph **out) {
+/* source: the mapped file data[0..len) is (NULL: data is a buffer). */
+static kiln_status import_with_ctx(const void *data, size_t len, void *owned, tensor_source *source,
+                                   const char *model_path, graph **out) {
   *out = NULL;
   onnx_ctx ctx;
   memset(&ctx, 0, sizeof ctx);
-  if (mapped) {
+  if (source) {
     ctx.map = data;
     ctx.map_len = len;
+    ctx.source = source;
   }
   onnx_lean lean;
   memset(&lean, 0, sizeof lean);
@@ -122,23 +124,27 @@ static kiln_status import_with_ctx(const void *data, size_t len, void *owned, bo
 }
 
 kiln_status onnx_import_buffer(const void *data, size_t len, const char *model_path, graph **out) {
-  return import_with_ctx(data, len, NULL, false, model_path, out);
+  return import_with_ctx(data, len, NULL, NULL, model_path, out);
 }
 
 kiln_status onnx_import_file(const char *path, graph **out) {
   *out = NULL;
-  /* Large regular files are mapped so their weights are held once (onnx_lean.c). */
+  /* Large regular files are mapped so their weights are held once (onnx_lean.c), and
+   * the mapping stays (a tensor_source, with the file open) as long as a weight read
+   * from it may be dropped after compiling and read back. */
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   struct stat st;
   if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= onnx_import_lean_min_file &&
       st.st_size <= ONNX_MAX_FILE_BYTES) {
     void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (map != MAP_FAILED) {
-      kiln_status s = import_with_ctx(map, (size_t)st.st_size, NULL, true, path, out);
-      munmap(map, (size_t)st.st_size);
+    tensor_source *src = map != MAP_FAILED ? tensor_source_new(path, fd, map, (size_t)st.st_size) : NULL;
+    if (src) {
+      kiln_status s = import_with_ctx(map, (size_t)st.st_size, NULL, src, path, out);
+      tensor_source_release(src); /* the weights hold their own references */
       return s;
     }
+    if (map != MAP_FAILED) munmap(map, (size_t)st.st_size);
+    close(fd);
   } else if (fd >= 0) {
     close(fd);
   }

@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "base/strbuf.h"
 #include "graph/graph.h"
+#include "graph/tensor_source.h"
 #include "onnx/onnx.pb-c.h"
 
 /* Deepest protobuf message nesting accepted (protobuf-c decodes recursively; a crafted
@@ -55,6 +56,7 @@ typedef struct onnx_ctx {
   int64_t inlined_nodes; /* nodes made while inlining, against onnx_import_max_inlined_nodes */
   const uint8_t *map;    /* the mapped model file (onnx_lean.c), or NULL */
   size_t map_len;
+  tensor_source *source; /* the same mapping, for weights that can be read back, or NULL */
 } onnx_ctx;
 
 

@@ -24,6 +24,7 @@
 
 #include "base/arena.h"
 #include "base/strbuf.h"
+#include "import/onnx/onnx_import.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the ONNX importer copies little-endian raw_data directly; add byte swapping for this host"
@@ -340,6 +341,10 @@ kiln_status onnx_tensor_from_proto(const onnx_ctx *ctx, const Onnx__TensorProto 
   } else if (tp->has_raw_data) {
     if (bytes) memcpy(t->data, tp->raw_data.data, (size_t)bytes);
     onnx_lean_release(ctx, tp->raw_data.data, (size_t)bytes); /* one copy of a mapped model's weights */
+    /* The bytes as they lie in the file: the tensor may drop them once compiled. */
+    if (bytes >= (uint64_t)onnx_import_lean_min_payload && !packed && dtype != GRAPH_DT_BOOL &&
+        onnx_lean_is_mapped(ctx, tp->raw_data.data))
+      tensor_attach_source(t, ctx->source, (size_t)((const uint8_t *)tp->raw_data.data - ctx->map));
   } else if (n > 0) {
     fill_from_typed(t, tp, field);
   }
