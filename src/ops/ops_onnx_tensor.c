@@ -701,9 +701,20 @@ static kiln_status lower_depth_space(op_lower_ctx *ctx) {
     if (H % b != 0 || W % b != 0)
       return op_error(ctx->node, KILN_INVALID_ARGUMENT, "spatial dims %lldx%lld are not divisible by blocksize %lld",
                       (long long)H, (long long)W, (long long)b);
-    int64_t s6[6] = {N, C, H / b, b, W / b, b}, p[6] = {0, 3, 5, 1, 2, 4}, out[4] = {N, C * b * b, H / b, W / b};
+    /* Version 28 added `mode` (DCR before it, and still the default): DCR puts the
+     * block offset outermost in the new channel axis, CRD the original channel. */
+    bool crd = false;
+    if (op_onnx_since_version("SpaceToDepth", ctx->opset) >= 28) {
+      const char *mode = onnx_attr_string(ctx->node, "mode", "DCR");
+      if (strcmp(mode, "CRD") == 0)
+        crd = true;
+      else if (strcmp(mode, "DCR") != 0)
+        return op_error(ctx->node, KILN_INVALID_ARGUMENT, "mode '%s' is neither 'DCR' nor 'CRD'", mode);
+    }
+    int64_t s6[6] = {N, C, H / b, b, W / b, b}, out[4] = {N, C * b * b, H / b, W / b};
+    int64_t p_dcr[6] = {0, 3, 5, 1, 2, 4}, p_crd[6] = {0, 1, 3, 5, 2, 4};
     L(hlo_build_reshape(ctx->comp, x, 6, s6, &y));
-    L(hlo_build_transpose(ctx->comp, y, p, &y));
+    L(hlo_build_transpose(ctx->comp, y, crd ? p_crd : p_dcr, &y));
     L(hlo_build_reshape(ctx->comp, y, 4, out, &y));
   }
   return set_output(ctx, 0, y);

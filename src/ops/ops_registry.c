@@ -12,7 +12,8 @@
 /* (ONNX tables) */
 extern const op_table onnx_math_ops, onnx_nn_ops, onnx_tensor_ops, onnx_index_ops, onnx_reduce_ops, onnx_resize_ops;
 extern const op_table onnx_rnn_ops, onnx_signal_ops, onnx_attention_ops, onnx_loss_ops, onnx_image_ops, onnx_quant_ops,
-    onnx_select_ops, onnx_ml_ops, onnx_ml_tree_ops, onnx_linalg_ops, onnx_random_ops, onnx_string_ops;
+    onnx_select_ops, onnx_ml_ops, onnx_ml_tree_ops, onnx_linalg_ops, onnx_random_ops, onnx_string_ops,
+    onnx_causal_ops;
 
 /* TensorFlow families */
 /* (TF tables) */
@@ -28,6 +29,7 @@ static const op_table *const families[] = {
     &onnx_math_ops, &onnx_nn_ops, &onnx_tensor_ops, &onnx_index_ops, &onnx_reduce_ops, &onnx_resize_ops,
     &onnx_rnn_ops, &onnx_signal_ops, &onnx_attention_ops, &onnx_loss_ops, &onnx_image_ops, &onnx_quant_ops,
     &onnx_select_ops, &onnx_ml_ops, &onnx_ml_tree_ops, &onnx_linalg_ops, &onnx_random_ops, &onnx_string_ops,
+    &onnx_causal_ops,
     /* (TF entries) */
     &tf_array_table,
     &tf_image_table,

@@ -890,9 +890,48 @@ static void test_errors(void) {
   tc_free(&t);
 }
 
+/* SpaceToDepth of x (1, 2, 2, 4) with x[c][h][w] = 8c + 4h + w, blocksize 2, into
+ * (1, 8, 1, 2): output channel (c, bh, bw) under CRD, (bh, bw, c) under DCR, holding
+ * x[c][bh][2*wo + bw] at column wo. */
+static void test_space_to_depth_crd_orders_channel_before_block_offset(void) {
+  float x[16];
+  for (int i = 0; i < 16; i++) x[i] = (float)i;
+  const float crd[16] = {0, 2, 1, 3, 4, 6, 5, 7, 8, 10, 9, 11, 12, 14, 13, 15};
+  const float dcr[16] = {0, 2, 8, 10, 1, 3, 9, 11, 4, 6, 12, 14, 5, 7, 13, 15};
+  /* mode CRD at opset 28; DCR by default; before version 28 there is no mode. */
+  const struct {
+    int64_t opset;
+    const char *mode;
+    const float *want;
+  } cases[] = {{28, "CRD", crd}, {28, NULL, dcr}, {28, "DCR", dcr}, {13, NULL, dcr}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tcase t;
+    tc_init(&t, "SpaceToDepth", cases[i].opset);
+    graph_node_set_attr_int(t.node, "blocksize", 2);
+    if (cases[i].mode) graph_node_set_attr_string(t.node, "mode", cases[i].mode, strlen(cases[i].mode));
+    tc_input(&t, lit_f32(4, (int64_t[]){1, 2, 2, 4}, x), false);
+    RUN(&t);
+    check_dims(t.out[0], 4, (int64_t[]){1, 8, 1, 2}, __LINE__);
+    check_close(t.out[0], cases[i].want, 16, __LINE__);
+    tc_free(&t);
+  }
+}
+
+static void test_space_to_depth_refuses_unknown_mode(void) {
+  float x[16] = {0};
+  tcase t;
+  tc_init(&t, "SpaceToDepth", 28);
+  graph_node_set_attr_int(t.node, "blocksize", 2);
+  graph_node_set_attr_string(t.node, "mode", "RDC", 3);
+  tc_input(&t, lit_f32(4, (int64_t[]){1, 2, 2, 4}, x), false);
+  CHECK_ERR(tc_run(&t), "node n (onnx.SpaceToDepth): mode 'RDC' is neither 'DCR' nor 'CRD'");
+  tc_free(&t);
+}
+
 TEST_MAIN(TEST(test_registry), TEST(test_absent_inputs), TEST(test_add_broadcast), TEST(test_conv),
           TEST(test_conv_transpose), TEST(test_gemm), TEST(test_matmul_batch), TEST(test_pools),
           TEST(test_maxpool_indices), TEST(test_softmax), TEST(test_reshape), TEST(test_slice), TEST(test_gather),
           TEST(test_scatter), TEST(test_resize), TEST(test_reduce_and_argmax), TEST(test_topk_and_host),
           TEST(test_pad_modes), TEST(test_einsum), TEST(test_einsum_repeated_label_takes_diagonal), TEST(test_quantize_rank1), TEST(test_lpnorm_zero),
-          TEST(test_errors))
+          TEST(test_space_to_depth_crd_orders_channel_before_block_offset),
+          TEST(test_space_to_depth_refuses_unknown_mode), TEST(test_errors))
