@@ -6,6 +6,7 @@
  * initializer, the size at which the importer keeps weights in the mapped file. */
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,4 +185,64 @@ static void test_packed_weight_dropped_read_back_and_refused_after_file_change(v
   rmdir(dir);
 }
 
-TEST_MAIN(TEST(test_packed_weight_dropped_read_back_and_refused_after_file_change))
+/* Threads running one model on several shapes at once: compiles drop W while other
+ * runs read it back for their op-by-op runs (lazy compilation), each result exact.
+ * Under ThreadSanitizer (make tsan) this is the check that drop and read back take the
+ * same lock as the references they count. */
+typedef struct worker {
+  kiln_model *m;
+  int first_rows;
+  int failures;
+} worker;
+
+static void *work(void *arg) {
+  worker *w = arg;
+  for (int i = 0; i < 12; i++) {
+    kiln_status s = run_rows(w->m, w->first_rows + i % 3);
+    if (s) {
+      w->failures++;
+      kiln_status_free(s);
+    }
+  }
+  return NULL;
+}
+
+static void test_concurrent_runs_drop_and_read_back_safely(void) {
+  char dir[] = "/tmp/kiln_weights_XXXXXX";
+  CHECK(mkdtemp(dir) != NULL);
+  char path[128];
+  snprintf(path, sizeof path, "%s/dense.onnx", dir);
+  CHECK(write_model(path));
+  int64_t saved = onnx_import_lean_min_file;
+  onnx_import_lean_min_file = 0;
+  kiln_options *o = NULL;
+  CHECK_OK(kiln_options_create(&o));
+  CHECK_OK(kiln_options_set(o, "device", "cpu"));
+  CHECK_OK(kiln_options_set(o, "min_cluster_size", "1"));
+  kiln_model *m = NULL;
+  CHECK_OK(kiln_model_load(path, o, &m));
+  kiln_options_free(o);
+  onnx_import_lean_min_file = saved;
+  if (m) {
+    size_t dropped0, loaded0, dropped1, loaded1;
+    tensor_source_stats(&dropped0, &loaded0);
+    pthread_t t[3];
+    worker w[3];
+    for (int i = 0; i < 3; i++) {
+      w[i] = (worker){m, 1 + 2 * i, 0};
+      CHECK(pthread_create(&t[i], NULL, work, &w[i]) == 0);
+    }
+    for (int i = 0; i < 3; i++) {
+      pthread_join(t[i], NULL);
+      CHECK(w[i].failures == 0);
+    }
+    tensor_source_stats(&dropped1, &loaded1);
+    CHECK(dropped1 > dropped0); /* at least one compile dropped W */
+    kiln_model_free(m);
+  }
+  remove(path);
+  rmdir(dir);
+}
+
+TEST_MAIN(TEST(test_packed_weight_dropped_read_back_and_refused_after_file_change),
+          TEST(test_concurrent_runs_drop_and_read_back_safely))
