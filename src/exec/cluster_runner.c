@@ -601,7 +601,7 @@ static kiln_status lower_const(lowering *lw, const graph_node *node, cluster_val
   hlo_literal view;
   if (t[0]->source && tensor_literal_view(t[0], &view)) {
     weight_lender *w = arena_calloc(lw->m->arena, 1, sizeof *w);
-    *w = (weight_lender){{weight_unneeded}, lw, t[0]};
+    *w = (weight_lender){.base = {.unneeded = weight_unneeded}, .lw = lw, .t = t[0]};
     TRY(hlo_build_constant(lw->comp, literal_borrow_owned(&view.shape, t[0]->data, &w->base), &k));
   } else {
     TRY(op_constant_borrowed(lw->comp, t[0], &k)); /* t[0] outlives the module (compile_signature) */

@@ -66,7 +66,7 @@ static int computation_index(const hlo_module *m, const hlo_computation *c) {
  * array data. */
 static hlo_literal *copy_literal(const hlo_literal *l, bool borrow) {
   if (!borrow || l->shape.type == HLO_TUPLE || !l->data) return literal_clone(l);
-  return literal_borrow_owned(&l->shape, l->data, l->owner);
+  return literal_borrow_counted(&l->shape, l->data, l->owner);
 }
 
 static kiln_status clone_module(const hlo_module *src, bool borrow, hlo_module **out) {
@@ -154,4 +154,8 @@ void hlo_module_own_constants(hlo_module *m) {
     for (int i = 0; i < comp->n_instrs; i++)
       if (comp->instrs[i]->literal) literal_own(comp->instrs[i]->literal);
   }
+  /* What no instruction holds any more (replaced literals, removed computations) is
+   * never read: it lets go of the source's data instead of copying it. */
+  for (int i = 0; i < m->n_owned_literals; i++)
+    if (m->owned_literals[i]->borrowed) literal_drop_data(m->owned_literals[i]);
 }

@@ -237,10 +237,15 @@ int hlo_computation_remove_dead(hlo_computation *c) {
   }
   int w = 0, removed = 0;
   for (int i = 0; i < c->n_instrs; i++) {
-    if (live[c->instrs[i]->id])
-      c->instrs[w++] = c->instrs[i];
-    else
-      removed++;
+    hlo_instr *ins = c->instrs[i];
+    if (live[ins->id]) {
+      c->instrs[w++] = ins;
+      continue;
+    }
+    removed++;
+    /* A dead constant's counted borrow ends now, not when the module is freed: a
+     * weight folded into a new constant is then given back during the compile. */
+    if (ins->literal && ins->literal->counted) literal_drop_data(ins->literal);
   }
   c->n_instrs = w;
   free(live);

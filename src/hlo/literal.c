@@ -75,8 +75,17 @@ hlo_literal *literal_clone(const hlo_literal *l) {
   return c;
 }
 
+/* Ends l's counted borrow, telling the lender when it was the last. */
+static void end_borrow(hlo_literal *l) {
+  literal_owner *o = l->counted ? l->owner : NULL;
+  l->counted = false;
+  l->owner = NULL;
+  if (o && --o->borrowers == 0) o->unneeded(o);
+}
+
 void literal_free(hlo_literal *l) {
   if (!l) return;
+  end_borrow(l);
   if (l->shape.type == HLO_TUPLE) {
     for (int i = 0; i < l->shape.n_elems; i++) literal_free(l->tuple[i]);
     free(l->tuple);
@@ -114,12 +123,28 @@ void literal_own(hlo_literal *l) {
     l->data = own;
   }
   l->borrowed = false;
-  l->owner = NULL; /* the lender may be gone once the borrower no longer needs it */
+  end_borrow(l); /* the lender may be gone once the borrower no longer needs it */
+}
+
+void literal_drop_data(hlo_literal *l) {
+  if (!l->borrowed) free(l->data);
+  l->data = NULL;
+  l->borrowed = false;
+  end_borrow(l);
 }
 
 hlo_literal *literal_borrow_owned(const hlo_shape *shape, const void *data, literal_owner *owner) {
   hlo_literal *l = literal_borrow(shape, data);
   l->owner = owner;
+  return l;
+}
+
+hlo_literal *literal_borrow_counted(const hlo_shape *shape, const void *data, literal_owner *owner) {
+  hlo_literal *l = literal_borrow_owned(shape, data, owner);
+  if (owner) {
+    l->counted = true;
+    owner->borrowers++;
+  }
   return l;
 }
 

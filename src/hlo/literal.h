@@ -18,10 +18,14 @@
 
 /* Whoever lent a borrowed literal its data and would free its own copy once a compile
  * no longer needs it (a model's weight that can be read back from its file). The
- * compiler that packed the data calls unneeded once no constant of its module borrows
- * it any longer; the owner decides whether to free. */
+ * lender's own module holds an uncounted borrow (literal_borrow_owned); a compile's
+ * copy of that module borrows counted (literal_borrow_counted), and each counted borrow
+ * ends when its literal gives the data up (packed into a primitive, copied, dropped with
+ * a dead instruction, freed). When the last one ends, `unneeded` is called and the
+ * lender decides whether to free. Not thread-safe: one compile per lender at a time. */
 typedef struct literal_owner {
   void (*unneeded)(struct literal_owner *self);
+  int borrowers; /* counted borrows alive */
 } literal_owner;
 
 typedef struct hlo_literal {
@@ -32,7 +36,8 @@ typedef struct hlo_literal {
   /* Arrays: data belongs to someone else (literal_borrow), who keeps it alive and
    * unchanged for the literal's life; literal_free leaves it alone, nothing writes it. */
   bool borrowed;
-  literal_owner *owner; /* borrowed arrays: the lender to tell (NULL: none) */
+  literal_owner *owner; /* borrowed arrays: the lender (NULL: none) */
+  bool counted;         /* a counted borrow of owner's data (see literal_owner) */
 } hlo_literal;
 
 /* Upper bound on a single literal's size; larger requests are RESOURCE_EXHAUSTED errors,
@@ -52,9 +57,14 @@ hlo_literal *literal_clone(const hlo_literal *l);
  * compiled can hold large constants without copying them; the clone a backend keeps owns
  * its copy. */
 hlo_literal *literal_borrow(const hlo_shape *shape, const void *data);
-/* The same, naming the lender (see literal_owner); a module clone that borrows the
- * data passes the owner on. */
+/* The same, naming the lender (see literal_owner); uncounted. */
 hlo_literal *literal_borrow_owned(const hlo_shape *shape, const void *data, literal_owner *owner);
+/* A counted borrow of owner's data (owner NULL: a plain borrow): what a module clone
+ * that borrows its source's constants makes of a literal with a lender. */
+hlo_literal *literal_borrow_counted(const hlo_shape *shape, const void *data, literal_owner *owner);
+/* Gives up a borrowed literal's data (data NULL): its holder no longer reads it (a
+ * primitive packed its own copy, or its instruction died). Owned data is freed. */
+void literal_drop_data(hlo_literal *l);
 /* Makes a borrowed array literal own a copy of its data (no-op when it owns it):
  * for a holder that must outlive the lender, such as compiled code that reads the
  * data at its address. */

@@ -209,77 +209,19 @@ static int in_place_operand(const cpu_program *p, const thunk *t) {
  * readers[i] counts the operand slots reading constant i of the entry; creating a
  * primitive that captures the constant takes its slots off, and any other reader (a
  * kernel, an alias such as a reshape, a tuple, the root) is never taken off, which pins
- * the data. Constants of loop bodies and branches are left alone (use is NULL there).
- *
- * A borrowed constant whose lender can free its own copy (literal_owner: a model weight
- * that can be read back from its file) is counted per lender over every computation of
- * the module: when no constant borrows a lender's data any more -- all packed, or
- * folded into new constants by the pipeline -- the lender is told, so the graph's copy
- * goes too and the process holds only the packed one. */
-typedef struct owner_count {
-  literal_owner *owner;
-  int live; /* constants of the module still borrowing its data */
-} owner_count;
-
-typedef struct constant_use {
-  int *readers; /* per entry instruction */
-  owner_count *owners;
-  int n_owners;
-} constant_use;
-
-static int compare_owner(const void *a, const void *b) {
-  uintptr_t x = (uintptr_t)((const owner_count *)a)->owner, y = (uintptr_t)((const owner_count *)b)->owner;
-  return x < y ? -1 : x > y;
-}
-
-static owner_count *find_owner(constant_use *u, literal_owner *o) {
-  owner_count key = {o, 0};
-  return bsearch(&key, u->owners, (size_t)u->n_owners, sizeof key, compare_owner);
-}
-
-/* The distinct lenders of m's borrowed constants, counts zero (sorted for lookup). */
-static void collect_owners(const hlo_module *m, constant_use *u) {
-  int cap = 0;
-  for (int c = 0; c < m->n_comps; c++)
-    for (int i = 0; i < m->comps[c]->n_instrs; i++) {
-      const hlo_literal *l = m->comps[c]->instrs[i]->literal;
-      if (!l || !l->borrowed || !l->owner) continue;
-      if (u->n_owners == cap) {
-        cap = cap ? 2 * cap : 16;
-        owner_count *v = realloc(u->owners, (size_t)cap * sizeof *v);
-        if (!v) abort();
-        u->owners = v;
-      }
-      u->owners[u->n_owners++] = (owner_count){l->owner, 0};
-    }
-  if (!u->n_owners) return;
-  qsort(u->owners, (size_t)u->n_owners, sizeof *u->owners, compare_owner);
-  int n = 1;
-  for (int i = 1; i < u->n_owners; i++)
-    if (u->owners[i].owner != u->owners[n - 1].owner) u->owners[n++] = u->owners[i];
-  u->n_owners = n;
-}
-
-/* Counts the constants still borrowing from each lender after the pipeline and tells
- * the lenders no constant borrows from any more. */
-static void count_owned_constants(const hlo_module *m, constant_use *u) {
-  for (int c = 0; c < m->n_comps; c++)
-    for (int i = 0; i < m->comps[c]->n_instrs; i++) {
-      const hlo_literal *l = m->comps[c]->instrs[i]->literal;
-      owner_count *oc = l && l->borrowed && l->owner && l->data ? find_owner(u, l->owner) : NULL;
-      if (oc) oc->live++;
-    }
-  for (int i = 0; i < u->n_owners; i++)
-    if (u->owners[i].live == 0) u->owners[i].owner->unneeded(u->owners[i].owner);
-}
-
-static kiln_status constant_use_init(const hlo_module *m, const hlo_computation *entry, constant_use *u) {
+ * the data. Constants of loop bodies and branches are left alone (readers is NULL
+ * there). A constant borrowed from a lender (literal_owner: a model weight that can be
+ * read back from its file) ends its borrow as it is released, so once the last
+ * primitive packed it the bridge may drop the graph's copy: the process then holds the
+ * packed one alone. */
+static int *constant_readers(const hlo_module *m) {
+  const hlo_computation *entry = m->entry;
   int *index_of_id = malloc(((size_t)m->next_id + 1) * sizeof *index_of_id);
   int *readers = calloc((size_t)entry->n_instrs + 1, sizeof *readers);
   if (!index_of_id || !readers) {
     free(index_of_id);
     free(readers);
-    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+    return NULL;
   }
   for (int i = 0; i < entry->n_instrs; i++) index_of_id[entry->instrs[i]->id] = i;
   for (int i = 0; i < entry->n_instrs; i++)
@@ -287,31 +229,21 @@ static kiln_status constant_use_init(const hlo_module *m, const hlo_computation 
   for (int i = 0; i < entry->n_instrs; i++)
     if (entry->instrs[i] == entry->root) readers[i]++;
   free(index_of_id);
-  u->readers = readers;
-  count_owned_constants(m, u);
-  return NULL;
+  return readers;
 }
 
 /* After the primitive of thunk T captured its constant operands. */
-static void release_captured_constants(const cpu_program *p, const thunk *t, constant_use *u) {
-  if (!u) return;
+static void release_captured_constants(const cpu_program *p, const thunk *t, int *readers) {
+  if (!readers) return;
   for (int k = 0; k < t->ins->n_operands; k++) {
     hlo_instr *c = t->ins->operands[k];
     int i = t->refs[1 + k].base;
     if (c->op != HLO_OP_CONSTANT || p->comp->instrs[i] != c || !c->literal) continue;
-    if (--u->readers[i] == 0) {
-      hlo_literal *l = c->literal;
-      owner_count *oc = l->borrowed && l->owner && l->data ? find_owner(u, l->owner) : NULL;
-      if (!l->borrowed) free(l->data);
-      l->data = NULL;
-      l->borrowed = false;
-      l->owner = NULL;
-      if (oc && --oc->live == 0) oc->owner->unneeded(oc->owner);
-    }
+    if (--readers[i] == 0) literal_drop_data(c->literal);
   }
 }
 
-static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hlo_computation *comp, constant_use *use,
+static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hlo_computation *comp, int *readers,
                                  bool *has_kernels, cpu_program **out);
 
 /* The sizes of the result's leaves, for the copies control thunks make. */
@@ -512,7 +444,7 @@ static kiln_status add_control_thunk(cpu_executable *x, kernel_modules *km, cpu_
 }
 
 static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_modules *km, bool *has_kernels,
-                                    constant_use *use) {
+                                    int *readers) {
   const hlo_computation *comp = p->comp;
   for (int i = 0; i < comp->n_instrs; i++) {
     const hlo_instr *ins = comp->instrs[i];
@@ -558,7 +490,7 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_mo
       TRY(add_thunk(p, ins, THUNK_DNNL, &t));
       kiln_status st = cpu_dnnl_create(ins, in_place_operand(p, t), &t->prim);
       if (st) return status_wrap(st, "cpu: %s", ins->name);
-      release_captured_constants(p, t, use);
+      release_captured_constants(p, t, readers);
     } else {
       strbuf why;
       strbuf_init(&why);
@@ -588,9 +520,9 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_mo
   return NULL;
 }
 
-/* Assigns comp's buffers and turns it into thunks. use: see constant_use (entry
- * only). A sub-program (not the entry) also records its root's leaves. */
-static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hlo_computation *comp, constant_use *use,
+/* Assigns comp's buffers and turns it into thunks. readers: see constant_readers
+ * (entry only). A sub-program (not the entry) also records its root's leaves. */
+static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hlo_computation *comp, int *readers,
                                  bool *has_kernels, cpu_program **out) {
   *out = NULL;
   cpu_program *p = calloc(1, sizeof *p);
@@ -599,7 +531,7 @@ static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hl
   kiln_status st = hlo_assign_buffers(comp, CPU_ALIGNMENT, &p->assignment);
   if (!st && !(p->thunks = calloc((size_t)comp->n_instrs + 1, sizeof *p->thunks)))
     st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
-  if (!st) st = build_thunk_list(x, p, km, has_kernels, use);
+  if (!st) st = build_thunk_list(x, p, km, has_kernels, readers);
   if (!st && comp != x->module->entry) {
     int n = cpu_eval_leaf_count(&comp->root->shape);
     if (!(p->results = calloc((size_t)n + 1, sizeof *p->results)))
@@ -614,16 +546,14 @@ static kiln_status build_program(cpu_executable *x, kernel_modules *km, const hl
   return NULL;
 }
 
-/* use: the lenders collect_owners found in the module before the pipeline. */
-static kiln_status build_entry(cpu_executable *x, kernel_modules *km, constant_use *use, bool *has_kernels) {
+static kiln_status build_entry(cpu_executable *x, kernel_modules *km, bool *has_kernels) {
   const hlo_computation *entry = x->module->entry;
   for (int i = 0; i < entry->n_params; i++)
     if (!shape_is_array(&entry->params[i]->shape))
       return status_error(KILN_UNIMPLEMENTED, "cpu: parameter %s has a tuple shape", entry->params[i]->name);
-  TRY(constant_use_init(x->module, entry, use));
-  kiln_status st = build_program(x, km, entry, use, has_kernels, &x->entry);
-  free(use->readers);
-  use->readers = NULL;
+  int *readers = constant_readers(x->module); /* NULL (out of memory): nothing is released */
+  kiln_status st = build_program(x, km, entry, readers, has_kernels, &x->entry);
+  free(readers);
   return st;
 }
 
@@ -809,8 +739,6 @@ kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_op
    * copied; what remains gets its own copy at the end, since the caller may release its
    * module as soon as this returns. */
   kiln_status st = hlo_module_clone_borrowing_constants(m, &x->module);
-  constant_use use = {0};
-  if (!st) collect_owners(x->module, &use);
   if (!st) {
     hlo_pipeline *p = cpu_pipeline_new();
     hlo_pipeline_options po = hlo_pipeline_options_default();
@@ -825,8 +753,7 @@ kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_op
   kernel_modules km;
   kernel_modules_init(&km, x->module->name);
   bool has_kernels = false;
-  if (!st) st = build_entry(x, &km, &use, &has_kernels);
-  free(use.owners);
+  if (!st) st = build_entry(x, &km, &has_kernels);
   if (!st) st = build_outputs(x);
   if (!st) x->evaluated = describe_evaluated(x);
   if (!st && has_kernels) {
