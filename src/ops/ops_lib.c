@@ -841,6 +841,27 @@ const graph_tensor *onnx_const_input(const op_lower_ctx *ctx, int onnx_position)
   return i >= 0 && i < ctx->n_inputs && ctx->const_inputs ? ctx->const_inputs[i] : NULL;
 }
 
+kiln_status onnx_optional_value(op_lower_ctx *ctx, int onnx_position, hlo_instr **out) {
+  *out = onnx_input(ctx, onnx_position);
+  const graph_tensor *t = *out ? NULL : onnx_const_input(ctx, onnx_position);
+  if (t) OPLIB_TRY(ctx->node, oplib_const_tensor(ctx->comp, t, out));
+  return NULL;
+}
+
+kiln_status onnx_set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
+  if (i < ctx->n_outputs) ctx->outputs[i] = v;
+  return NULL;
+}
+
+kiln_status onnx_require_float(op_lower_ctx *ctx, const hlo_instr *x, const char *what) {
+  if (!hlo_type_is_float(x->shape.type))
+    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "%s must be a floating-point tensor, got %s", what,
+                    hlo_type_name(x->shape.type));
+  return NULL;
+}
+
+hlo_type onnx_compute_type(hlo_type t) { return (t == HLO_F16 || t == HLO_BF16) ? HLO_F32 : t; }
+
 graph_dtype onnx_input_dtype(const op_lower_ctx *ctx, int onnx_position) {
   int i = onnx_input_index(ctx->node, onnx_position);
   return i >= 0 && i < ctx->n_inputs && ctx->input_dtypes ? ctx->input_dtypes[i] : GRAPH_DT_INVALID;

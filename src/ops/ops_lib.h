@@ -275,6 +275,16 @@ bool onnx_has_input(const op_lower_ctx *ctx, int onnx_position);
 graph_tensor *onnx_host_input(const op_host_ctx *ctx, int onnx_position);
 /* Required input: error naming the op when it is missing. */
 kiln_status onnx_require_input(const op_lower_ctx *ctx, int onnx_position, hlo_instr **out);
+/* An optional input as an HLO value: the runtime value, else its compile-time one as a
+ * constant; NULL (no error) when absent. */
+kiln_status onnx_optional_value(op_lower_ctx *ctx, int onnx_position, hlo_instr **out);
+/* Sets output i when the node has it (ONNX outputs may be omitted); NULL, for TRY. */
+kiln_status onnx_set_output(op_lower_ctx *ctx, int i, hlo_instr *v);
+/* An error naming the node unless x is a floating-point tensor. */
+kiln_status onnx_require_float(op_lower_ctx *ctx, const hlo_instr *x, const char *what);
+/* The type a computation on t runs in: f32 for f16/bf16 (rounded back at the end, as
+ * ONNX's reference computes them), t otherwise. */
+hlo_type onnx_compute_type(hlo_type t);
 /* Required compile-time input (an error when it is absent or was not given by value). */
 kiln_status onnx_require_const(const op_lower_ctx *ctx, int onnx_position, const char *what,
                                const graph_tensor **out);

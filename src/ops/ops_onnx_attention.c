@@ -19,27 +19,6 @@
 
 #define L(expr) OPLIB_TRY(ctx->node, expr)
 
-static kiln_status set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
-  if (i < ctx->n_outputs) ctx->outputs[i] = v;
-  return NULL;
-}
-
-static hlo_type wide_type(hlo_type t) { return (t == HLO_F16 || t == HLO_BF16) ? HLO_F32 : t; }
-
-static kiln_status require_float(op_lower_ctx *ctx, hlo_instr *x, const char *what) {
-  if (!hlo_type_is_float(x->shape.type))
-    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "%s must be a floating-point tensor, got %s", what,
-                    hlo_type_name(x->shape.type));
-  return NULL;
-}
-
-/* An optional input as an HLO value: the runtime value, else its compile-time one. */
-static kiln_status optional_input(op_lower_ctx *ctx, int pos, hlo_instr **out) {
-  *out = onnx_input(ctx, pos);
-  if (!*out && onnx_const_input(ctx, pos)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, pos), out));
-  return NULL;
-}
-
 /* ============================================================= Attention ====== */
 
 /* (B, S, H*D) -> (B, H, S, D); a 4-D input passes through. */
@@ -193,9 +172,9 @@ static kiln_status lower_attention(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 0, &q0));
   TRY(onnx_require_input(ctx, 1, &k0));
   TRY(onnx_require_input(ctx, 2, &v0));
-  TRY(require_float(ctx, q0, "Q"));
-  TRY(require_float(ctx, k0, "K"));
-  TRY(require_float(ctx, v0, "V"));
+  TRY(onnx_require_float(ctx, q0, "Q"));
+  TRY(onnx_require_float(ctx, k0, "K"));
+  TRY(onnx_require_float(ctx, v0, "V"));
   hlo_type t1 = q0->shape.type;
   if (k0->shape.type != t1 || v0->shape.type != t1)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "Q, K and V must share one element type (%s, %s, %s)",
@@ -203,10 +182,10 @@ static kiln_status lower_attention(op_lower_ctx *ctx) {
   TRY(to_heads(ctx, q0, "Q", "q_num_heads", &q));
   TRY(to_heads(ctx, k0, "K", "kv_num_heads", &k));
   TRY(to_heads(ctx, v0, "V", "kv_num_heads", &v));
-  TRY(optional_input(ctx, 3, &mask));
-  TRY(optional_input(ctx, 4, &pk));
-  TRY(optional_input(ctx, 5, &pv));
-  if (ctx->opset >= 24) TRY(optional_input(ctx, 6, &nonpad));
+  TRY(onnx_optional_value(ctx, 3, &mask));
+  TRY(onnx_optional_value(ctx, 4, &pk));
+  TRY(onnx_optional_value(ctx, 5, &pv));
+  if (ctx->opset >= 24) TRY(onnx_optional_value(ctx, 6, &nonpad));
   if (!pk != !pv)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "past_key and past_value must be given together");
   const int64_t *qd = q->shape.dims, *kd = k->shape.dims, *vd = v->shape.dims;
@@ -241,11 +220,11 @@ static kiln_status lower_attention(op_lower_ctx *ctx) {
     L(hlo_build_concatenate(c, 2, (hlo_instr *[]){pk, k}, 2, &k));
     L(hlo_build_concatenate(c, 2, (hlo_instr *[]){pv, v}, 2, &v));
   }
-  set_output(ctx, 1, k);
-  set_output(ctx, 2, v);
+  onnx_set_output(ctx, 1, k);
+  onnx_set_output(ctx, 2, v);
   int64_t T = k->shape.dims[2];
 
-  hlo_type ct = wide_type(t1);
+  hlo_type ct = onnx_compute_type(t1);
   L(oplib_convert(c, q, ct, &q));
   L(oplib_convert(c, k, ct, &k));
   L(oplib_convert(c, v, ct, &v));
@@ -341,10 +320,10 @@ static kiln_status lower_attention(op_lower_ctx *ctx) {
     L(oplib_transpose(c, y, (const int64_t[]){0, 2, 1, 3}, &y));
     L(oplib_reshape(c, y, 3, (const int64_t[]){B, Sq, qh * vhd}, &y));
   }
-  set_output(ctx, 0, y);
+  onnx_set_output(ctx, 0, y);
   if (qk_out) {
     L(oplib_convert(c, qk_out, t1, &qk_out));
-    set_output(ctx, 3, qk_out);
+    onnx_set_output(ctx, 3, qk_out);
   }
   return NULL;
 }
@@ -356,7 +335,7 @@ static kiln_status lower_rmsnorm(op_lower_ctx *ctx) {
   hlo_instr *x, *xw, *scale, *sq, *ms, *y;
   TRY(onnx_require_input(ctx, 0, &x));
   TRY(onnx_require_input(ctx, 1, &scale));
-  TRY(require_float(ctx, x, "X"));
+  TRY(onnx_require_float(ctx, x, "X"));
   int r = x->shape.rank;
   if (r < 1) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "X must have rank >= 1");
   int64_t axis;
@@ -390,7 +369,7 @@ static kiln_status lower_rmsnorm(op_lower_ctx *ctx) {
                     scale->shape.rank, r);
   L(oplib_broadcast_to(c, scale, r, x->shape.dims, &scale));
   L(hlo_build_binary(c, HLO_OP_MULTIPLY, y, scale, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ======================================================= RotaryEmbedding ====== */
@@ -411,9 +390,9 @@ static kiln_status lower_rotary(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 0, &x0));
   TRY(onnx_require_input(ctx, 1, &cosc));
   TRY(onnx_require_input(ctx, 2, &sinc));
-  TRY(optional_input(ctx, 3, &pos));
-  TRY(require_float(ctx, x0, "X"));
-  hlo_type t = x0->shape.type, ct = wide_type(t);
+  TRY(onnx_optional_value(ctx, 3, &pos));
+  TRY(onnx_require_float(ctx, x0, "X"));
+  hlo_type t = x0->shape.type, ct = onnx_compute_type(t);
   const int64_t *d = x0->shape.dims;
   int64_t B, S, H, D;
   if (x0->shape.rank == 4) {
@@ -500,7 +479,7 @@ static kiln_status lower_rotary(op_lower_ctx *ctx) {
     L(oplib_transpose(c, rot, (const int64_t[]){0, 2, 1, 3}, &rot));
   else
     L(oplib_reshape(c, rot, 3, d, &rot));
-  return set_output(ctx, 0, rot);
+  return onnx_set_output(ctx, 0, rot);
 }
 
 /* ========================================================= Swish, SwiGLU ====== */
@@ -508,7 +487,7 @@ static kiln_status lower_rotary(op_lower_ctx *ctx) {
 static kiln_status swish(op_lower_ctx *ctx, hlo_instr *x, hlo_instr **out) {
   double alpha = graph_node_attr_float_or(ctx->node, "alpha", 1.0f);
   hlo_instr *xw, *s;
-  L(oplib_convert(ctx->comp, x, wide_type(x->shape.type), &xw));
+  L(oplib_convert(ctx->comp, x, onnx_compute_type(x->shape.type), &xw));
   L(oplib_binary_scalar(ctx->comp, HLO_OP_MULTIPLY, xw, alpha, &s));
   L(hlo_build_unary(ctx->comp, HLO_OP_LOGISTIC, s, &s));
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, xw, s, out));
@@ -518,24 +497,24 @@ static kiln_status swish(op_lower_ctx *ctx, hlo_instr *x, hlo_instr **out) {
 static kiln_status lower_swish(op_lower_ctx *ctx) {
   hlo_instr *x, *y;
   TRY(onnx_require_input(ctx, 0, &x));
-  TRY(require_float(ctx, x, "X"));
+  TRY(onnx_require_float(ctx, x, "X"));
   TRY(swish(ctx, x, &y));
   L(oplib_convert(ctx->comp, y, x->shape.type, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_swiglu(op_lower_ctx *ctx) {
   hlo_instr *a, *b, *y, *bw;
   TRY(onnx_require_input(ctx, 0, &a));
   TRY(onnx_require_input(ctx, 1, &b));
-  TRY(require_float(ctx, a, "A"));
+  TRY(onnx_require_float(ctx, a, "A"));
   if (b->shape.type != a->shape.type || !shape_equal(&a->shape, &b->shape))
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "A and B must have identical shapes and types");
   TRY(swish(ctx, a, &y));
   L(oplib_convert(ctx->comp, b, y->shape.type, &bw));
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, y, bw, &y));
   L(oplib_convert(ctx->comp, y, a->shape.type, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------------- table ---- */

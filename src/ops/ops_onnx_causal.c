@@ -20,27 +20,6 @@
 
 #define L(expr) OPLIB_TRY(ctx->node, expr)
 
-static kiln_status set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
-  if (i < ctx->n_outputs) ctx->outputs[i] = v;
-  return NULL;
-}
-
-static hlo_type wide_type(hlo_type t) { return (t == HLO_F16 || t == HLO_BF16) ? HLO_F32 : t; }
-
-static kiln_status require_float(op_lower_ctx *ctx, hlo_instr *x, const char *what) {
-  if (!hlo_type_is_float(x->shape.type))
-    return op_error(ctx->node, KILN_INVALID_ARGUMENT, "%s must be a floating-point tensor, got %s", what,
-                    hlo_type_name(x->shape.type));
-  return NULL;
-}
-
-/* An optional input as an HLO value: the runtime value, else its compile-time one. */
-static kiln_status optional_input(op_lower_ctx *ctx, int pos, hlo_instr **out) {
-  *out = onnx_input(ctx, pos);
-  if (!*out && onnx_const_input(ctx, pos)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, pos), out));
-  return NULL;
-}
-
 static kiln_status require_rank(op_lower_ctx *ctx, hlo_instr *x, int rank, const char *what, const char *layout) {
   if (x->shape.rank != rank)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "%s must be rank %d %s, got rank %d", what, rank, layout,
@@ -55,16 +34,16 @@ static kiln_status lower_causal_conv(op_lower_ctx *ctx) {
   hlo_instr *x, *w, *bias, *past, *padded, *present;
   TRY(onnx_require_input(ctx, 0, &x));
   TRY(onnx_require_input(ctx, 1, &w));
-  TRY(optional_input(ctx, 2, &bias));
-  TRY(optional_input(ctx, 3, &past));
-  TRY(require_float(ctx, x, "input"));
+  TRY(onnx_optional_value(ctx, 2, &bias));
+  TRY(onnx_optional_value(ctx, 3, &past));
+  TRY(onnx_require_float(ctx, x, "input"));
   TRY(require_rank(ctx, x, 3, "input", "(batch_size, channels, length)"));
   TRY(require_rank(ctx, w, 3, "weight", "(channels, 1, k)"));
   const char *act = onnx_attr_string(ctx->node, "activation", "none");
   bool silu = strcmp(act, "silu") == 0 || strcmp(act, "swish") == 0;
   if (!silu && strcmp(act, "none") != 0)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "activation '%s' is not one of 'none', 'silu', 'swish'", act);
-  hlo_type t = x->shape.type, ct = wide_type(t);
+  hlo_type t = x->shape.type, ct = onnx_compute_type(t);
   int64_t B = x->shape.dims[0], C = x->shape.dims[1], Lx = x->shape.dims[2], k = w->shape.dims[2];
   if (w->shape.dims[0] != C || w->shape.dims[1] != 1 || k < 1)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT,
@@ -124,8 +103,8 @@ static kiln_status lower_causal_conv(op_lower_ctx *ctx) {
     L(hlo_build_binary(c, HLO_OP_MULTIPLY, yw, s, &yw));
     L(oplib_convert(c, yw, t, &y));
   }
-  TRY(set_output(ctx, 0, y));
-  return set_output(ctx, 1, present);
+  TRY(onnx_set_output(ctx, 0, y));
+  return onnx_set_output(ctx, 1, present);
 }
 
 /* ======================================================= LinearAttention ====== */
@@ -144,10 +123,10 @@ static kiln_status lower_linear_attention(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 0, &q));
   TRY(onnx_require_input(ctx, 1, &k));
   TRY(onnx_require_input(ctx, 2, &v));
-  TRY(optional_input(ctx, 3, &past));
-  TRY(optional_input(ctx, 4, &decay));
-  TRY(optional_input(ctx, 5, &beta));
-  TRY(require_float(ctx, q, "query"));
+  TRY(onnx_optional_value(ctx, 3, &past));
+  TRY(onnx_optional_value(ctx, 4, &decay));
+  TRY(onnx_optional_value(ctx, 5, &beta));
+  TRY(onnx_require_float(ctx, q, "query"));
   TRY(require_rank(ctx, q, 3, "query", "(B, T, H*D)"));
   TRY(require_rank(ctx, k, 3, "key", "(B, T, H*D)"));
   TRY(require_rank(ctx, v, 3, "value", "(B, T, H*D)"));
@@ -200,7 +179,7 @@ static kiln_status lower_linear_attention(op_lower_ctx *ctx) {
   int64_t dv = v->shape.dims[2] / Hkv;
   int64_t sdims[4] = {B, Hkv, dk, dv};
   if (past) {
-    TRY(require_float(ctx, past, "past_state"));
+    TRY(onnx_require_float(ctx, past, "past_state"));
     const int64_t *pd = past->shape.dims;
     if (past->shape.rank != 4 || pd[0] != B || pd[1] != Hkv || pd[2] != dk || pd[3] != dv)
       return op_error(ctx->node, KILN_INVALID_ARGUMENT, "past_state must be (%lld, %lld, %lld, %lld)", (long long)B,
@@ -227,7 +206,7 @@ static kiln_status lower_linear_attention(op_lower_ctx *ctx) {
   if (scale == 0.0) scale = 1.0 / sqrt((double)dk);
 
   /* Everything recurs in float32 (float64 stays float64); the outputs round at the end. */
-  hlo_type t = q->shape.type, ct = wide_type(t);
+  hlo_type t = q->shape.type, ct = onnx_compute_type(t);
   hlo_type st = past ? past->shape.type : t;
   hlo_instr *S;
   L(oplib_convert(c, q, ct, &q));
@@ -313,8 +292,8 @@ static kiln_status lower_linear_attention(op_lower_ctx *ctx) {
     STEP(oplib_full(c, ct, 0.0, 3, (const int64_t[]){B, 0, Hq * dv}, &y));
   STEP(oplib_convert(c, y, t, &y));
   STEP(oplib_convert(c, S, st, &present));
-  STEP(set_output(ctx, 0, y));
-  STEP(set_output(ctx, 1, present));
+  STEP(onnx_set_output(ctx, 0, y));
+  STEP(onnx_set_output(ctx, 1, present));
 #undef STEP
 done:
   free(outs);

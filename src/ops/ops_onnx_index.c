@@ -18,11 +18,6 @@
 
 #define L(expr) OPLIB_TRY(ctx->node, expr)
 
-static kiln_status set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
-  if (i < ctx->n_outputs) ctx->outputs[i] = v;
-  return NULL;
-}
-
 static kiln_status need_int(op_lower_ctx *ctx, hlo_instr *idx, const char *what) {
   if (!hlo_type_is_int(idx->shape.type))
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "%s must be an integer tensor, got %s", what,
@@ -107,7 +102,7 @@ static kiln_status lower_gather(op_lower_ctx *ctx) {
   dn.start_index_map = (hlo_ints){1, &axis};
   dn.index_vector_dim = q;
   L(hlo_build_gather(ctx->comp, x, idx, &dn, sizes, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_gather_elements(op_lower_ctx *ctx) {
@@ -130,7 +125,7 @@ static kiln_status lower_gather_elements(op_lower_ctx *ctx) {
   dn.start_index_map = (hlo_ints){r, all};
   dn.index_vector_dim = r;
   L(hlo_build_gather(ctx->comp, x, coords, &dn, ones, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* GatherND / ScatterND index preparation: wraps negatives per component and prepends
@@ -187,7 +182,7 @@ static kiln_status lower_gather_nd(op_lower_ctx *ctx) {
   dn.start_index_map = (hlo_ints){(int)m, mapped};
   dn.index_vector_dim = q - 1;
   L(hlo_build_gather(ctx->comp, x, idx, &dn, sizes, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------------ Scatter ---- */
@@ -235,7 +230,7 @@ static kiln_status lower_scatter_nd(op_lower_ctx *ctx) {
   hlo_computation *f;
   TRY(scatter_combiner(ctx, x->shape.type, &f));
   L(hlo_build_scatter(ctx->comp, 1, &x, idx, &upd, &dn, f, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_scatter_elements(op_lower_ctx *ctx) {
@@ -261,7 +256,7 @@ static kiln_status lower_scatter_elements(op_lower_ctx *ctx) {
   hlo_computation *f;
   TRY(scatter_combiner(ctx, x->shape.type, &f));
   L(hlo_build_scatter(ctx->comp, 1, &x, coords, &upd, &dn, f, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------------- OneHot ---- */
@@ -311,7 +306,7 @@ static kiln_status lower_onehot(op_lower_ctx *ctx) {
   L(hlo_build_broadcast(ctx->comp, on, r, dims, NULL, &on));
   L(hlo_build_broadcast(ctx->comp, off, r, dims, NULL, &off));
   L(hlo_build_select(ctx->comp, eq, on, off, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------ ArgMax/ArgMin ---- */
@@ -325,7 +320,7 @@ static kiln_status lower_argminmax(op_lower_ctx *ctx) {
   bool keepdims = graph_node_attr_int_or(ctx->node, "keepdims", 1) != 0;
   bool last = graph_node_attr_int_or(ctx->node, "select_last_index", 0) != 0;
   L(oplib_argminmax(ctx->comp, x, axis, is_max, last, keepdims, HLO_S64, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* --------------------------------------------------------------------- TopK ---- */
@@ -364,8 +359,8 @@ static kiln_status lower_topk(op_lower_ctx *ctx) {
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "k=%lld exceeds the axis size %lld", (long long)p.k,
                     (long long)x->shape.dims[p.axis]);
   L(oplib_topk(ctx->comp, x, p.axis, p.k, p.largest, HLO_S64, &v, &i));
-  set_output(ctx, 0, v);
-  return set_output(ctx, 1, i);
+  onnx_set_output(ctx, 0, v);
+  return onnx_set_output(ctx, 1, i);
 }
 
 /* Host TopK: per slice, a merge sort of positions by (value, index). */
@@ -475,7 +470,7 @@ static kiln_status lower_cumulative(op_lower_ctx *ctx, bool prod) {
   bool exclusive = graph_node_attr_int_or(ctx->node, "exclusive", 0) != 0;
   bool reverse = graph_node_attr_int_or(ctx->node, "reverse", 0) != 0;
   int64_t dim = x->shape.dims[axis];
-  if (dim == 0) return set_output(ctx, 0, x);
+  if (dim == 0) return onnx_set_output(ctx, 0, x);
   bool is_pred = x->shape.type == HLO_PRED;
   y = x;
   if (reverse) L(hlo_build_reverse(ctx->comp, y, 1, &axis, &y));
@@ -501,7 +496,7 @@ static kiln_status lower_cumulative(op_lower_ctx *ctx, bool prod) {
   L(hlo_build_reduce_window(ctx->comp, 1, &y, &identity, &hw, fold, &acc));
   y = acc;
   if (reverse) L(hlo_build_reverse(ctx->comp, y, 1, &axis, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_cumsum(op_lower_ctx *ctx) { return lower_cumulative(ctx, false); }

@@ -16,11 +16,6 @@
 
 #define L(expr) OPLIB_TRY(ctx->node, expr)
 
-static kiln_status set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
-  if (i < ctx->n_outputs) ctx->outputs[i] = v;
-  return NULL;
-}
-
 /* Scalar constant shaped like x. */
 static kiln_status like(op_lower_ctx *ctx, hlo_instr *x, double v, hlo_instr **out) {
   return oplib_full_like(ctx->comp, x, HLO_TYPE_COUNT, v, out);
@@ -66,19 +61,19 @@ static kiln_status lower_unary(op_lower_ctx *ctx) {
     hlo_opcode op = unary_ops[i].op;
     /* Integer forms where HLO's opcode would not apply. */
     if (op == HLO_OP_ABS && (hlo_type_is_unsigned_int(x->shape.type) || x->shape.type == HLO_PRED))
-      return set_output(ctx, 0, x);
+      return onnx_set_output(ctx, 0, x);
     if ((op == HLO_OP_FLOOR || op == HLO_OP_CEIL || op == HLO_OP_ROUND_NEAREST_EVEN) &&
         !hlo_type_is_float(x->shape.type))
-      return set_output(ctx, 0, x);
+      return onnx_set_output(ctx, 0, x);
     if (op == HLO_OP_SIGN && hlo_type_is_unsigned_int(x->shape.type)) {
       hlo_instr *zero, *nz;
       L(like(ctx, x, 0, &zero));
       L(hlo_build_compare(ctx->comp, HLO_DIR_NE, x, zero, &nz));
       L(hlo_build_convert(ctx->comp, nz, x->shape.type, &r));
-      return set_output(ctx, 0, r);
+      return onnx_set_output(ctx, 0, r);
     }
     L(hlo_build_unary(ctx->comp, op, x, &r));
-    return set_output(ctx, 0, r);
+    return onnx_set_output(ctx, 0, r);
   }
   return op_error(ctx->node, KILN_INTERNAL, "no unary opcode for %s", base);
 }
@@ -126,7 +121,7 @@ static kiln_status lower_binary(op_lower_ctx *ctx) {
   for (size_t i = 0; i < sizeof binary_ops / sizeof binary_ops[0]; i++) {
     if (strcmp(binary_ops[i].name, base) != 0) continue;
     L(oplib_binary(ctx->comp, binary_ops[i].op, a, b, &r));
-    return set_output(ctx, 0, r);
+    return onnx_set_output(ctx, 0, r);
   }
   return op_error(ctx->node, KILN_INTERNAL, "no binary opcode for %s", base);
 }
@@ -150,7 +145,7 @@ static kiln_status lower_compare(op_lower_ctx *ctx) {
   for (size_t i = 0; i < sizeof compare_ops / sizeof compare_ops[0]; i++) {
     if (strcmp(compare_ops[i].name, base) != 0) continue;
     L(oplib_compare(ctx->comp, compare_ops[i].dir, a, b, &r));
-    return set_output(ctx, 0, r);
+    return onnx_set_output(ctx, 0, r);
   }
   return op_error(ctx->node, KILN_INTERNAL, "no comparison for %s", base);
 }
@@ -171,7 +166,7 @@ static kiln_status lower_pow(op_lower_ctx *ctx) {
     L(oplib_binary(ctx->comp, HLO_OP_POWER, a, b, &r));
     L(hlo_build_convert(ctx->comp, r, ta, &r));
   }
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 static kiln_status lower_mod(op_lower_ctx *ctx) {
@@ -196,7 +191,7 @@ static kiln_status lower_mod(op_lower_ctx *ctx) {
     L(hlo_build_binary(ctx->comp, HLO_OP_ADD, r, b, &adj));
     L(hlo_build_select(ctx->comp, fix, adj, r, &r));
   }
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 static kiln_status lower_bitshift(op_lower_ctx *ctx) {
@@ -212,7 +207,7 @@ static kiln_status lower_bitshift(op_lower_ctx *ctx) {
   else
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "direction must be LEFT or RIGHT, got \"%s\"", dir);
   L(oplib_binary(ctx->comp, op, a, b, &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 /* Sum, Mean, Max, Min: variadic, broadcasting. */
@@ -229,7 +224,7 @@ static kiln_status lower_variadic(op_lower_ctx *ctx) {
   }
   if (strcmp(base, "Mean") == 0 && ctx->n_inputs > 1)
     L(oplib_binary_scalar(ctx->comp, HLO_OP_DIVIDE, r, (double)ctx->n_inputs, &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 static kiln_status lower_prelu(op_lower_ctx *ctx) {
@@ -249,7 +244,7 @@ static kiln_status lower_prelu(op_lower_ctx *ctx) {
   L(hlo_build_compare(ctx->comp, HLO_DIR_LT, x, zero, &neg));
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, x, slope, &scaled));
   L(hlo_build_select(ctx->comp, neg, scaled, x, &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 static kiln_status lower_where(op_lower_ctx *ctx) {
@@ -258,7 +253,7 @@ static kiln_status lower_where(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 1, &a));
   TRY(onnx_require_input(ctx, 2, &b));
   L(oplib_select(ctx->comp, p, a, b, &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 /* ------------------------------------------------------------- activations ---- */
@@ -461,7 +456,7 @@ static kiln_status lower_activation(op_lower_ctx *ctx) {
   if (strcmp(base, "Relu") != 0) TRY(need_float(ctx, x));
   fx f = {ctx, ctx->comp};
   L(activation(&f, base, x, &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 static kiln_status lower_isnan(op_lower_ctx *ctx) {
@@ -470,7 +465,7 @@ static kiln_status lower_isnan(op_lower_ctx *ctx) {
   TRY(need_float(ctx, x));
   TRY(widen_narrow(ctx, x, &x));
   L(hlo_build_compare(ctx->comp, HLO_DIR_NE, x, x, &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 static kiln_status lower_isinf(op_lower_ctx *ctx) {
@@ -492,7 +487,7 @@ static kiln_status lower_isinf(op_lower_ctx *ctx) {
     r = n;
   else
     L(oplib_full(ctx->comp, HLO_PRED, 0, x->shape.rank, x->shape.dims, &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 static kiln_status lower_clip(op_lower_ctx *ctx) {
@@ -503,14 +498,14 @@ static kiln_status lower_clip(op_lower_ctx *ctx) {
     const graph_attr_value *mn = graph_node_attr(ctx->node, "min"), *mx = graph_node_attr(ctx->node, "max");
     if (mn && mn->kind == GRAPH_ATTR_FLOAT) L(oplib_binary_scalar(ctx->comp, HLO_OP_MAXIMUM, r, mn->f, &r));
     if (mx && mx->kind == GRAPH_ATTR_FLOAT) L(oplib_binary_scalar(ctx->comp, HLO_OP_MINIMUM, r, mx->f, &r));
-    return set_output(ctx, 0, r);
+    return onnx_set_output(ctx, 0, r);
   }
   hlo_instr *mn = onnx_input(ctx, 1), *mx = onnx_input(ctx, 2);
   if (!mn && onnx_const_input(ctx, 1)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 1), &mn));
   if (!mx && onnx_const_input(ctx, 2)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 2), &mx));
   if (mn) L(oplib_binary(ctx->comp, HLO_OP_MAXIMUM, r, mn, &r));
   if (mx) L(oplib_binary(ctx->comp, HLO_OP_MINIMUM, r, mx, &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 /* ONNX's Cast to FLOAT8E8M0 (opset 24), transcribed from onnx.numpy_helper.to_float8e8m0,
@@ -619,7 +614,7 @@ static kiln_status lower_cast(op_lower_ctx *ctx) {
     return op_error(ctx->node, KILN_UNIMPLEMENTED, "cast to %s is not supported in compiled code",
                     graph_dtype_name(to));
   TRY(cast_to(ctx, x, t, saturate_attr(ctx), round_mode_attr(ctx), &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 static kiln_status lower_castlike(op_lower_ctx *ctx) {
@@ -628,7 +623,7 @@ static kiln_status lower_castlike(op_lower_ctx *ctx) {
   hlo_type t;
   TRY(onnx_input_hlo_type(ctx, 1, &t));
   TRY(cast_to(ctx, x, t, saturate_attr(ctx), round_mode_attr(ctx), &r));
-  return set_output(ctx, 0, r);
+  return onnx_set_output(ctx, 0, r);
 }
 
 /* ------------------------------------------------------------ quantisation ---- */
@@ -755,7 +750,7 @@ static kiln_status lower_quantize(op_lower_ctx *ctx) {
       L(hlo_build_clamp(ctx->comp, lo, y, hi, &y));
     }
     L(hlo_build_convert(ctx->comp, y, out_t, &y));
-    return set_output(ctx, 0, y);
+    return onnx_set_output(ctx, 0, y);
   }
   L(hlo_build_unary(ctx->comp, HLO_OP_ROUND_NEAREST_EVEN, y, &y));
   if (zp) {
@@ -770,7 +765,7 @@ static kiln_status lower_quantize(op_lower_ctx *ctx) {
   L(hlo_build_convert(ctx->comp, hi, ct, &hi));
   L(hlo_build_clamp(ctx->comp, lo, y, hi, &y));
   L(hlo_build_convert(ctx->comp, y, out_t, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_dequantize(op_lower_ctx *ctx) {
@@ -800,7 +795,7 @@ static kiln_status lower_dequantize(op_lower_ctx *ctx) {
   TRY(quant_param(ctx, scale, y, axis, block, &scale));
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, y, scale, &y));
   if (have_out) L(oplib_convert(ctx->comp, y, asked, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------------- table ---- */

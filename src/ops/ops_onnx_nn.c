@@ -17,11 +17,6 @@
 
 #define L(expr) OPLIB_TRY(ctx->node, expr)
 
-static kiln_status set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
-  if (i < ctx->n_outputs) ctx->outputs[i] = v;
-  return NULL;
-}
-
 static kiln_status need_rank_at_least(op_lower_ctx *ctx, hlo_instr *x, int rank, const char *what) {
   if (x->shape.rank < rank)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "%s must have rank >= %d, got rank %d", what, rank,
@@ -138,7 +133,7 @@ static kiln_status lower_conv(op_lower_ctx *ctx) {
   hlo_instr *b = onnx_input(ctx, 2);
   if (!b && onnx_const_input(ctx, 2)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 2), &b));
   if (b) TRY(add_channel_bias(ctx, y, b, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ConvTranspose as the gradient of a convolution: the input dilated by the stride,
@@ -255,7 +250,7 @@ static kiln_status lower_conv_transpose(op_lower_ctx *ctx) {
   hlo_instr *b = onnx_input(ctx, 2);
   if (!b && onnx_const_input(ctx, 2)) L(oplib_const_tensor(ctx->comp, onnx_const_input(ctx, 2), &b));
   if (b) TRY(add_channel_bias(ctx, y, b, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------------ pooling ---- */
@@ -292,7 +287,7 @@ static kiln_status lower_maxpool(op_lower_ctx *ctx) {
     L(hlo_build_scalar_computation(ctx->comp->module, x->shape.type == HLO_PRED ? HLO_OP_OR : HLO_OP_MAXIMUM,
                                    x->shape.type, &mx));
     L(hlo_build_reduce_window(ctx->comp, 1, &x, &init, &hw, mx, &y));
-    return set_output(ctx, 0, y);
+    return onnx_set_output(ctx, 0, y);
   }
   /* Indices: flat positions in X (spatial part row- or column-major per
    * storage_order), reduced alongside the values. */
@@ -330,8 +325,8 @@ static kiln_status lower_maxpool(op_lower_ctx *ctx) {
   L(hlo_build_reduce_window(ctx->comp, 2, ins, inits, &hw, f, &t));
   L(hlo_build_get_tuple_element(ctx->comp, t, 0, &vals));
   L(hlo_build_get_tuple_element(ctx->comp, t, 1, &inds));
-  set_output(ctx, 0, vals);
-  return set_output(ctx, 1, inds);
+  onnx_set_output(ctx, 0, vals);
+  return onnx_set_output(ctx, 1, inds);
 }
 
 /* Window counts over a [1, 1, spatial...] ones tensor; include_pad counts the explicit
@@ -383,7 +378,7 @@ static kiln_status lower_avgpool(op_lower_ctx *ctx) {
   bool include_pad = graph_node_attr_int_or(ctx->node, "count_include_pad", 0) != 0;
   TRY(pool_counts(ctx, x, &g, include_pad, &cnt));
   L(oplib_binary(ctx->comp, HLO_OP_DIVIDE, sum, cnt, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* (sum |x|^p)^(1/p) over windows (zero padding). */
@@ -420,7 +415,7 @@ static kiln_status lower_lppool(op_lower_ctx *ctx) {
   L(oplib_scalar(ctx->comp, x->shape.type, 0, &zero));
   L(hlo_build_reduce_window(ctx->comp, 1, &x, &zero, &hw, add, &sum));
   TRY(lp_of_sum(ctx, sum, p, false, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_global_pool(op_lower_ctx *ctx) {
@@ -441,7 +436,7 @@ static kiln_status lower_global_pool(op_lower_ctx *ctx) {
     L(oplib_reduce(ctx->comp, OPLIB_REDUCE_SUM, x, n, axes, true, &y));
     TRY(lp_of_sum(ctx, y, p, false, &y));
   }
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ----------------------------------------------------------- normalisations ---- */
@@ -487,7 +482,7 @@ static kiln_status lower_batchnorm_training(op_lower_ctx *ctx, hlo_instr *x, dou
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, d, t, &y));
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, y, scale, &y));
   L(hlo_build_binary(ctx->comp, HLO_OP_ADD, y, bias, &y));
-  set_output(ctx, 0, y);
+  onnx_set_output(ctx, 0, y);
   hlo_instr *batch[2] = {mean, var};
   for (int i = 1; i < ctx->n_outputs && i < 3; i++) {
     hlo_instr *run, *a, *b;
@@ -499,7 +494,7 @@ static kiln_status lower_batchnorm_training(op_lower_ctx *ctx, hlo_instr *x, dou
     L(oplib_binary_scalar(ctx->comp, HLO_OP_MULTIPLY, run, momentum, &a));
     L(oplib_binary_scalar(ctx->comp, HLO_OP_MULTIPLY, batch[i - 1], 1.0 - momentum, &b));
     L(hlo_build_binary(ctx->comp, HLO_OP_ADD, a, b, &a));
-    set_output(ctx, i, a);
+    onnx_set_output(ctx, i, a);
   }
   return NULL;
 }
@@ -522,12 +517,12 @@ static kiln_status lower_batchnorm(op_lower_ctx *ctx) {
   L(hlo_build_binary(ctx->comp, HLO_OP_SUBTRACT, x, mean, &y));
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, y, t, &y));
   L(hlo_build_binary(ctx->comp, HLO_OP_ADD, y, bias, &y));
-  set_output(ctx, 0, y);
+  onnx_set_output(ctx, 0, y);
   /* Older opsets list running statistics as outputs: pass the inputs through. */
   for (int i = 1; i < ctx->n_outputs && i < 3; i++) {
     hlo_instr *v;
     TRY(onnx_require_input(ctx, 2 + i, &v));
-    set_output(ctx, i, v);
+    onnx_set_output(ctx, i, v);
   }
   return NULL;
 }
@@ -557,7 +552,7 @@ static kiln_status lower_instancenorm(op_lower_ctx *ctx) {
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, y, scale, &y));
   L(hlo_build_binary(ctx->comp, HLO_OP_ADD, y, bias, &y));
   L(oplib_convert(ctx->comp, y, x->shape.type, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_layernorm(op_lower_ctx *ctx) {
@@ -584,9 +579,9 @@ static kiln_status lower_layernorm(op_lower_ctx *ctx) {
   if (y->shape.rank != r)
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "Scale/B broadcast beyond the input's rank");
   L(oplib_convert(ctx->comp, y, x->shape.type, &y));
-  set_output(ctx, 0, y);
-  set_output(ctx, 1, mean);
-  return set_output(ctx, 2, inv);
+  onnx_set_output(ctx, 0, y);
+  onnx_set_output(ctx, 1, mean);
+  return onnx_set_output(ctx, 2, inv);
 }
 
 static kiln_status lower_groupnorm(op_lower_ctx *ctx) {
@@ -627,7 +622,7 @@ static kiln_status lower_groupnorm(op_lower_ctx *ctx) {
   L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, y, params[0], &y));
   L(hlo_build_binary(ctx->comp, HLO_OP_ADD, y, params[1], &y));
   L(oplib_convert(ctx->comp, y, x->shape.type, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_mvn(op_lower_ctx *ctx) {
@@ -640,7 +635,7 @@ static kiln_status lower_mvn(op_lower_ctx *ctx) {
   if (!present) n = 3;
   L(oplib_normalize_axes(n, axes, x->shape.rank, true));
   L(oplib_normalize(ctx->comp, x, n, axes, 1e-9, &y, NULL, NULL));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_lrn(op_lower_ctx *ctx) {
@@ -670,7 +665,7 @@ static kiln_status lower_lrn(op_lower_ctx *ctx) {
   L(oplib_binary_scalar(ctx->comp, HLO_OP_ADD, t, bias, &t));
   L(oplib_binary_scalar(ctx->comp, HLO_OP_POWER, t, beta, &t));
   L(hlo_build_binary(ctx->comp, HLO_OP_DIVIDE, x, t, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* x / ||x||_p along axis. A vector whose norm is 0 (all zeros, or squares that underflow)
@@ -691,7 +686,7 @@ static kiln_status lower_lpnorm(op_lower_ctx *ctx) {
   L(oplib_full_like(ctx->comp, x, HLO_TYPE_COUNT, 0, &zero));
   L(hlo_build_compare(ctx->comp, HLO_DIR_EQ, nb, zero, &is_zero));
   L(hlo_build_select(ctx->comp, is_zero, zero, y, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ---------------------------------------------------------- softmax family ---- */
@@ -727,7 +722,7 @@ static kiln_status lower_softmax(op_lower_ctx *ctx) {
   L(oplib_normalize_axis(graph_node_attr_int_or(ctx->node, "axis", legacy ? 1 : -1), r, &axis));
   if (!legacy) {
     TRY(softmax_along(ctx, base, x, axis, &y));
-    return set_output(ctx, 0, y);
+    return onnx_set_output(ctx, 0, y);
   }
   /* Before opset 13: coerce to [prod(d<axis), prod(d>=axis)] and act on dim 1. */
   int64_t d2[2] = {1, 1};
@@ -736,7 +731,7 @@ static kiln_status lower_softmax(op_lower_ctx *ctx) {
   L(oplib_reshape(ctx->comp, x, 2, d2, &x2));
   TRY(softmax_along(ctx, base, x2, 1, &y));
   L(oplib_reshape(ctx->comp, y, r, x->shape.dims, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------ shape-only ---- */
@@ -752,7 +747,7 @@ static kiln_status lower_flatten(op_lower_ctx *ctx) {
   int64_t d2[2] = {1, 1};
   for (int i = 0; i < r; i++) d2[i < axis ? 0 : 1] *= x->shape.dims[i];
   L(hlo_build_reshape(ctx->comp, x, 2, d2, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ----------------------------------------------------------- contractions ---- */
@@ -762,7 +757,7 @@ static kiln_status lower_matmul(op_lower_ctx *ctx) {
   TRY(onnx_require_input(ctx, 0, &a));
   TRY(onnx_require_input(ctx, 1, &b));
   L(oplib_matmul(ctx->comp, a, b, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_gemm(op_lower_ctx *ctx) {
@@ -788,7 +783,7 @@ static kiln_status lower_gemm(op_lower_ctx *ctx) {
     L(oplib_broadcast_to(ctx->comp, c, 2, y->shape.dims, &c));
     L(hlo_build_binary(ctx->comp, HLO_OP_ADD, y, c, &y));
   }
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* Einsum by pairwise contraction: labels are ints (letters 0..51, ellipsis dims 100+).
@@ -1029,7 +1024,7 @@ static kiln_status lower_einsum(op_lower_ctx *ctx) {
     perm[j] = k;
   }
   L(oplib_transpose(ctx->comp, cur, perm, &cur));
-  return set_output(ctx, 0, cur);
+  return onnx_set_output(ctx, 0, cur);
 }
 
 /* ------------------------------------------------------------------- table ---- */

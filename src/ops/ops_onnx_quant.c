@@ -32,11 +32,6 @@
 
 #define L(expr) OPLIB_TRY(ctx->node, expr)
 
-static kiln_status set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
-  if (i < ctx->n_outputs) ctx->outputs[i] = v;
-  return NULL;
-}
-
 /* ------------------------------------------------------------------ helpers ---- */
 
 static const char *tname(hlo_type t) { return graph_dtype_name(graph_dtype_from_hlo(t)); }
@@ -238,7 +233,7 @@ static kiln_status lower_matmul_integer(op_lower_ctx *ctx) {
   TRY(need_zp_type(ctx, azp, "a_zero_point", a, "A"));
   TRY(need_zp_type(ctx, bzp, "b_zero_point", b, "B"));
   TRY(int_matmul(ctx, a, azp, b, bzp, "A", "a_zero_point", "B", "b_zero_point", &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_qlinear_matmul(op_lower_ctx *ctx) {
@@ -263,7 +258,7 @@ static kiln_status lower_qlinear_matmul(op_lower_ctx *ctx) {
   L(oplib_binary(ctx->comp, HLO_OP_MULTIPLY, as, bs, &mult));
   L(oplib_binary(ctx->comp, HLO_OP_DIVIDE, mult, ys, &mult));
   TRY(requantize(ctx, acc, mult, yzp, out_t, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* com.microsoft QGemm(A, a_scale, a_zp, B, b_scale, b_zp, C, y_scale, y_zp), attributes
@@ -304,14 +299,14 @@ static kiln_status lower_ms_qgemm(op_lower_ctx *ctx) {
   if (!ys) {
     L(oplib_convert(ctx->comp, acc, HLO_F32, &y));
     L(oplib_binary(ctx->comp, HLO_OP_MULTIPLY, y, mult, &y));
-    return set_output(ctx, 0, y);
+    return onnx_set_output(ctx, 0, y);
   }
   TRY(per_tensor(ctx, ys, "y_scale", &ys));
   if (yzp) TRY(per_tensor(ctx, yzp, "y_zero_point", &yzp));
   L(oplib_convert(ctx->comp, ys, HLO_F32, &ys));
   L(oplib_binary(ctx->comp, HLO_OP_DIVIDE, mult, ys, &mult));
   TRY(requantize(ctx, acc, mult, yzp, yzp ? yzp->shape.type : a->shape.type, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------ convolutions ---- */
@@ -442,7 +437,7 @@ static kiln_status lower_conv_integer(op_lower_ctx *ctx) {
   TRY(need_zp_type(ctx, xzp, "x_zero_point", x, "x"));
   TRY(need_zp_type(ctx, wzp, "w_zero_point", w, "w"));
   TRY(conv_core(ctx, x, xzp, w, wzp, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_qlinear_conv(op_lower_ctx *ctx) {
@@ -477,7 +472,7 @@ static kiln_status lower_qlinear_conv(op_lower_ctx *ctx) {
   L(oplib_binary(ctx->comp, HLO_OP_DIVIDE, mult, ys, &mult));
   if (per_channel) TRY(channel_param(ctx, mult, "w_scale", m, acc, 1, &mult));
   TRY(requantize(ctx, acc, mult, yzp, out_t, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* --------------------------------------------------- DynamicQuantizeLinear ---- */
@@ -511,9 +506,9 @@ static kiln_status lower_dynamic_quantize(op_lower_ctx *ctx) {
   L(hlo_build_unary(ctx->comp, HLO_OP_ROUND_NEAREST_EVEN, zp, &zp));
   TRY(quantize_f32(ctx, x, scale, zp, HLO_U8, &y));
   L(hlo_build_convert(ctx->comp, zp, HLO_U8, &zp));
-  TRY(set_output(ctx, 0, y));
-  TRY(set_output(ctx, 1, scale));
-  return set_output(ctx, 2, zp);
+  TRY(onnx_set_output(ctx, 0, y));
+  TRY(onnx_set_output(ctx, 1, scale));
+  return onnx_set_output(ctx, 2, zp);
 }
 
 /* ------------------------------------------------ com.microsoft QLinear* ---- */
@@ -561,7 +556,7 @@ static kiln_status lower_ms_binary(op_lower_ctx *ctx) {
     L(hlo_build_binary(ctx->comp, HLO_OP_MULTIPLY, as, bs, &mult));
     L(hlo_build_binary(ctx->comp, HLO_OP_DIVIDE, mult, cs, &mult));
     TRY(requantize(ctx, acc, mult, czp, out_t, &y));
-    return set_output(ctx, 0, y);
+    return onnx_set_output(ctx, 0, y);
   }
   /* (a - za) * (sa / sc) + (b - zb) * (sb / sc), rounded, + zc. */
   hlo_instr *A, *B, *ra, *rb, *one;
@@ -572,7 +567,7 @@ static kiln_status lower_ms_binary(op_lower_ctx *ctx) {
   TRY(dequant(ctx, b, rb, bzp, &B));
   L(oplib_binary(ctx->comp, HLO_OP_ADD, A, B, &y));
   TRY(quantize_f32(ctx, y, one, czp, out_t, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* QLinearSigmoid / QLinearLeakyRelu(X, X_scale, X_zp, Y_scale, Y_zp). */
@@ -597,7 +592,7 @@ static kiln_status lower_ms_unary(op_lower_ctx *ctx) {
     L(hlo_build_unary(ctx->comp, HLO_OP_LOGISTIC, v, &v));
   }
   TRY(quantize_f32(ctx, v, ys, yzp, out_t, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* QLinearGlobalAveragePool(X, x_scale, x_zp, y_scale, y_zp), attribute channels_last:
@@ -626,7 +621,7 @@ static kiln_status lower_ms_gap(op_lower_ctx *ctx) {
   L(oplib_binary_scalar(ctx->comp, HLO_OP_MULTIPLY, ys, (double)(count ? count : 1), &mult));
   L(hlo_build_binary(ctx->comp, HLO_OP_DIVIDE, xs, mult, &mult));
   TRY(requantize(ctx, acc, mult, yzp, out_t, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* QLinearConcat(Y_scale, Y_zp, X1, X1_scale, X1_zp, X2, ...), attribute axis: each input
@@ -669,7 +664,7 @@ static kiln_status lower_ms_concat(op_lower_ctx *ctx) {
   L(oplib_normalize_axis(graph_node_attr_int_or(ctx->node, "axis", 0), rank, &axis));
   hlo_instr *y;
   L(oplib_concat(ctx->comp, k, parts, axis, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------------- table ---- */

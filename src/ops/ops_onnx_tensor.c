@@ -23,11 +23,6 @@
  * inputs are absent, so all later bits are set). */
 #define CONST_AFTER_0 (~(uint64_t)1)
 
-static kiln_status set_output(op_lower_ctx *ctx, int i, hlo_instr *v) {
-  if (i < ctx->n_outputs) ctx->outputs[i] = v;
-  return NULL;
-}
-
 static void dims_str(char *buf, size_t cap, int rank, const int64_t *dims) {
   size_t len = (size_t)snprintf(buf, cap, "[");
   for (int i = 0; i < rank && len < cap; i++) len += (size_t)snprintf(buf + len, cap - len, "%s%lld", i ? "," : "", (long long)dims[i]);
@@ -77,7 +72,7 @@ static kiln_status lower_reshape(op_lower_ctx *ctx) {
     shape[infer] = total / known;
   }
   L(oplib_reshape(ctx->comp, x, n, shape, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ---------------------------------------------------------------- Transpose ---- */
@@ -96,7 +91,7 @@ static kiln_status lower_transpose(op_lower_ctx *ctx) {
   if (n != r) return op_error(ctx->node, KILN_INVALID_ARGUMENT, "perm has %d entries for rank %d", n, r);
   L(oplib_normalize_axes(n, perm, r, true));
   L(oplib_transpose(ctx->comp, x, perm, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------------- Concat ---- */
@@ -121,7 +116,7 @@ static kiln_status lower_concat(op_lower_ctx *ctx) {
   if (!st) st = oplib_wrap(ctx->node, oplib_concat(ctx->comp, n, xs, axis, &y));
   free(xs);
   if (st) return st;
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* -------------------------------------------------------------------- Split ---- */
@@ -163,7 +158,7 @@ static kiln_status lower_split(op_lower_ctx *ctx) {
   for (int i = 0; i < nout && !st; i++) {
     hlo_instr *part;
     st = oplib_wrap(ctx->node, oplib_slice_axis(ctx->comp, x, (int)axis, start, start + sizes[i], &part));
-    if (!st) set_output(ctx, i, part);
+    if (!st) onnx_set_output(ctx, i, part);
     start += sizes[i];
   }
   free(sizes);
@@ -252,7 +247,7 @@ static kiln_status lower_slice(op_lower_ctx *ctx) {
   for (int i = 0; i < r; i++)
     if (lo[i] != 0 || hi[i] != x->shape.dims[i] || st[i] != 1) whole = false;
   if (!whole) L(hlo_build_slice(ctx->comp, y, lo, hi, st, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------- Squeeze, Unsqueeze ---- */
@@ -281,7 +276,7 @@ static kiln_status lower_squeeze(op_lower_ctx *ctx) {
   for (int i = 0; i < r; i++)
     if (!drop[i]) dims[k++] = x->shape.dims[i];
   L(oplib_reshape(ctx->comp, x, k, dims, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_unsqueeze(op_lower_ctx *ctx) {
@@ -302,7 +297,7 @@ static kiln_status lower_unsqueeze(op_lower_ctx *ctx) {
   int k = 0;
   for (int i = 0; i < out_rank; i++) dims[i] = ins[i] ? 1 : x->shape.dims[k++];
   L(oplib_reshape(ctx->comp, x, out_rank, dims, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------ Expand, Tile ---- */
@@ -321,7 +316,7 @@ static kiln_status lower_expand(op_lower_ctx *ctx) {
   L(oplib_broadcast_shape(x->shape.rank, x->shape.dims, n, shape, &r, dims));
   L(oplib_checked_elements(r, dims, &e));
   L(oplib_broadcast_to(ctx->comp, x, r, dims, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_tile(op_lower_ctx *ctx) {
@@ -349,10 +344,10 @@ static kiln_status lower_tile(op_lower_ctx *ctx) {
     bdims[nb++] = x->shape.dims[i];
   }
   L(oplib_checked_elements(nb, bdims, &e));
-  if (nb == r) return set_output(ctx, 0, x);
+  if (nb == r) return onnx_set_output(ctx, 0, x);
   L(hlo_build_broadcast(ctx->comp, x, nb, bdims, bmap, &y));
   L(hlo_build_reshape(ctx->comp, y, r, out, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ---------------------------------------------------------------------- Pad ---- */
@@ -443,7 +438,7 @@ static kiln_status lower_pad(op_lower_ctx *ctx) {
   }
   if (mode == PAD_CONSTANT) {
     L(oplib_pad(ctx->comp, x, value, lo, hi, &y));
-    return set_output(ctx, 0, y);
+    return onnx_set_output(ctx, 0, y);
   }
   y = x;
   for (int i = 0; i < r; i++) {
@@ -464,7 +459,7 @@ static kiln_status lower_pad(op_lower_ctx *ctx) {
     free(idx);
     L(st);
   }
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------- Shape, Size, etc. ---- */
@@ -498,7 +493,7 @@ static kiln_status lower_shape(op_lower_ctx *ctx) {
   int64_t s, e;
   shape_range(ctx->node, r, &s, &e);
   L(oplib_const_vector(ctx->comp, HLO_S64, e - s, dims + s, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status host_shape(op_host_ctx *ctx) {
@@ -524,7 +519,7 @@ static kiln_status lower_size(op_lower_ctx *ctx) {
   else
     return op_error(ctx->node, KILN_INVALID_ARGUMENT, "input is missing");
   L(oplib_scalar(ctx->comp, HLO_S64, (double)n, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status host_size(op_host_ctx *ctx) {
@@ -539,7 +534,7 @@ static kiln_status host_size(op_host_ctx *ctx) {
 static kiln_status lower_identity(op_lower_ctx *ctx) {
   hlo_instr *x;
   TRY(onnx_require_input(ctx, 0, &x));
-  return set_output(ctx, 0, x);
+  return onnx_set_output(ctx, 0, x);
 }
 
 static kiln_status host_identity(op_host_ctx *ctx) {
@@ -600,7 +595,7 @@ static kiln_status lower_constant(op_lower_ctx *ctx) {
   kiln_status st = oplib_const_tensor(ctx->comp, t, &y);
   tensor_free(t);
   L(st);
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status host_constant(op_host_ctx *ctx) { return constant_value(ctx->node, &ctx->outputs[0]); }
@@ -625,7 +620,7 @@ static kiln_status lower_constant_of_shape(op_lower_ctx *ctx) {
     y = s;
   else
     L(hlo_build_broadcast(ctx->comp, s, n, dims, NULL, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_range(op_lower_ctx *ctx) {
@@ -671,7 +666,7 @@ static kiln_status lower_range(op_lower_ctx *ctx) {
     }
   }
   L(hlo_build_constant(ctx->comp, lit, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------ DepthToSpace, SpaceToDepth ---- */
@@ -717,7 +712,7 @@ static kiln_status lower_depth_space(op_lower_ctx *ctx) {
     L(hlo_build_transpose(ctx->comp, y, crd ? p_crd : p_dcr, &y));
     L(hlo_build_reshape(ctx->comp, y, 4, out, &y));
   }
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------ EyeLike, Trilu ---- */
@@ -751,7 +746,7 @@ static kiln_status lower_eyelike(op_lower_ctx *ctx) {
   L(oplib_full_like(ctx->comp, off, HLO_S64, (double)k, &kk));
   L(hlo_build_compare(ctx->comp, HLO_DIR_EQ, off, kk, &eq));
   L(hlo_build_convert(ctx->comp, eq, t, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 static kiln_status lower_trilu(op_lower_ctx *ctx) {
@@ -770,7 +765,7 @@ static kiln_status lower_trilu(op_lower_ctx *ctx) {
   L(hlo_build_compare(ctx->comp, upper ? HLO_DIR_GE : HLO_DIR_LE, off, kk, &keep));
   L(oplib_full_like(ctx->comp, x, HLO_TYPE_COUNT, 0, &zero));
   L(hlo_build_select(ctx->comp, keep, x, zero, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ----------------------------------------------------------- CenterCropPad ---- */
@@ -814,7 +809,7 @@ static kiln_status lower_center_crop_pad(op_lower_ctx *ctx) {
   }
   L(oplib_scalar(ctx->comp, x->shape.type, 0, &zero));
   L(oplib_pad(ctx->comp, x, zero, lo, hi, &y));
-  return set_output(ctx, 0, y);
+  return onnx_set_output(ctx, 0, y);
 }
 
 /* ------------------------------------------------------------------- table ---- */

@@ -2,6 +2,7 @@
  * with its non-constant inputs as parameters, and runs it on the evaluator. */
 #include "op_case.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,4 +122,21 @@ graph_node *op_case_node(graph *g, const char *op, int n) {
     CHECK_OK(graph_add_edge(src, 0, node));
   }
   return node;
+}
+
+void tc_check_close(const hlo_literal *l, const float *want, int64_t n, double atol, double rtol, const char *file,
+                    int line) {
+  if (!l || l->n != n) {
+    check_fail(file, line, "element count", NULL);
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) {
+    double a = literal_get_f64(l, i), b = want[i];
+    if (!(fabs(a - b) <= atol + rtol * fabs(b))) {
+      char buf[128];
+      snprintf(buf, sizeof buf, "element %lld: got %.7g, expected %.7g", (long long)i, a, b);
+      check_fail(file, line, "values", buf);
+      return;
+    }
+  }
 }

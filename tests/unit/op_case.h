@@ -32,6 +32,10 @@ void tc_free(tcase *t);
 void tc_input(tcase *t, hlo_literal *l, bool as_const);
 /* Lowers the node, verifies and evaluates the module, fills t->out[0..n_out). */
 kiln_status tc_run(tcase *t);
+/* Checks l holds n values each within atol + rtol|want| of want[i]; a failure names
+ * file:line and the first element off. */
+void tc_check_close(const hlo_literal *l, const float *want, int64_t n, double atol, double rtol, const char *file,
+                    int line);
 /* An f32 literal of the given dims holding v. */
 hlo_literal *lit_f32(int rank, const int64_t *dims, const float *v);
 

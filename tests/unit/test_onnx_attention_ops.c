@@ -26,19 +26,7 @@ static void tc_input_f32(tcase *t, int rank, const int64_t *dims, const float *v
 }
 
 static void check_close(const hlo_literal *l, const float *want, int64_t n, int line) {
-  if (!l || l->n != n) {
-    check_fail(__FILE__, line, "element count", NULL);
-    return;
-  }
-  for (int64_t i = 0; i < n; i++) {
-    double a = literal_get_f64(l, i), b = want[i];
-    if (!(fabs(a - b) <= 1e-5 + 1e-4 * fabs(b))) {
-      char buf[128];
-      snprintf(buf, sizeof buf, "element %lld: got %.7g, expected %.7g", (long long)i, a, b);
-      check_fail(__FILE__, line, "values", buf);
-      return;
-    }
-  }
+  tc_check_close(l, want, n, 1e-5, 1e-4, __FILE__, line);
 }
 
 static void test_attention_refuses_bad_ranks_and_heads(void) {

@@ -52,19 +52,7 @@ static void check_dims(const hlo_literal *l, int rank, const int64_t *dims, int 
 
 /* max|a-b| <= 1e-4 + 1e-3|b| per element. */
 static void check_close(const hlo_literal *l, const float *want, int64_t n, int line) {
-  if (!l || l->n != n) {
-    check_fail(__FILE__, line, "element count", NULL);
-    return;
-  }
-  for (int64_t i = 0; i < n; i++) {
-    double a = literal_get_f64(l, i), b = want[i];
-    if (!(fabs(a - b) <= 1e-4 + 1e-3 * fabs(b))) {
-      char buf[128];
-      snprintf(buf, sizeof buf, "element %lld: got %.7g, expected %.7g", (long long)i, a, b);
-      check_fail(__FILE__, line, "values", buf);
-      return;
-    }
-  }
+  tc_check_close(l, want, n, 1e-4, 1e-3, __FILE__, line);
 }
 
 static void check_ints(const hlo_literal *l, const int64_t *want, int64_t n, int line) {

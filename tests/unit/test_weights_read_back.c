@@ -140,11 +140,11 @@ static kiln_status run_rows(kiln_model *m, int n) {
   return s;
 }
 
-static void test_packed_weight_dropped_read_back_and_refused_after_file_change(void) {
-  char dir[] = "/tmp/kiln_weights_XXXXXX";
+/* Writes the model as DIR/dense.onnx (dir: a mkdtemp template, path: 128 bytes) and
+ * loads it for cpu, through the mapped import however small the file. */
+static kiln_model *write_and_load(char *dir, char *path) {
   CHECK(mkdtemp(dir) != NULL);
-  char path[128];
-  snprintf(path, sizeof path, "%s/dense.onnx", dir);
+  snprintf(path, 128, "%s/dense.onnx", dir);
   CHECK(write_model(path));
   int64_t saved = onnx_import_lean_min_file;
   onnx_import_lean_min_file = 0; /* a small file takes the mapped path too */
@@ -156,31 +156,37 @@ static void test_packed_weight_dropped_read_back_and_refused_after_file_change(v
   CHECK_OK(kiln_model_load(path, o, &m));
   kiln_options_free(o);
   onnx_import_lean_min_file = saved;
-  if (!m) return;
+  return m;
+}
 
-  size_t dropped0, loaded0, dropped1, loaded1, dropped2, loaded2;
-  tensor_source_stats(&dropped0, &loaded0);
-  CHECK_OK(run_rows(m, 2)); /* compiles: W is packed, the graph's copy dropped */
-  tensor_source_stats(&dropped1, &loaded1);
-  CHECK(dropped1 - dropped0 == sizeof(float) * K * N && loaded1 == loaded0);
-  CHECK_OK(run_rows(m, 2)); /* the compiled cluster again: nothing read back */
-  /* A new shape runs op by op (reading W back) until it has been asked for often enough
-   * to compile (lazy compilation); that compile drops W again. */
-  kiln_model_stats st = KILN_MODEL_STATS_INIT;
-  for (int i = 0; i < 16 && st.cluster_compiles < 2; i++) {
-    CHECK_OK(run_rows(m, 3));
-    CHECK_OK(kiln_model_get_stats(m, &st));
+static void test_packed_weight_dropped_read_back_and_refused_after_file_change(void) {
+  char dir[] = "/tmp/kiln_weights_XXXXXX", path[128];
+  kiln_model *m = write_and_load(dir, path);
+  if (m) {
+    size_t dropped0, loaded0, dropped1, loaded1, dropped2, loaded2;
+    tensor_source_stats(&dropped0, &loaded0);
+    CHECK_OK(run_rows(m, 2)); /* compiles: W is packed, the graph's copy dropped */
+    tensor_source_stats(&dropped1, &loaded1);
+    CHECK(dropped1 - dropped0 == sizeof(float) * K * N && loaded1 == loaded0);
+    CHECK_OK(run_rows(m, 2)); /* the compiled cluster again: nothing read back */
+    /* A new shape runs op by op (reading W back) until it has been asked for often enough
+     * to compile (lazy compilation); that compile drops W again. */
+    kiln_model_stats st = KILN_MODEL_STATS_INIT;
+    for (int i = 0; i < 16 && st.cluster_compiles < 2; i++) {
+      CHECK_OK(run_rows(m, 3));
+      CHECK_OK(kiln_model_get_stats(m, &st));
+    }
+    tensor_source_stats(&dropped2, &loaded2);
+    CHECK(st.cluster_compiles == 2 && st.cluster_fallback_runs >= 1);
+    CHECK(loaded2 - loaded1 == sizeof(float) * K * N && dropped2 - dropped1 == sizeof(float) * K * N);
+
+    /* The file changes on disk (its modification time moves): no stale read back. */
+    struct timespec times[2] = {{0, UTIME_OMIT}, {time(NULL) + 10, 0}};
+    CHECK(utimensat(AT_FDCWD, path, times, 0) == 0);
+    CHECK_ERR(run_rows(m, 5), "dense.onnx changed since it was loaded");
+    CHECK_OK(run_rows(m, 3)); /* shapes compiled before still run */
+    kiln_model_free(m);
   }
-  tensor_source_stats(&dropped2, &loaded2);
-  CHECK(st.cluster_compiles == 2 && st.cluster_fallback_runs >= 1);
-  CHECK(loaded2 - loaded1 == sizeof(float) * K * N && dropped2 - dropped1 == sizeof(float) * K * N);
-
-  /* The file changes on disk (its modification time moves): no stale read back. */
-  struct timespec times[2] = {{0, UTIME_OMIT}, {time(NULL) + 10, 0}};
-  CHECK(utimensat(AT_FDCWD, path, times, 0) == 0);
-  CHECK_ERR(run_rows(m, 5), "dense.onnx changed since it was loaded");
-  CHECK_OK(run_rows(m, 3)); /* shapes compiled before still run */
-  kiln_model_free(m);
   remove(path);
   rmdir(dir);
 }
@@ -208,21 +214,8 @@ static void *work(void *arg) {
 }
 
 static void test_concurrent_runs_drop_and_read_back_safely(void) {
-  char dir[] = "/tmp/kiln_weights_XXXXXX";
-  CHECK(mkdtemp(dir) != NULL);
-  char path[128];
-  snprintf(path, sizeof path, "%s/dense.onnx", dir);
-  CHECK(write_model(path));
-  int64_t saved = onnx_import_lean_min_file;
-  onnx_import_lean_min_file = 0;
-  kiln_options *o = NULL;
-  CHECK_OK(kiln_options_create(&o));
-  CHECK_OK(kiln_options_set(o, "device", "cpu"));
-  CHECK_OK(kiln_options_set(o, "min_cluster_size", "1"));
-  kiln_model *m = NULL;
-  CHECK_OK(kiln_model_load(path, o, &m));
-  kiln_options_free(o);
-  onnx_import_lean_min_file = saved;
+  char dir[] = "/tmp/kiln_weights_XXXXXX", path[128];
+  kiln_model *m = write_and_load(dir, path);
   if (m) {
     size_t dropped0, loaded0, dropped1, loaded1;
     tensor_source_stats(&dropped0, &loaded0);
