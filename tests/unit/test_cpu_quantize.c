@@ -18,7 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cpu/cpu_dnnl.h"
 #include "backends/cpu/cpu_quantize.h"
 #include "backends/cpu/cpu_pipeline.h"
 #include "check.h"
@@ -122,8 +121,7 @@ static void test_qdq_conv_becomes_integer_product(void) {
 }
 
 /* The whole cpu pipeline: the convolution, its dequantization, bias, relu and
- * requantization end up in one kOutput fusion reading u8 and writing u8 -- where
- * oneDNN's int8 kernels are exact (VNNI); elsewhere the f32 convolution stays. */
+ * requantization end up in one kOutput fusion reading u8 and writing u8. */
 static void test_cpu_pipeline_forms_one_int8_fusion(void) {
   char *text = qdq_conv_text("{0, 0, 0, 0, 0, 0, 0, 0}");
   hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
@@ -138,13 +136,8 @@ static void test_cpu_pipeline_forms_one_int8_fusion(void) {
     for (int k = 0; k < x->n_operands; k++) reads_u8 = reads_u8 || x->operands[k]->shape.type == HLO_U8;
     int8_fusions += reads_u8 && x->shape.type == HLO_U8;
   }
-  if (cpu_dnnl_int8_exact()) {
-    CHECK(int8_fusions == 1);
-    CHECK(check_count_op(m->entry, HLO_OP_CONVOLUTION) == 0); /* only inside the fusion */
-  } else {
-    /* Without VNNI the QDQ block stays the f32 convolution it states (cpu_pipeline.c). */
-    CHECK(int8_fusions == 0);
-  }
+  CHECK(int8_fusions == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_CONVOLUTION) == 0); /* only inside the fusion */
   check_close_and_free(orig, m, 9, 0.1 + 1e-6);
   free(text);
 }

@@ -8,7 +8,6 @@
 #include "backends/cpu/cpu_pipeline.h"
 
 #include "backends/cpu/cpu_patterns.h"
-#include "backends/cpu/cpu_dnnl.h"
 #include "backends/cpu/cpu_quantize.h"
 #include "eval/constant_folding.h"
 
@@ -33,10 +32,8 @@ hlo_pipeline *cpu_pipeline_new(void) {
   hlo_pipeline_add_pass(p, "bitcast-layouts", hlo_pass_bitcast_layouts);
   /* XLA's optimised modules write top-k as a custom-call; kiln runs it natively. */
   hlo_pipeline_add_pass(p, "topk-custom-call", hlo_pass_topk_custom_call);
-  /* Before constant folding, which would fold dequantized weights into f32 constants.
-   * Only where oneDNN's int8 kernels are exact: elsewhere the integer products would run
-   * as generated code, far slower than the f32 products the QDQ graph states. */
-  if (cpu_dnnl_int8_exact()) hlo_pipeline_add_pass(p, "quantized-products", cpu_pass_quantized_products);
+  /* Before constant folding, which would fold dequantized weights into f32 constants. */
+  hlo_pipeline_add_pass(p, "quantized-products", cpu_pass_quantized_products);
   hlo_pipeline_add_optimize_passes(p, constant_folding);
   /* Before conv-layout and dot-canonicalize, so the f32 products it makes get their
    * layouts and kernels like any other. */
