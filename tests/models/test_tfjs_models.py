@@ -11,7 +11,8 @@ through tests/models/tfjs_run.js; kiln runs it twice on the interpreter, with --
 must agree bit for bit (hybrid execution never changes results).
 Every output must match: floats within max|a-b| <= 1e-4 + 1e-3*|b| (plus, for the few
 outputs in SCALE_TOLERANCE, k*max|b|), ints and bools exactly; outputs pair up by name
-(":0" dropped, unsafe characters made '_').
+(":0" dropped, unsafe characters made '_'); the rows of an output in ROWS_ANY_ORDER (boxes
+after non-max suppression) may come in another order.
 
 By default every model of the package is tested (what CTest runs; about 2.5 minutes
 on 2 cores); --quick runs a small set that covers each kind of graph, -k picks models
@@ -87,7 +88,23 @@ SCALE_TOLERANCE = {
 # clustering or fusion. k = 2e-3 admits it (needs 6e-4) and nothing larger.
 CPU_SCALE_TOLERANCE = {
     ('rvm', 'pha'): 2e-3,
+    # On CPUs without AVX-512 oneDNN runs its AVX2 kernels, whose float32 sums come in
+    # another order: measured on an AMD EPYC (AVX2 only) with the --quick and the full
+    # run's inputs, posenet's heads need k = 3.1e-6 .. 8.0e-6 and blazepose-heavy's
+    # 3-D landmarks (values up to ~200) 1.6e-5 .. 2.5e-5; the kiln of an earlier
+    # commit needed the same. k is 2.5 times the largest need.
+    ('posenet', 'MobilenetV1_offset_2_BiasAdd'): 2e-5,
+    ('posenet', 'MobilenetV1_displacement_fwd_2_BiasAdd'): 2e-5,
+    ('posenet', 'MobilenetV1_displacement_bwd_2_BiasAdd'): 2e-5,
+    ('posenet', 'MobilenetV1_heatmap_2_BiasAdd'): 2e-5,
+    ('blazepose-heavy', 'ld_3d'): 6e-5,
 }
+
+# Outputs whose rows may come in another order: non-max suppression returns boxes by
+# descending score, and boxes whose scores tie within float32 rounding can come out
+# in either order (faceboxes on an AVX2-only CPU swapped two such boxes); the scores
+# output is still compared element by element, so only the order of tied rows is free.
+ROWS_ANY_ORDER = {('faceboxes', 'boxes')}
 
 
 def ensure_packages():
@@ -147,9 +164,30 @@ def error_stats(got, want):
     return float(np.nanmax(diff)), float((diff[big] / np.abs(w[big])).max()) if big.any() else 0.0
 
 
-def compare(name, got, want, scale_k=0.0):
+def match_rows(got, want, tol):
+    """got's rows (last axis) reordered to match want's, each row to a distinct row
+    within tol; None when some row has no match."""
+    g, w = got.reshape(-1, got.shape[-1]), want.reshape(-1, want.shape[-1])
+    t = tol.reshape(-1, tol.shape[-1])
+    out, used = np.empty_like(g), np.zeros(len(w), bool)
+    for i in range(len(w)):
+        hit = next((j for j in range(len(g)) if not used[j] and (np.abs(g[j] - w[i]) <= t[i]).all()), None)
+        if hit is None:
+            return None
+        used[hit] = True
+        out[i] = g[hit]
+    return out.reshape(want.shape)
+
+
+def compare(name, got, want, scale_k=0.0, rows_any_order=False):
     if got.shape != want.shape:
         return '%s: shape %s, reference %s' % (name, got.shape, want.shape)
+    if rows_any_order and want.dtype.kind == 'f' and want.ndim >= 2:
+        w = want.astype(np.float64)
+        slack = scale_k * float(np.nanmax(np.abs(w))) if scale_k and w.size else 0.0
+        matched = match_rows(got.astype(np.float64), w, 1e-4 + 1e-3 * np.abs(w) + slack)
+        if matched is not None:
+            got = matched.astype(got.dtype)
     if want.dtype.kind == 'f':
         if got.dtype.kind != 'f':
             return '%s: dtype %s, reference %s' % (name, got.dtype, want.dtype)
@@ -290,7 +328,7 @@ def main():
                     k = SCALE_TOLERANCE.get(key, 0.0)
                     if args.device != 'interpreter':  # cpu, or a plugin's device: f32 rounding like cpu's
                         k = max(k, CPU_SCALE_TOLERANCE.get(key, 0.0))
-                    err = compare(o['name'], got, want, k)
+                    err = compare(o['name'], got, want, k, key in ROWS_ANY_ORDER)
                     if err:
                         break
                     a, r = error_stats(got, want)
