@@ -7,7 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 kiln_status file_read_all(const char *path, const char *what, int64_t max_bytes, char **data, size_t *len) {
   *data = NULL;
@@ -83,4 +85,12 @@ kiln_status file_make_dirs(const char *path) {
   if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
     return status_error(KILN_IO_ERROR, "%s exists and is not a directory", path);
   return NULL;
+}
+
+void file_drop_mapped_pages(const void *p, size_t n) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return;
+  uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+  uintptr_t hi = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }

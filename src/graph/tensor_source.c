@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/file.h"
+
 struct tensor_source {
   atomic_int refs;
   char *path;
@@ -53,16 +55,6 @@ void tensor_attach_source(graph_tensor *t, tensor_source *s, size_t offset) {
   t->source_offset = offset;
 }
 
-/* The mapped pages of [p, p + n) go back to the file (the mapping is private and never
- * written, so they are clean and read again on the next touch). */
-static void drop_pages(const void *p, size_t n) {
-  long page = sysconf(_SC_PAGESIZE);
-  if (page <= 0) return;
-  uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-  uintptr_t hi = ((uintptr_t)p + n) & ~((uintptr_t)page - 1);
-  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
 bool tensor_drop_data(graph_tensor *t, int other_refs) {
   if (!t || !t->source) return false;
   pthread_mutex_lock(&source_lock);
@@ -94,7 +86,7 @@ static kiln_status load(graph_tensor *t) {
   void *data = malloc(bytes ? bytes : 1);
   if (!data) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory reading back %zu bytes of %s", bytes, s->path);
   memcpy(data, s->map + t->source_offset, bytes);
-  drop_pages(s->map + t->source_offset, bytes);
+  file_drop_mapped_pages(s->map + t->source_offset, bytes);
   t->data = data;
   stat_loaded += bytes;
   return NULL;

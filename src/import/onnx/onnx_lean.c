@@ -14,9 +14,8 @@
  * decode the mapping as it is, which reports the problem as before. */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "base/file.h"
 #include "import/onnx/onnx_internal.h"
 
 enum { WIRE_VARINT = 0, WIRE_I64 = 1, WIRE_LEN = 2, WIRE_I32 = 5 };
@@ -194,11 +193,7 @@ void onnx_lean_free(onnx_lean *l) {
 void onnx_lean_release(const onnx_ctx *ctx, const void *data, size_t len) {
   const uint8_t *p = data, *map = ctx->map;
   if (!map || p < map || len > ctx->map_len || (size_t)(p - map) > ctx->map_len - len) return;
-  long page = sysconf(_SC_PAGESIZE);
-  if (page <= 0) return;
-  uintptr_t lo = ((uintptr_t)p + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
-  uintptr_t hi = ((uintptr_t)p + len) & ~((uintptr_t)page - 1);
-  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED); /* the file still backs them */
+  file_drop_mapped_pages(p, len); /* the file still backs them */
 }
 
 bool onnx_lean_is_mapped(const onnx_ctx *ctx, const void *p) {
