@@ -489,6 +489,19 @@ static void test_reduce_window(void) {
   check_exact(text, 41, true);
 }
 
+/* Flat kernels count their work in blocks of the largest power of two (8 to 64) that
+ * divides the element count (cpu_codegen_add_kernel): counts that are a multiple of 8
+ * only, of 64, and one large enough for the thread split, every element checked. */
+static void test_flat_kernels_in_blocks_cover_every_element(void) {
+  const char *dims[] = {"24", "72", "40,16", "33,1024"};
+  for (int d = 0; d < 4; d++) {
+    elementwise_for_type("f32", dims[d], false);
+    elementwise_for_type("bf16", dims[d], false);
+    elementwise_for_type("s8", dims[d], true);
+    elementwise_for_type("f64", dims[d], false);
+  }
+}
+
 static void test_fused_chain(void) {
   /* Goes through the cpu pipeline's fusion: a kLoop fusion with broadcasts and a kInput
    * reduce fusion. The loop part is exact; the row sums fold in lanes. */
@@ -900,4 +913,5 @@ TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test
           TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
           TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_half_products_compute_in_f32), TEST(test_tiny_f32_dots_run_as_generated_code), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_kernel_constants_outlive_the_callers_module),
+          TEST(test_flat_kernels_in_blocks_cover_every_element),
           TEST(test_captured_constants_released), TEST(test_bad_arguments))

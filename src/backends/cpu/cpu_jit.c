@@ -294,12 +294,14 @@ kiln_status cpu_jit_create_many_keep(cpu_jit_module *mods, int n, cpu_jit **out,
     jobs[i].m = mods[i];
     memset(&mods[i], 0, sizeof mods[i]);
   }
-  /* The last module compiles on this thread; one whose thread cannot start, too. */
+  /* The last module compiles on this thread, and so does one whose thread cannot
+   * start; this thread does its own share before it waits for the others, so all n
+   * modules compile at once. */
   for (int i = 0; i + 1 < n; i++) started[i] = pthread_create(&threads[i], NULL, compile_module, &jobs[i]) == 0;
-  for (int i = 0; i < n; i++) {
-    if (i + 1 < n && started[i]) pthread_join(threads[i], NULL);
-    else compile_module(&jobs[i]);
-  }
+  for (int i = 0; i < n; i++)
+    if (i + 1 == n || !started[i]) compile_module(&jobs[i]);
+  for (int i = 0; i + 1 < n; i++)
+    if (started[i]) pthread_join(threads[i], NULL);
   kiln_status st = NULL;
   for (int i = 0; i < n; i++)
     if (jobs[i].st && !st) st = jobs[i].st;
