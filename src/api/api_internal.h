@@ -48,6 +48,7 @@ struct kiln_options {
   bool log_placement;
   bool no_host_fallback;
   bool profile;
+  bool allow_excess_precision; /* HLO modules only: backend_compile_options.allow_excess_precision */
   char *cache_dir; /* cpu: persistent compilation cache; "": off */
   char *plugin_path;
   api_strlist plugins;

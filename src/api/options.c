@@ -47,6 +47,9 @@ static const opt_key keys[] = {
     {"profile", OPT_BOOL, F(profile), 0, 0, "cpu: print where each compiled module's time went when released"},
     {"cache_dir", OPT_STRING, F(cache_dir), 0, 0,
      "cpu: directory of the persistent compilation cache (object code reused across processes); \"\": off"},
+    {"allow_excess_precision", OPT_BOOL, F(allow_excess_precision), 0, 0,
+     "HLO modules on cpu: bf16 arithmetic inside a kernel may skip rounding its intermediates (XLA's "
+     "xla_allow_excess_precision); default false: every op rounds, as the evaluator; a model's clusters always round"},
     {"plugin_path", OPT_STRING, F(plugin_path), 0, 0, "colon-separated directories of *.kiln-plugin.json"},
     {"plugin", OPT_LIST, F(plugins), 0, 0, "a plugin manifest to load (adds one per call)"},
     {"plugin_option", OPT_LIST, F(plugin_options), 0, 0, "KEY=VALUE for every plugin compile (adds one per call)"},

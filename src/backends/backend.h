@@ -53,6 +53,8 @@ typedef struct backend_compile_options {
                                    UNIMPLEMENTED (with a warning) so the caller places the work elsewhere */
   bool profile;                 /* cpu: time every thunk and print the summary when the executable is released */
   const char *cache_dir;        /* cpu: persistent compilation cache directory (cpu_persist.h); NULL/"": off */
+  bool allow_excess_precision;  /* cpu: bf16 arithmetic inside a kernel may skip rounding its intermediates
+                                   (XLA's xla_allow_excess_precision); false: every op rounds, as the evaluator */
   int n_plugin_options;
   const char *const *plugin_options; /* "KEY=VALUE" strings passed to plugin compiles */
 } backend_compile_options;

@@ -59,6 +59,7 @@ kiln_status tool_kiln_options(kiln_options **out) {
   if (!s) s = set_flag(o, "profile", kiln_flags.profile ? "true" : "false");
   if (!s) s = set_flag(o, "signature", kiln_flags.signature);
   if (!s) s = set_flag(o, "cache_dir", kiln_flags.cache_dir);
+  if (!s) s = set_flag(o, "allow_excess_precision", kiln_flags.allow_excess_precision ? "true" : "false");
   for (int i = 0; !s && i < kiln_flags.plugin.n; i++) s = set_flag(o, "plugin", kiln_flags.plugin.v[i]);
   for (int i = 0; !s && i < kiln_flags.plugin_option.n; i++) s = set_flag(o, "plugin_option", kiln_flags.plugin_option.v[i]);
   if (!s) s = set_flag(o, "allow_plugin_fallback", kiln_flags.allow_plugin_fallback ? "true" : "false");

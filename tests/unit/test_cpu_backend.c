@@ -26,6 +26,7 @@
 #include "backends/backend.h"
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_pipeline.h"
+#include "base/half.h"
 #include "check.h"
 #include "check_util.h"
 #include "eval/eval.h"
@@ -489,6 +490,56 @@ static void test_reduce_window(void) {
   check_exact(text, 41, true);
 }
 
+/* Excess precision (backend_compile_options.allow_excess_precision, XLA's default): a
+ * fused bf16 chain fed by a convert from f32 computes in f32 and rounds only what leaves
+ * the kernel. The expected values are computed here in f32 (the chain unrounded, or a
+ * bf16 root rounded once); with the option off, every op rounds as the evaluator does. */
+static void check_bf16_chain(bool bf16_root) {
+  char text[512];
+  snprintf(text, sizeof text,
+           "HloModule bf16_chain\n\nENTRY main {\n  p = f32[64] parameter(0)\n  c = bf16[64] convert(p)\n"
+           "  m = bf16[64] multiply(c, c)\n  %sa = bf16[64] add(m, c)\n%s}\n",
+           bf16_root ? "ROOT " : "", bf16_root ? "" : "  ROOT f = f32[64] convert(a)\n");
+  hlo_module *m = check_parse_hlo(text);
+  if (!m) return;
+  const hlo_shape s = {.type = HLO_F32, .rank = 1, .dims = {64}};
+  hlo_literal *arg = NULL, *ref = NULL;
+  CHECK_OK(literal_create(&s, &arg));
+  for (int i = 0; i < 64; i++) literal_set_f64(arg, i, 1.0 + i / 997.0);
+  CHECK_OK(eval_module(m, &arg, 1, &ref));
+  const backend *cpu = backend_find("cpu");
+  for (int allow = 0; allow < 2 && ref; allow++) {
+    backend_compile_options o = backend_compile_options_default();
+    o.allow_excess_precision = allow;
+    backend_executable *e = NULL;
+    hlo_literal *out = NULL;
+    CHECK_OK(cpu->compile(cpu, m, &o, &e));
+    if (e) CHECK_OK(cpu->execute(e, &arg, 1, &out));
+    int differs = 0;
+    for (int i = 0; out && i < 64; i++) {
+      double got = literal_get_f64(out, i), exact = literal_get_f64(ref, i);
+      if (allow) {
+        float x = (float)literal_get_f64(arg, i), chain = x * x + x;
+        CHECK(got == (bf16_root ? bf16_to_f32(f32_to_bf16(chain)) : chain));
+        differs += got != exact;
+      } else {
+        CHECK(got == exact);
+      }
+    }
+    if (allow) CHECK(differs > 0); /* these inputs make the intermediate rounding visible */
+    literal_free(out);
+    if (e) cpu->destroy(e);
+  }
+  literal_free(ref);
+  literal_free(arg);
+  hlo_module_free(m);
+}
+
+static void test_bf16_chain_keeps_excess_precision_only_when_allowed(void) {
+  check_bf16_chain(false);
+  check_bf16_chain(true);
+}
+
 /* Flat kernels count their work in blocks of the largest power of two (8 to 64) that
  * divides the element count (cpu_codegen_add_kernel): counts that are a multiple of 8
  * only, of 64, and one large enough for the thread split, every element checked. */
@@ -914,4 +965,5 @@ TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test
           TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_half_products_compute_in_f32), TEST(test_tiny_f32_dots_run_as_generated_code), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_kernel_constants_outlive_the_callers_module),
           TEST(test_flat_kernels_in_blocks_cover_every_element),
+          TEST(test_bf16_chain_keeps_excess_precision_only_when_allowed),
           TEST(test_captured_constants_released), TEST(test_bad_arguments))

@@ -78,6 +78,7 @@ static char *fingerprint_module(const hlo_module *m, const backend_compile_optio
   }
   if (opts->disabled_passes && *opts->disabled_passes) strbuf_printf(&b, "\n#disabled:%s", opts->disabled_passes);
   if (opts->profile) strbuf_append(&b, "\n#profile");
+  if (opts->allow_excess_precision) strbuf_append(&b, "\n#excess-precision");
   char *key = strbuf_take(&b);
   uint64_t h1 = 1469598103934665603ull, h2 = 0;
   digest_bytes((const unsigned char *)key, strlen(key), &h1, &h2);

@@ -158,7 +158,8 @@ static void emit_column_reduce(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e
   for (int i = n_loops - 1; i >= 0; i--) cpu_loop_end(b, &loops[i]);
 }
 
-kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name, cpu_kernel_space *space) {
+kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name, bool excess_precision,
+                                   cpu_kernel_space *space) {
   LLVMContextRef c = jm->ctx;
   LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
@@ -186,6 +187,7 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   LLVMValueRef values[CPU_MAX_KERNEL_OUTPUTS];
 
   cpu_emitter *e = cpu_emitter_new(jm->module, fn, b, ins);
+  cpu_emitter_allow_excess_precision(e, excess_precision);
   cpu_index ix = {0};
   int64_t n = shape_elements(os);
   /* Input elements folded into each output element: what a unit of a reduction costs. */

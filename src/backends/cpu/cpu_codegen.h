@@ -39,8 +39,9 @@ typedef struct cpu_kernel_space {
 } cpu_kernel_space;
 
 /* Defines function `name` computing `ins` in the module. The instruction must satisfy
- * cpu_elemental_supports. */
-kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name, cpu_kernel_space *space);
+ * cpu_elemental_supports. excess_precision: see cpu_emitter_allow_excess_precision. */
+kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name, bool excess_precision,
+                                   cpu_kernel_space *space);
 
 /* Runs a kernel over its whole space, split across the OpenMP pool when the work is
  * large enough to pay for it. */

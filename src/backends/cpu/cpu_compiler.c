@@ -41,6 +41,7 @@ typedef struct kernel_modules {
   int64_t code[CPU_MAX_JIT_MODULES];
   int n, max;
   const char *name;
+  bool excess_precision; /* backend_compile_options.allow_excess_precision */
 } kernel_modules;
 
 static void kernel_modules_init(kernel_modules *km, const char *name) {
@@ -513,7 +514,7 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_mo
       snprintf(name, sizeof name, "%s_k%d", x->sym, t->kernel);
       cpu_jit_module *jm;
       TRY(kernel_module_for(km, ins, &jm));
-      TRY(cpu_codegen_add_kernel(jm, ins, name, &t->space));
+      TRY(cpu_codegen_add_kernel(jm, ins, name, km->excess_precision, &t->space));
       *has_kernels = true;
     }
   }
@@ -752,6 +753,7 @@ kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_op
   if (!st) st = unfuse_uncompilable(x->module);
   kernel_modules km;
   kernel_modules_init(&km, x->module->name);
+  km.excess_precision = opts->allow_excess_precision;
   bool has_kernels = false;
   if (!st) st = build_entry(x, &km, &has_kernels);
   if (!st) st = build_outputs(x);

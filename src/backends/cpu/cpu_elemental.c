@@ -31,6 +31,7 @@ typedef struct cache_entry {
   const hlo_instr *ins;
   const cpu_index *ix;
   LLVMValueRef value;
+  bool wide; /* the unrounded f32 value of a bf16 instruction (see emit_wide) */
 } cache_entry;
 
 struct cpu_emitter {
@@ -51,6 +52,7 @@ struct cpu_emitter {
   cpu_index **indexes; /* every index object made, freed with the emitter */
   int n_indexes, cap_indexes;
   LLVMTypeRef i1, i8, i16, i32, i64, f32, f64;
+  bool excess_precision; /* see cpu_emitter_allow_excess_precision */
 };
 
 /* ------------------------------------------------------------- what we support -- */
@@ -337,6 +339,8 @@ void cpu_emitter_free(cpu_emitter *e) {
 }
 
 void cpu_emitter_reset_cache(cpu_emitter *e) { e->n_cache = 0; }
+
+void cpu_emitter_allow_excess_precision(cpu_emitter *e, bool allow) { e->excess_precision = allow; }
 
 static cpu_index *new_index(cpu_emitter *e, int rank, bool flat) {
   if (e->n_indexes == e->cap_indexes) {
@@ -1594,8 +1598,86 @@ static LLVMValueRef emit_bitcast_convert(cpu_emitter *e, const hlo_instr *ins, c
   return from_storage_bits(e, to, acc);
 }
 
+/* Excess precision (an option, after XLA's xla_allow_excess_precision): inside one
+ * kernel, a chain of bf16 arithmetic is computed in f32 without rounding each
+ * intermediate to bf16. Only values that leave the kernel (its outputs) or that an op
+ * needs as bf16 bits (a bitcast, a comparison, data movement) are rounded; a convert
+ * f32 -> bf16 feeding such a chain hands on its unrounded input, and a convert
+ * bf16 -> f32 at the chain's end takes the unrounded value. Per element this saves the
+ * widen and round of every intermediate. Off (the default, and always in the bridge's
+ * clusters) every bf16 op rounds, as the evaluator does: XLA:CPU's own rounding points
+ * lie between the two (on xla_mha_block_bf16 the option moves kiln 3.5x further from
+ * XLA's outputs, on xla_layer_norm_bf16 3x closer), so neither is XLA's numerics. */
+static bool computes_wide(const cpu_emitter *e, const hlo_instr *ins) {
+  if (!e->excess_precision || ins->shape.type != HLO_BF16 || ins == e->root) return false;
+  if (ins->op == HLO_OP_PARAMETER || ins->op == HLO_OP_CONSTANT) return false;
+  if (ins->op == HLO_OP_CONVERT) return ins->operands[0]->shape.type == HLO_F32;
+  if (ins->op == HLO_OP_SELECT) return true;
+  if (!hlo_opcode_is_elementwise(ins->op) || ins->n_operands > 2) return false;
+  switch (ins->op) {
+    case HLO_OP_REDUCE_PRECISION:
+    case HLO_OP_COMPARE:
+    case HLO_OP_CLAMP:
+    case HLO_OP_IS_FINITE:
+    case HLO_OP_BITCAST_CONVERT: return false;
+    default: break;
+  }
+  for (int k = 0; k < ins->n_operands; k++)
+    if (ins->operands[k]->shape.type != HLO_BF16) return false;
+  return true;
+}
+
+static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix);
+
+/* Operand k of an elementwise bf16 instruction as an f32 value, unrounded when it is
+ * computed in this kernel (ew_operand's index rule). */
+static LLVMValueRef wide_operand(cpu_emitter *e, const hlo_instr *ins, int k, const cpu_index *ix) {
+  if (ins == e->root && !e->fused) return widen_half(e, HLO_BF16, ew_operand(e, ins, k, ix));
+  const cpu_index *oix = ins->operands[k]->shape.rank == 0 && ix->rank != 0 ? scalar_index(e) : ix;
+  return emit_wide(e, ins->operands[k], oix);
+}
+
+/* The f32 value of bf16 instruction ins at ix: unrounded where computes_wide allows,
+ * else its bf16 value widened (exact). Cached beside the rounded values. */
+static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
+  for (int i = e->n_cache - 1; i >= 0; i--)
+    if (e->cache[i].ins == ins && e->cache[i].ix == ix && e->cache[i].wide) return e->cache[i].value;
+  LLVMValueRef v = NULL;
+  if (computes_wide(e, ins)) {
+    if (ins->op == HLO_OP_CONVERT) {
+      v = ew_operand(e, ins, 0, ix);
+    } else if (ins->op == HLO_OP_SELECT) {
+      LLVMValueRef p = ew_operand(e, ins, 0, ix);
+      LLVMValueRef a = wide_operand(e, ins, 1, ix), b = wide_operand(e, ins, 2, ix);
+      v = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntNE, p, cint(e->i8, 0), ""), a, b, "");
+    } else {
+      LLVMValueRef a = wide_operand(e, ins, 0, ix);
+      LLVMValueRef b = ins->n_operands > 1 ? wide_operand(e, ins, 1, ix) : NULL;
+      v = float_op(e, ins->op, a, b);
+    }
+  }
+  if (!v) v = widen_half(e, HLO_BF16, emit(e, ins, ix));
+  if (e->n_cache == e->cap_cache) {
+    e->cap_cache = e->cap_cache ? 2 * e->cap_cache : 64;
+    e->cache = realloc(e->cache, (size_t)e->cap_cache * sizeof *e->cache);
+    if (!e->cache) abort();
+  }
+  e->cache[e->n_cache++] = (cache_entry){ins, ix, v, true};
+  return v;
+}
+
 static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
   hlo_type t = ins->operands[0]->shape.type;
+  /* A bf16 chain's rounded value is its unrounded one rounded once; the bf16 -> f32
+   * convert ending a chain takes the unrounded value (see computes_wide). */
+  if (e->excess_precision && ins->shape.type == HLO_BF16 && ins != e->root && computes_wide(e, ins) &&
+      ins->op != HLO_OP_CONVERT)
+    return narrow_half(e, HLO_BF16, emit_wide(e, ins, ix));
+  if (e->excess_precision && ins->op == HLO_OP_CONVERT && t == HLO_BF16 &&
+      (ins->shape.type == HLO_F32 || ins->shape.type == HLO_F64) && !(ins == e->root && !e->fused)) {
+    LLVMValueRef w = emit_wide(e, ins->operands[0], ins->operands[0]->shape.rank == 0 && ix->rank != 0 ? scalar_index(e) : ix);
+    return ins->shape.type == HLO_F64 ? LLVMBuildFPExt(e->b, w, e->f64, "") : w;
+  }
   switch (ins->op) {
     case HLO_OP_CONVERT: return convert_value(e, t, ins->shape.type, ew_operand(e, ins, 0, ix));
     case HLO_OP_REDUCE_PRECISION: {
@@ -1710,14 +1792,14 @@ static LLVMValueRef emit_uncached(cpu_emitter *e, const hlo_instr *ins, const cp
 
 static LLVMValueRef emit(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
   for (int i = e->n_cache - 1; i >= 0; i--)
-    if (e->cache[i].ins == ins && e->cache[i].ix == ix) return e->cache[i].value;
+    if (e->cache[i].ins == ins && e->cache[i].ix == ix && !e->cache[i].wide) return e->cache[i].value;
   LLVMValueRef v = emit_uncached(e, ins, ix);
   if (e->n_cache == e->cap_cache) {
     e->cap_cache = e->cap_cache ? 2 * e->cap_cache : 64;
     e->cache = realloc(e->cache, (size_t)e->cap_cache * sizeof *e->cache);
     if (!e->cache) abort();
   }
-  e->cache[e->n_cache++] = (cache_entry){ins, ix, v};
+  e->cache[e->n_cache++] = (cache_entry){ins, ix, v, false};
   return v;
 }
 

@@ -48,6 +48,10 @@ cpu_emitter *cpu_emitter_new(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b,
  * comparator, a scatter combiner): no buffer table; use cpu_emit_scalar_call. */
 cpu_emitter *cpu_emitter_new_scalar(LLVMModuleRef m, LLVMValueRef fn, LLVMBuilderRef b);
 void cpu_emitter_free(cpu_emitter *e);
+/* Lets a kernel compute chains of bf16 arithmetic in f32 without rounding the
+ * intermediates (XLA's excess precision; see computes_wide in cpu_elemental.c). Off by
+ * default: every bf16 op then rounds, as the evaluator does. */
+void cpu_emitter_allow_excess_precision(cpu_emitter *e, bool allow);
 
 /* Inlines scalar computation c (a reducer, comparator or combiner) on argument values
  * (LLVM storage types, see cpu_llvm_type; pred is i8 0/1); a tuple root yields one

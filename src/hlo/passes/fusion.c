@@ -22,7 +22,7 @@
  * nearest producer first. A producer all of whose users are exclusive members of the
  * group moves in; one with other users is copied in only if it is cheap (an expensive
  * op - transcendental, divide, power - stays outside so it is computed once) and its
- * copy reads no more bytes than the value it replaces, a small broadcast operand (a
+ * copy reads no more bytes than the value it replaces (a convert: twice), a small broadcast operand (a
  * per-row mean, a bias) counted as free (else copies of copies recompute
  * long chains, e.g. a transformer's residual stream, in every consumer), and an
  * expensive producer is never fused below a broadcast, which would recompute it per
@@ -608,7 +608,12 @@ static bool may_join(const fusion_ctx *x, const group *g, int p) {
    * of copies compound: a residual stream of adds would be recomputed from the first
    * layer inside every later layer's kernels. Such a producer is fused only where it
    * dies (XLA's global unfusibility rule, simplified to this group). */
-  if (copied && bytes_read_by_copy(ins) > shape_byte_size(&ins->shape)) return false;
+  int64_t limit = shape_byte_size(&ins->shape);
+  /* A narrowing convert (f32 -> bf16) may read up to twice what it replaces: copied into
+   * each reader it costs no more traffic than writing the narrow value out and reading
+   * it back in every reader (up to three), and saves a pass over memory. */
+  if (ins->op == HLO_OP_CONVERT) limit *= 2;
+  if (copied && bytes_read_by_copy(ins) > limit) return false;
   if (!is_expensive(ins->op)) return true;
   if (copied) return false;
   for (int u = x->user_start[p]; u < x->user_start[p + 1]; u++) {
