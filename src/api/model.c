@@ -521,7 +521,7 @@ static kiln_status load(kiln_model *m, const char *path, const void *data, size_
                        "parameters and root",
                        m->source);
   if (format == KILN_FORMAT_HLO) {
-    /* XLA's numerics for XLA's format; a model's clusters keep the op-by-op results */
+    /* an HLO module's option only: a model's clusters keep the op-by-op results */
     m->compile.allow_excess_precision = m->opts->allow_excess_precision;
     if (!path) return load_hlo(m, data, size);
     char *text = NULL;

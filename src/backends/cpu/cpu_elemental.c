@@ -1629,12 +1629,21 @@ static bool computes_wide(const cpu_emitter *e, const hlo_instr *ins) {
 
 static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix);
 
-/* Operand k of an elementwise bf16 instruction as an f32 value, unrounded when it is
- * computed in this kernel (ew_operand's index rule). */
+/* Operand k of an elementwise bf16 instruction inside the kernel (computes_wide never
+ * holds for the root) as an f32 value, unrounded when it is computed in this kernel;
+ * ew_operand's index rule. */
 static LLVMValueRef wide_operand(cpu_emitter *e, const hlo_instr *ins, int k, const cpu_index *ix) {
-  if (ins == e->root && !e->fused) return widen_half(e, HLO_BF16, ew_operand(e, ins, k, ix));
   const cpu_index *oix = ins->operands[k]->shape.rank == 0 && ix->rank != 0 ? scalar_index(e) : ix;
   return emit_wide(e, ins->operands[k], oix);
+}
+
+static void cache_put(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix, LLVMValueRef v, bool wide) {
+  if (e->n_cache == e->cap_cache) {
+    e->cap_cache = e->cap_cache ? 2 * e->cap_cache : 64;
+    e->cache = realloc(e->cache, (size_t)e->cap_cache * sizeof *e->cache);
+    if (!e->cache) abort();
+  }
+  e->cache[e->n_cache++] = (cache_entry){ins, ix, v, wide};
 }
 
 /* The f32 value of bf16 instruction ins at ix: unrounded where computes_wide allows,
@@ -1657,12 +1666,7 @@ static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_in
     }
   }
   if (!v) v = widen_half(e, HLO_BF16, emit(e, ins, ix));
-  if (e->n_cache == e->cap_cache) {
-    e->cap_cache = e->cap_cache ? 2 * e->cap_cache : 64;
-    e->cache = realloc(e->cache, (size_t)e->cap_cache * sizeof *e->cache);
-    if (!e->cache) abort();
-  }
-  e->cache[e->n_cache++] = (cache_entry){ins, ix, v, true};
+  cache_put(e, ins, ix, v, true);
   return v;
 }
 
@@ -1670,12 +1674,11 @@ static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const
   hlo_type t = ins->operands[0]->shape.type;
   /* A bf16 chain's rounded value is its unrounded one rounded once; the bf16 -> f32
    * convert ending a chain takes the unrounded value (see computes_wide). */
-  if (e->excess_precision && ins->shape.type == HLO_BF16 && ins != e->root && computes_wide(e, ins) &&
-      ins->op != HLO_OP_CONVERT)
-    return narrow_half(e, HLO_BF16, emit_wide(e, ins, ix));
+  if (ins->op != HLO_OP_CONVERT && computes_wide(e, ins)) return narrow_half(e, HLO_BF16, emit_wide(e, ins, ix));
   if (e->excess_precision && ins->op == HLO_OP_CONVERT && t == HLO_BF16 &&
       (ins->shape.type == HLO_F32 || ins->shape.type == HLO_F64) && !(ins == e->root && !e->fused)) {
-    LLVMValueRef w = emit_wide(e, ins->operands[0], ins->operands[0]->shape.rank == 0 && ix->rank != 0 ? scalar_index(e) : ix);
+    LLVMValueRef w = wide_operand(e, ins, 0, ix);
+    w = LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, ""); /* as convert_value: NaNs come out quiet */
     return ins->shape.type == HLO_F64 ? LLVMBuildFPExt(e->b, w, e->f64, "") : w;
   }
   switch (ins->op) {
@@ -1794,12 +1797,7 @@ static LLVMValueRef emit(cpu_emitter *e, const hlo_instr *ins, const cpu_index *
   for (int i = e->n_cache - 1; i >= 0; i--)
     if (e->cache[i].ins == ins && e->cache[i].ix == ix && !e->cache[i].wide) return e->cache[i].value;
   LLVMValueRef v = emit_uncached(e, ins, ix);
-  if (e->n_cache == e->cap_cache) {
-    e->cap_cache = e->cap_cache ? 2 * e->cap_cache : 64;
-    e->cache = realloc(e->cache, (size_t)e->cap_cache * sizeof *e->cache);
-    if (!e->cache) abort();
-  }
-  e->cache[e->n_cache++] = (cache_entry){ins, ix, v, false};
+  cache_put(e, ins, ix, v, false);
   return v;
 }
 
