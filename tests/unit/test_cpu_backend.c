@@ -447,6 +447,53 @@ static void test_reduce(void) {
   check_exact(text, 34, false);
 }
 
+/* f32 -> bf16 -> f32 inside one kernel is emitted as one rounding step
+ * (cpu_elemental.c); its bits must be the two converts': signalling and quiet NaNs of
+ * both signs, infinities, ties to even in both directions, the largest finite value
+ * (rounds to infinity), a subnormal tie, and values just off a tie. The bits are read
+ * through bitcast-converts so that NaN payloads are compared too. */
+static void test_bf16_round_trip_in_one_step_matches_two_converts(void) {
+  static const int64_t bits[] = {(int32_t)0x7f800001u, (int32_t)0xff800001u, (int32_t)0x7fc00000u,
+                                 (int32_t)0xffbfffffu, (int32_t)0x7f800000u, (int32_t)0xff800000u,
+                                 (int32_t)0x3f808000u, (int32_t)0x3f818000u, (int32_t)0x7f7fffffu,
+                                 (int32_t)0x80000000u, (int32_t)0x00008000u, (int32_t)0x00018000u,
+                                 (int32_t)0x3f808001u, (int32_t)0xbf817fffu, 0,          1};
+  const int64_t *values[] = {bits};
+  explicit_values = values;
+  check_exact("HloModule rt\n\nENTRY main {\n  p = s32[16] parameter(0)\n  f = f32[16] bitcast-convert(p)\n"
+              "  h = bf16[16] convert(f)\n  w = f32[16] convert(h)\n  ROOT r = s32[16] bitcast-convert(w)\n}\n",
+              1, false);
+  explicit_values = NULL;
+}
+
+/* Reductions over the leading dimensions of a flat input read each chunk of outputs as
+ * one contiguous row (cpu_codegen's reduces_leading_dims_flat): one and two leading
+ * dims, outputs spanning several column chunks, a short last dimension, a fused
+ * elementwise producer, and for contrast a broadcast producer (not flat) and a middle
+ * dimension, which keep the per-row columns. Same summation order as the evaluator,
+ * so exact. */
+static void test_leading_dims_reduce_reads_contiguous_rows(void) {
+  static const char *cases[] = {
+      "  ROOT r = f32[40,3] reduce(a, z), dimensions={0}, to_apply=add_f32\n",
+      "  ROOT r = f32[40,3] reduce(p2, z), dimensions={0,1}, to_apply=add_f32\n",
+      "  m = f32[16,40,3] multiply(a, a)\n  s = f32[16,40,3] subtract(m, a)\n"
+      "  ROOT r = f32[40,3] reduce(s, z), dimensions={0}, to_apply=add_f32\n",
+      "  bb = f32[16,40,3] broadcast(b), dimensions={2}\n  m = f32[16,40,3] multiply(a, bb)\n"
+      "  ROOT r = f32[40,3] reduce(m, z), dimensions={0}, to_apply=add_f32\n",
+      "  ROOT r = f32[16,3] reduce(a, z), dimensions={1}, to_apply=add_f32\n",
+      "  ROOT r = f32[700,3] reduce(w, z), dimensions={0}, to_apply=add_f32\n",
+  };
+  for (int k = 0; k < (int)(sizeof cases / sizeof cases[0]); k++) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "HloModule lead\n\n%sENTRY main {\n  a = f32[16,40,3] parameter(0)\n  b = f32[3] parameter(1)\n"
+             "  p2 = f32[4,4,40,3] parameter(2)\n  w = f32[5,700,3] parameter(3)\n  z = f32[] constant(0)\n%s}\n",
+             reducers, cases[k]);
+    check_exact(text, 90 + k, false);
+    check_exact(text, 90 + k, true);
+  }
+}
+
 static void test_variadic_reduce(void) {
   /* ArgMax as TF/JAX lower it: a (value, index) reduce with a tie-breaking comparator.
    * Results as a GTE, as the root tuple itself, and inside the root tuple. */
@@ -966,4 +1013,6 @@ TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test
           TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_kernel_constants_outlive_the_callers_module),
           TEST(test_flat_kernels_in_blocks_cover_every_element),
           TEST(test_bf16_chain_keeps_excess_precision_only_when_allowed),
+          TEST(test_leading_dims_reduce_reads_contiguous_rows),
+          TEST(test_bf16_round_trip_in_one_step_matches_two_converts),
           TEST(test_captured_constants_released), TEST(test_bad_arguments))

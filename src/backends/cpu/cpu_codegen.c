@@ -96,14 +96,36 @@ static bool is_column_reduce(const hlo_instr *v) {
  * element into each output of the chunk: contiguous loads, independent accumulators
  * kept in the output buffer (never shared with an input: only kLoop fusions and
  * elementwise ops run in place), which the vectorizer turns into vector code. */
-static void emit_column_reduce(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e, const hlo_instr *v,
-                               const hlo_shape *os, int n_out, LLVMTypeRef *et, LLVMValueRef *out,
-                               LLVMValueRef unit, LLVMValueRef *latch) {
+/* A column reduction over the leading dimensions only (a batch sum, a gradient's sum
+ * over examples) whose input is flat (cpu_reduce_input_is_flat): the kept dimensions
+ * are contiguous in the input, so all outputs form one row of columns, and each chunk
+ * of them reads contiguous runs of the input. Taking only the last dimension as the
+ * columns would, for a short last dimension (xyz coordinates, 3), read each run of 3
+ * from a new cache line: [4096, 4096, 3] summed over dim 0 took 738 ms. */
+static bool reduces_leading_dims_flat(const hlo_instr *root, const hlo_instr *v) {
+  for (int i = 0; i < v->dimensions.n; i++) {
+    bool found = false;
+    for (int j = 0; j < v->dimensions.n; j++) found |= v->dimensions.v[j] == i;
+    if (!found) return false;
+  }
+  return cpu_reduce_input_is_flat(root);
+}
+
+/* The outputs of one column-reduction row: all of them for a leading-dims reduction,
+ * else the output's last dimension. */
+static int64_t column_count(const hlo_instr *root, const hlo_instr *v, const hlo_shape *os) {
+  return reduces_leading_dims_flat(root, v) ? shape_elements(os) : os->dims[os->rank - 1];
+}
+
+static void emit_column_reduce(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e, const hlo_instr *root,
+                               const hlo_instr *v, const hlo_shape *os, int n_out, LLVMTypeRef *et,
+                               LLVMValueRef *out, LLVMValueRef unit, LLVMValueRef *latch) {
   LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(unit));
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
   const hlo_shape *is = &v->operands[0]->shape;
   int r = os->rank;
-  int64_t cols = os->dims[r - 1], chunks = (cols + CPU_COLUMN_CHUNK - 1) / CPU_COLUMN_CHUNK;
+  bool leading = reduces_leading_dims_flat(root, v);
+  int64_t cols = column_count(root, v, os), chunks = (cols + CPU_COLUMN_CHUNK - 1) / CPU_COLUMN_CHUNK;
   LLVMValueRef k_chunks = LLVMConstInt(i64, (unsigned long long)chunks, 0);
   LLVMValueRef row = LLVMBuildUDiv(b, unit, k_chunks, "row");
   LLVMValueRef c0 = LLVMBuildMul(b, LLVMBuildURem(b, unit, k_chunks, ""), LLVMConstInt(i64, CPU_COLUMN_CHUNK, 0), "");
@@ -136,6 +158,26 @@ static void emit_column_reduce(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e
   cpu_index ix = {.rank = is->rank};
   cpu_loop loops[HLO_MAX_RANK];
   int n_loops = 0, kept = 0;
+  if (leading) {
+    /* the reduced positions in row-major order (the evaluator's), one linear input
+     * index: position * cols + column */
+    int64_t positions = shape_elements(is) / cols;
+    cpu_loop_begin(b, fn, &loops[n_loops++], LLVMConstInt(i64, 0, 0), LLVMConstInt(i64, (unsigned long long)positions, 0), "r");
+    LLVMValueRef at = LLVMBuildNUWMul(b, loops[0].index, k_cols, "");
+    cpu_loop col;
+    cpu_loop_begin(b, fn, &col, c0, c1, "col");
+    ix = (cpu_index){.rank = 1, .flat = true, .v = {LLVMBuildNUWAdd(b, at, col.index, "")}};
+    lin = col.index;
+    for (int k = 0; k < n_out; k++) {
+      ptr[k] = LLVMBuildInBoundsGEP2(b, et[k], out[k], &lin, 1, "");
+      acc[k] = LLVMBuildLoad2(b, et[k], ptr[k], "");
+    }
+    cpu_emit_reduce_step(e, v, &ix, acc);
+    for (int k = 0; k < n_out; k++) LLVMBuildStore(b, acc[k], ptr[k]);
+    *latch = cpu_loop_end(b, &col);
+    cpu_loop_end(b, &loops[0]);
+    return;
+  }
   for (int d = 0; d < is->rank - 1; d++) {
     if (!reduced[d]) {
       ix.v[d] = kept_ix[kept++];
@@ -215,10 +257,10 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   LLVMValueRef lin;
   LLVMValueRef store_latch = NULL; /* the innermost loop that stores the output */
   if (column) {
-    int64_t cols = os->dims[os->rank - 1];
+    int64_t cols = column_count(ins, value, os);
     space->units = cols ? n / cols * ((cols + CPU_COLUMN_CHUNK - 1) / CPU_COLUMN_CHUNK) : 0;
     space->unit_cost = reduce_factor * (cols < CPU_COLUMN_CHUNK ? cols : CPU_COLUMN_CHUNK);
-    emit_column_reduce(b, fn, e, value, os, n_out, et, out, outer.index, &store_latch);
+    emit_column_reduce(b, fn, e, ins, value, os, n_out, et, out, outer.index, &store_latch);
   } else if (reduces_minor) {
     /* One output element per unit: the inner loop is the reduction itself, reading the
      * input contiguously. A row of outputs as the inner loop would make LLVM vectorize

@@ -277,6 +277,17 @@ bool cpu_kernel_is_flat(const hlo_instr *root) {
   return true;
 }
 
+bool cpu_reduce_input_is_flat(const hlo_instr *root) {
+  const hlo_instr *v = cpu_kernel_value_instr(root);
+  if (v->op != HLO_OP_REDUCE) return false;
+  if (root->op != HLO_OP_FUSION) return true;
+  int64_t n = shape_elements(&v->operands[0]->shape);
+  const hlo_computation *c = root->called[0];
+  for (int i = 0; i < c->n_instrs; i++)
+    if (c->instrs[i] != v && !flat_instr(c->instrs[i], n)) return false;
+  return true;
+}
+
 /* ------------------------------------------------------------- basics ----------- */
 
 LLVMTypeRef cpu_llvm_type(LLVMContextRef c, hlo_type t) {
@@ -1680,6 +1691,23 @@ static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const
     LLVMValueRef w = wide_operand(e, ins, 0, ix);
     w = LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, ""); /* as convert_value: NaNs come out quiet */
     return ins->shape.type == HLO_F64 ? LLVMBuildFPExt(e->b, w, e->f64, "") : w;
+  }
+  /* f32 -> bf16 -> f32 inside one kernel (JAX's bf16 casts): the bits the two converts
+   * give, in one step. Finite values round to nearest even on the low 16 bits, NaNs
+   * come out quieted with their payload's top bits, exactly as narrow_half then the
+   * widening convert's quieting; a third of the integer work of the two steps. */
+  const hlo_instr *src = ins->operands[0];
+  if (ins->op == HLO_OP_CONVERT && ins->shape.type == HLO_F32 && t == HLO_BF16 && src->op == HLO_OP_CONVERT &&
+      src->operands[0]->shape.type == HLO_F32 && !(ins == e->root && !e->fused) &&
+      !(e->bound_comp && src->parent == e->bound_comp)) {
+    LLVMValueRef u = LLVMBuildBitCast(e->b, ew_operand(e, src, 0, src->shape.rank == 0 && ix->rank != 0 ? scalar_index(e) : ix), e->i32, "");
+    LLVMValueRef nan = LLVMBuildICmp(e->b, LLVMIntUGT, LLVMBuildAnd(e->b, u, cint(e->i32, 0x7fffffffu), ""),
+                                     cint(e->i32, 0x7f800000u), "");
+    LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 1), "");
+    LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
+    LLVMValueRef quieted = LLVMBuildOr(e->b, u, cint(e->i32, 0x00400000u), "");
+    LLVMValueRef r = LLVMBuildAnd(e->b, LLVMBuildSelect(e->b, nan, quieted, rounded, ""), cint(e->i32, 0xffff0000u), "");
+    return LLVMBuildBitCast(e->b, r, e->f32, "");
   }
   switch (ins->op) {
     case HLO_OP_CONVERT: return convert_value(e, t, ins->shape.type, ew_operand(e, ins, 0, ix));

@@ -81,6 +81,10 @@ void cpu_emitter_reset_cache(cpu_emitter *e);
 const hlo_instr *cpu_kernel_value_instr(const hlo_instr *root);
 /* Whether every array in the kernel can be addressed by one linear index. */
 bool cpu_kernel_is_flat(const hlo_instr *root);
+/* Whether a reduce kernel's input can be addressed by one linear index: every array
+ * its fused computation computes below the reduce is flat (as cpu_kernel_is_flat) over
+ * the reduce's input; an unfused reduce reads its input from a buffer. */
+bool cpu_reduce_input_is_flat(const hlo_instr *root);
 
 /* LLVM storage type of an element type in context c. */
 LLVMTypeRef cpu_llvm_type(LLVMContextRef c, hlo_type t);
