@@ -1620,7 +1620,7 @@ static LLVMValueRef emit_bitcast_convert(cpu_emitter *e, const hlo_instr *ins, c
  * lie between the two (on xla_mha_block_bf16 the option moves kiln 3.5x further from
  * XLA's outputs, on xla_layer_norm_bf16 3x closer), so neither is XLA's numerics. */
 static bool computes_wide(const cpu_emitter *e, const hlo_instr *ins) {
-  if (!e->excess_precision || ins->shape.type != HLO_BF16 || ins == e->root) return false;
+  if (ins->shape.type != HLO_BF16 || ins == e->root) return false;
   if (ins->op == HLO_OP_PARAMETER || ins->op == HLO_OP_CONSTANT) return false;
   if (ins->op == HLO_OP_CONVERT) return ins->operands[0]->shape.type == HLO_F32;
   if (ins->op == HLO_OP_SELECT) return true;
@@ -1639,6 +1639,21 @@ static bool computes_wide(const cpu_emitter *e, const hlo_instr *ins) {
 }
 
 static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix);
+
+/* An f32 rounded to bf16 and widened back, in one step: the bits narrow_half and then
+ * widening (with a convert's NaN quieting) give. Finite values round to nearest even on
+ * the low 16 bits, NaNs come out quieted with their payload's top bits; a third of the
+ * integer work of the two steps. */
+static LLVMValueRef round_to_bf16_f32(cpu_emitter *e, LLVMValueRef x) {
+  LLVMValueRef u = LLVMBuildBitCast(e->b, x, e->i32, "");
+  LLVMValueRef nan = LLVMBuildICmp(e->b, LLVMIntUGT, LLVMBuildAnd(e->b, u, cint(e->i32, 0x7fffffffu), ""),
+                                   cint(e->i32, 0x7f800000u), "");
+  LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 1), "");
+  LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
+  LLVMValueRef quieted = LLVMBuildOr(e->b, u, cint(e->i32, 0x00400000u), "");
+  LLVMValueRef r = LLVMBuildAnd(e->b, LLVMBuildSelect(e->b, nan, quieted, rounded, ""), cint(e->i32, 0xffff0000u), "");
+  return LLVMBuildBitCast(e->b, r, e->f32, "");
+}
 
 /* Operand k of an elementwise bf16 instruction inside the kernel (computes_wide never
  * holds for the root) as an f32 value, unrounded when it is computed in this kernel;
@@ -1674,7 +1689,12 @@ static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_in
       LLVMValueRef a = wide_operand(e, ins, 0, ix);
       LLVMValueRef b = ins->n_operands > 1 ? wide_operand(e, ins, 1, ix) : NULL;
       v = float_op(e, ins->op, a, b);
+      if (!v) return NULL; /* not a float op (the caller's path reports it); emit would come back here */
     }
+    /* Without excess precision the value is rounded here, kept as an f32 whose low
+     * bits are zero: the bits of rounding to bf16 and widening again, without the
+     * 16-bit round trip per op (a select of rounded values needs none). */
+    if (v && !e->excess_precision && ins->op != HLO_OP_SELECT) v = round_to_bf16_f32(e, v);
   }
   if (!v) v = widen_half(e, HLO_BF16, emit(e, ins, ix));
   cache_put(e, ins, ix, v, true);
@@ -1685,29 +1705,16 @@ static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const
   hlo_type t = ins->operands[0]->shape.type;
   /* A bf16 chain's rounded value is its unrounded one rounded once; the bf16 -> f32
    * convert ending a chain takes the unrounded value (see computes_wide). */
-  if (ins->op != HLO_OP_CONVERT && computes_wide(e, ins)) return narrow_half(e, HLO_BF16, emit_wide(e, ins, ix));
-  if (e->excess_precision && ins->op == HLO_OP_CONVERT && t == HLO_BF16 &&
-      (ins->shape.type == HLO_F32 || ins->shape.type == HLO_F64) && !(ins == e->root && !e->fused)) {
-    LLVMValueRef w = wide_operand(e, ins, 0, ix);
-    w = LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, ""); /* as convert_value: NaNs come out quiet */
-    return ins->shape.type == HLO_F64 ? LLVMBuildFPExt(e->b, w, e->f64, "") : w;
+  if (ins->op != HLO_OP_CONVERT && computes_wide(e, ins)) {
+    LLVMValueRef w = emit_wide(e, ins, ix);
+    if (w) return narrow_half(e, HLO_BF16, w);
   }
-  /* f32 -> bf16 -> f32 inside one kernel (JAX's bf16 casts): the bits the two converts
-   * give, in one step. Finite values round to nearest even on the low 16 bits, NaNs
-   * come out quieted with their payload's top bits, exactly as narrow_half then the
-   * widening convert's quieting; a third of the integer work of the two steps. */
-  const hlo_instr *src = ins->operands[0];
-  if (ins->op == HLO_OP_CONVERT && ins->shape.type == HLO_F32 && t == HLO_BF16 && src->op == HLO_OP_CONVERT &&
-      src->operands[0]->shape.type == HLO_F32 && !(ins == e->root && !e->fused) &&
-      !(e->bound_comp && src->parent == e->bound_comp)) {
-    LLVMValueRef u = LLVMBuildBitCast(e->b, ew_operand(e, src, 0, src->shape.rank == 0 && ix->rank != 0 ? scalar_index(e) : ix), e->i32, "");
-    LLVMValueRef nan = LLVMBuildICmp(e->b, LLVMIntUGT, LLVMBuildAnd(e->b, u, cint(e->i32, 0x7fffffffu), ""),
-                                     cint(e->i32, 0x7f800000u), "");
-    LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 1), "");
-    LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
-    LLVMValueRef quieted = LLVMBuildOr(e->b, u, cint(e->i32, 0x00400000u), "");
-    LLVMValueRef r = LLVMBuildAnd(e->b, LLVMBuildSelect(e->b, nan, quieted, rounded, ""), cint(e->i32, 0xffff0000u), "");
-    return LLVMBuildBitCast(e->b, r, e->f32, "");
+  if (ins->op == HLO_OP_CONVERT && t == HLO_BF16 && (ins->shape.type == HLO_F32 || ins->shape.type == HLO_F64) &&
+      !(ins == e->root && !e->fused)) {
+    LLVMValueRef w = wide_operand(e, ins, 0, ix);
+    /* as convert_value, NaNs come out quiet; a rounded value already is */
+    if (e->excess_precision || !computes_wide(e, ins->operands[0])) w = LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, "");
+    return ins->shape.type == HLO_F64 ? LLVMBuildFPExt(e->b, w, e->f64, "") : w;
   }
   switch (ins->op) {
     case HLO_OP_CONVERT: return convert_value(e, t, ins->shape.type, ew_operand(e, ins, 0, ix));
