@@ -463,6 +463,17 @@ static void test_bf16_round_trip_in_one_step_matches_two_converts(void) {
   check_exact("HloModule rt\n\nENTRY main {\n  p = s32[16] parameter(0)\n  f = f32[16] bitcast-convert(p)\n"
               "  h = bf16[16] convert(f)\n  w = f32[16] convert(h)\n  ROOT r = s32[16] bitcast-convert(w)\n}\n",
               1, false);
+  /* bf16 NaNs read from memory through a select: the convert must still quiet them */
+  static const int64_t halves[] = {0x7f81, (int16_t)0xff81, 0x7fc0, 0x7f80, 0x3f80, (int16_t)0x8000, 1, 0x7f7f,
+                                   0x7fbf, (int16_t)0xffbf, 0, 2, 3, 4, 5, 6};
+  static const int64_t picks[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0};
+  static const int64_t others[] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x7f81, (int16_t)0xff81, 0x7fc1, 1, 2, 3};
+  const int64_t *half_values[] = {halves, picks, others};
+  explicit_values = half_values;
+  check_exact("HloModule rts\n\nENTRY main {\n  q = s16[16] parameter(0)\n  c = pred[16] parameter(1)\n"
+              "  q2 = s16[16] parameter(2)\n  h = bf16[16] bitcast-convert(q)\n  h2 = bf16[16] bitcast-convert(q2)\n"
+              "  s = bf16[16] select(c, h, h2)\n  w = f32[16] convert(s)\n  ROOT r = s32[16] bitcast-convert(w)\n}\n",
+              1, false);
   explicit_values = NULL;
 }
 

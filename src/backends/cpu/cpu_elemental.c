@@ -1703,8 +1703,8 @@ static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_in
 
 static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
   hlo_type t = ins->operands[0]->shape.type;
-  /* A bf16 chain's rounded value is its unrounded one rounded once; the bf16 -> f32
-   * convert ending a chain takes the unrounded value (see computes_wide). */
+  /* Inside a kernel a bf16 op's value is its wide one (see emit_wide) narrowed; a
+   * bf16 -> f32 convert takes the wide value itself. */
   if (ins->op != HLO_OP_CONVERT && computes_wide(e, ins)) {
     LLVMValueRef w = emit_wide(e, ins, ix);
     if (w) return narrow_half(e, HLO_BF16, w);
@@ -1712,8 +1712,11 @@ static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const
   if (ins->op == HLO_OP_CONVERT && t == HLO_BF16 && (ins->shape.type == HLO_F32 || ins->shape.type == HLO_F64) &&
       !(ins == e->root && !e->fused)) {
     LLVMValueRef w = wide_operand(e, ins, 0, ix);
-    /* as convert_value, NaNs come out quiet; a rounded value already is */
-    if (e->excess_precision || !computes_wide(e, ins->operands[0])) w = LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, "");
+    /* as convert_value, NaNs come out quiet; a rounded value already is (a select's is
+     * one of its operands', which may be a signalling NaN read from memory) */
+    const hlo_instr *src = ins->operands[0];
+    if (e->excess_precision || !computes_wide(e, src) || src->op == HLO_OP_SELECT)
+      w = LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, "");
     return ins->shape.type == HLO_F64 ? LLVMBuildFPExt(e->b, w, e->f64, "") : w;
   }
   switch (ins->op) {
