@@ -472,18 +472,27 @@ static LLVMValueRef widen_half(cpu_emitter *e, hlo_type t, LLVMValueRef bits) {
   return LLVMBuildBitCast(e->b, LLVMBuildShl(e->b, w, cint(e->i32, 16), ""), e->f32, "");
 }
 
-/* float -> f16/bf16 bits, round to nearest even (bf16 inline, as half.h does it). */
-static LLVMValueRef narrow_half(cpu_emitter *e, hlo_type t, LLVMValueRef f) {
-  if (t == HLO_F16) return LLVMBuildTrunc(e->b, call1(e, "kiln_cpu_f32_to_f16", e->i32, f), e->i16, "");
-  LLVMValueRef u = LLVMBuildBitCast(e->b, f, e->i32, "");
-  LLVMValueRef hi = LLVMBuildLShr(e->b, u, cint(e->i32, 16), "");
+/* An f32 rounded to bf16 and widened back, in one step: the bits narrow_half and then
+ * widening (with a convert's NaN quieting) give. Finite values round to nearest even on
+ * the low 16 bits, NaNs come out quieted with their payload's top bits; a third of the
+ * integer work of the two steps. */
+static LLVMValueRef round_to_bf16_f32(cpu_emitter *e, LLVMValueRef x) {
+  LLVMValueRef u = LLVMBuildBitCast(e->b, x, e->i32, "");
   LLVMValueRef nan = LLVMBuildICmp(e->b, LLVMIntUGT, LLVMBuildAnd(e->b, u, cint(e->i32, 0x7fffffffu), ""),
                                    cint(e->i32, 0x7f800000u), "");
-  LLVMValueRef qnan = LLVMBuildOr(e->b, hi, cint(e->i32, 0x40), "");
-  LLVMValueRef lsb = LLVMBuildAnd(e->b, hi, cint(e->i32, 1), "");
+  LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 1), "");
   LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
-  rounded = LLVMBuildLShr(e->b, rounded, cint(e->i32, 16), "");
-  return LLVMBuildTrunc(e->b, LLVMBuildSelect(e->b, nan, qnan, rounded, ""), e->i16, "");
+  LLVMValueRef quieted = LLVMBuildOr(e->b, u, cint(e->i32, 0x00400000u), "");
+  LLVMValueRef r = LLVMBuildAnd(e->b, LLVMBuildSelect(e->b, nan, quieted, rounded, ""), cint(e->i32, 0xffff0000u), "");
+  return LLVMBuildBitCast(e->b, r, e->f32, "");
+}
+
+/* float -> f16/bf16 bits, round to nearest even (bf16 inline: round_to_bf16_f32's high
+ * half). */
+static LLVMValueRef narrow_half(cpu_emitter *e, hlo_type t, LLVMValueRef f) {
+  if (t == HLO_F16) return LLVMBuildTrunc(e->b, call1(e, "kiln_cpu_f32_to_f16", e->i32, f), e->i16, "");
+  LLVMValueRef u = LLVMBuildBitCast(e->b, round_to_bf16_f32(e, f), e->i32, "");
+  return LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), e->i16, "");
 }
 
 static LLVMValueRef is_nan(cpu_emitter *e, LLVMValueRef x) { return LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, ""); }
@@ -1639,21 +1648,6 @@ static bool computes_wide(const cpu_emitter *e, const hlo_instr *ins) {
 }
 
 static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix);
-
-/* An f32 rounded to bf16 and widened back, in one step: the bits narrow_half and then
- * widening (with a convert's NaN quieting) give. Finite values round to nearest even on
- * the low 16 bits, NaNs come out quieted with their payload's top bits; a third of the
- * integer work of the two steps. */
-static LLVMValueRef round_to_bf16_f32(cpu_emitter *e, LLVMValueRef x) {
-  LLVMValueRef u = LLVMBuildBitCast(e->b, x, e->i32, "");
-  LLVMValueRef nan = LLVMBuildICmp(e->b, LLVMIntUGT, LLVMBuildAnd(e->b, u, cint(e->i32, 0x7fffffffu), ""),
-                                   cint(e->i32, 0x7f800000u), "");
-  LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 1), "");
-  LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
-  LLVMValueRef quieted = LLVMBuildOr(e->b, u, cint(e->i32, 0x00400000u), "");
-  LLVMValueRef r = LLVMBuildAnd(e->b, LLVMBuildSelect(e->b, nan, quieted, rounded, ""), cint(e->i32, 0xffff0000u), "");
-  return LLVMBuildBitCast(e->b, r, e->f32, "");
-}
 
 /* Operand k of an elementwise bf16 instruction inside the kernel (computes_wide never
  * holds for the root) as an f32 value, unrounded when it is computed in this kernel;
