@@ -848,6 +848,63 @@ static void test_outputs_and_aliases(void) {
   check_exact("HloModule o\n\nENTRY main {\n  ROOT a = f16[5] parameter(0)\n}\n", 113, true);
 }
 
+/* A `tuple` inside the root tuple compiles on cpu (it used to send the whole module to
+ * the interpreter) and the result keeps its nesting. Its leaves mix the kinds of
+ * output: blocks the kernels write straight into the result (n, m), copies (a
+ * parameter, a constant, a block named twice) and a while's packed tuple. */
+static void test_nested_tuple_outputs_compile_and_keep_their_structure(void) {
+  check_exact("HloModule nt\n\n"
+              "cond {\n  s = (s32[], f32[4]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+              "  k = s32[] constant(3)\n  ROOT lt = pred[] compare(i, k), direction=LT\n}\n\n"
+              "body {\n  s = (s32[], f32[4]) parameter(0)\n  i = s32[] get-tuple-element(s), index=0\n"
+              "  one = s32[] constant(1)\n  j = s32[] add(i, one)\n  v = f32[4] get-tuple-element(s), index=1\n"
+              "  w = f32[4] add(v, v)\n  ROOT t = (s32[], f32[4]) tuple(j, w)\n}\n\n"
+              "ENTRY main {\n  a = f32[4] parameter(0)\n  b = f32[2,3] parameter(1)\n"
+              "  c = s32[2] constant({7, -7})\n  n = f32[4] negate(a)\n  m = f32[2,3] multiply(b, b)\n"
+              "  zero = s32[] constant(0)\n  init = (s32[], f32[4]) tuple(zero, a)\n"
+              "  w = (s32[], f32[4]) while(init), condition=cond, body=body\n"
+              "  inner = (f32[4], f32[2,3]) tuple(n, m)\n"
+              "  deeper = ((f32[4], f32[2,3]), s32[2]) tuple(inner, c)\n"
+              "  ROOT out = (((f32[4], f32[2,3]), s32[2]), f32[4], (s32[], f32[4]), f32[2,3], (f32[4], f32[2,3])) "
+              "tuple(deeper, a, w, m, inner)\n}\n",
+              121, true);
+}
+
+/* Output blocks live in the result literals (cpu_program.slot_extra), so each run must
+ * hand out fresh ones: a second run leaves the first run's result as it was, and an
+ * output named twice is two literals. */
+static void test_results_written_in_place_belong_to_the_caller(void) {
+  hlo_module *m = check_parse_hlo("HloModule r\n\nENTRY main {\n  a = f32[64,64] parameter(0)\n"
+                                  "  e = f32[64,64] add(a, a)\n  n = f32[64,64] negate(a)\n"
+                                  "  ROOT t = (f32[64,64], f32[64,64], f32[64,64]) tuple(e, n, e)\n}\n");
+  if (!m) return;
+  const backend *cpu = backend_find("cpu");
+  backend_executable *e = NULL;
+  hlo_literal *args[2] = {0}, *out[2] = {0}, *ref[2] = {0};
+  CHECK_OK(cpu->compile(cpu, m, NULL, &e));
+  for (int r = 0; r < 2 && e; r++) {
+    CHECK_OK(literal_create(&m->entry->params[0]->shape, &args[r]));
+    fill(args[r], 130 + (uint64_t)r, true);
+    CHECK_OK(cpu->execute(e, &args[r], 1, &out[r]));
+    CHECK_OK(eval_module(m, &args[r], 1, &ref[r]));
+  }
+  if (out[0] && out[1] && ref[0] && ref[1]) {
+    CHECK(same_bits(out[0]->tuple[0], ref[0]->tuple[0], "first run, e"));
+    CHECK(same_bits(out[0]->tuple[1], ref[0]->tuple[1], "first run, n"));
+    CHECK(same_bits(out[0]->tuple[2], ref[0]->tuple[2], "first run, e again"));
+    CHECK(literal_equal(out[1], ref[1]));
+    CHECK(out[0]->tuple[0]->data != out[1]->tuple[0]->data);
+    CHECK(out[0]->tuple[0]->data != out[0]->tuple[2]->data);
+  }
+  for (int r = 0; r < 2; r++) {
+    literal_free(args[r]);
+    literal_free(out[r]);
+    literal_free(ref[r]);
+  }
+  if (e) cpu->destroy(e);
+  hlo_module_free(m);
+}
+
 /* What neither the code generator, oneDNN nor the evaluator runs (an unknown
  * custom-call) makes compile answer UNIMPLEMENTED naming it; a sort, a native kernel
  * now (cpu_sort.c), is accepted by supports(). */
@@ -1021,7 +1078,8 @@ static void test_bad_arguments(void) {
 TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test_convert_exact), TEST(test_narrow_converts_exact),
           TEST(test_compare_select_clamp), TEST(test_data_movement), TEST(test_scalar_result_of_data_movement), TEST(test_concatenate_many), TEST(test_gather), TEST(test_reduce), TEST(test_variadic_reduce), TEST(test_reduce_window), TEST(test_restructured_reductions), TEST(test_grouped_reshapes),
           TEST(test_fused_chain), TEST(test_residual_block_in_place), TEST(test_softmax_through_backend), TEST(test_transcendentals), TEST(test_dot_naive), TEST(test_half_products_compute_in_f32), TEST(test_tiny_f32_dots_run_as_generated_code), TEST(test_convolution_naive), TEST(test_big_and_odd_sizes),
-          TEST(test_outputs_and_aliases), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_kernel_constants_outlive_the_callers_module),
+          TEST(test_outputs_and_aliases), TEST(test_nested_tuple_outputs_compile_and_keep_their_structure),
+         TEST(test_results_written_in_place_belong_to_the_caller), TEST(test_unsupported_names_instruction), TEST(test_cache_hit), TEST(test_kernel_constants_outlive_the_callers_module),
           TEST(test_flat_kernels_in_blocks_cover_every_element),
           TEST(test_bf16_chain_keeps_excess_precision_only_when_allowed),
           TEST(test_leading_dims_reduce_reads_contiguous_rows),

@@ -12,8 +12,8 @@
  * (cpu_eval.c, listed by --profile as "evaluator"), so the rest of the module stays
  * compiled; compile warns once per call naming those instructions, and supports()
  * refuses them, so graph placement keeps such nodes on the interpreter. Only what the
- * evaluator cannot run either (custom-calls, rng, tokens, tuple-shaped entry parameters,
- * nested-tuple outputs) makes compile answer UNIMPLEMENTED with the instruction and the
+ * evaluator cannot run either (custom-calls, rng, tokens, tuple-shaped entry parameters)
+ * makes compile answer UNIMPLEMENTED with the instruction and the
  * reason, which lets the caller fall back. execute() is serialised per executable
  * because a oneDNN primitive must not run on two threads at once and the arenas are the
  * executable's; generated kernels themselves are reentrant. */

@@ -1670,9 +1670,19 @@ static kiln_status result_target(cpu_dnnl_prim *pr, void *const *operands, void 
                overlaps(&pr->bias, operands, out, pr->dst.bytes);
   for (int i = 0; i < pr->n_post; i++) clash = clash || overlaps(&pr->post[i], operands, out, pr->dst.bytes);
   *target = out;
-  if (pr->sum_operand >= 0 && (clash || !operands || operands[pr->sum_operand] != out))
-    return status_error(KILN_INTERNAL, "cpu_dnnl: %s: the result must be computed in operand %d's buffer", pr->name,
-                        pr->sum_operand);
+  /* The residual a sum post-op adds is read from the result buffer itself: the compiler
+   * assigned the result to the residual's block. An output block that lives in the
+   * caller's result (cpu_program.slot_extra) is a fresh buffer instead, which gets a
+   * copy of the residual first. */
+  if (pr->sum_operand >= 0) {
+    const void *res = operands ? operands[pr->sum_operand] : NULL;
+    uintptr_t r = (uintptr_t)res, o = (uintptr_t)out;
+    bool apart = r >= o + pr->dst.bytes || o >= r + pr->dst.bytes;
+    if (!res || clash || (res != out && !apart))
+      return status_error(KILN_INTERNAL, "cpu_dnnl: %s: the result must be computed in operand %d's buffer",
+                          pr->name, pr->sum_operand);
+    if (res != out) memcpy(out, res, pr->dst.bytes);
+  }
   if (!clash) return NULL;
   if (!pr->dst_stage) {
     pr->dst_stage = aligned_alloc(64, (pr->dst.bytes + 63) / 64 * 64);

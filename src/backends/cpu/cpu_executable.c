@@ -146,6 +146,7 @@ void cpu_program_free(cpu_program *p) {
   free(p->arena);
   free(p->addrs);
   free(p->bound);
+  free(p->slot_extra);
   free(p);
 }
 
@@ -184,6 +185,7 @@ static kiln_status check_args(const hlo_computation *entry, hlo_literal *const *
 static char *buffer_address(const cpu_program *p, char *const *params, buffer_ref r) {
   const hlo_buffer_slot *slot = &p->assignment->slots[r.base];
   char *a;
+  if (p->slot_extra && p->slot_extra[r.base] >= 0) return params[p->comp->n_params + p->slot_extra[r.base]] + r.offset;
   switch (slot->kind) {
     case HLO_BUFFER_PARAMETER: a = params[slot->param_index]; break;
     case HLO_BUFFER_CONSTANT: a = p->comp->instrs[r.base]->literal->data; break;
@@ -247,10 +249,10 @@ static kiln_status run_conditional(cpu_executable *x, thunk *t, char *const *buf
 
 /* Resolves p->addrs for params unless they are the ones it was resolved for. The arena
  * and the constants' data stay where they are once the program has run, so only a
- * change of parameters (a new call of the entry, a branch handed another block) moves
- * any address. */
+ * change of parameters (a new call of the entry, a branch handed another block) or of
+ * the entry's output blocks (after the parameters in params) moves any address. */
 static kiln_status bind_params(cpu_program *p, char *const *params) {
-  int n_params = p->comp->n_params;
+  int n_params = p->comp->n_params + p->n_extra;
   if (!p->addrs) {
     int64_t n = 0;
     for (int i = 0; i < p->n_thunks; i++) n += p->thunks[i].n_refs;
@@ -332,40 +334,67 @@ static kiln_status output_literal(const hlo_shape *shape, const char *src, hlo_l
   return NULL;
 }
 
-static kiln_status make_result(const cpu_executable *x, char *const *params, hlo_literal **out) {
-  const cpu_program *p = x->entry;
-  const hlo_buffer_assignment *a = p->assignment;
-  hlo_literal **elems = calloc((size_t)x->n_outputs + 1, sizeof *elems);
+/* The result literal of entry value ins (the root, then its `tuple` operands in turn):
+ * a tuple for a `tuple` instruction, else the next leaf -- the literal the kernels
+ * wrote (taken from direct[]) or a copy of the leaf's storage. */
+static kiln_status build_result(const cpu_executable *x, const hlo_instr *ins, char *const *params,
+                                hlo_literal **direct, int *next, hlo_literal **out) {
+  *out = NULL;
+  if (ins->op != HLO_OP_TUPLE) {
+    const cpu_output *o = &x->outputs[(*next)++];
+    if (o->direct >= 0) {
+      *out = direct[o->direct];
+      direct[o->direct] = NULL;
+      return NULL;
+    }
+    return output_literal(&o->ins->shape, buffer_address(x->entry, params, o->ref), out);
+  }
+  int n = ins->n_operands;
+  hlo_literal **elems = calloc((size_t)n + 1, sizeof *elems);
   if (!elems) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   kiln_status st = NULL;
-  for (int k = 0; k < x->n_outputs && !st; k++) {
-    const hlo_instr *ins = p->comp->instrs[a->output_instr[k]];
-    st = output_literal(&ins->shape, buffer_address(p, params, x->outputs[k]), &elems[k]);
-  }
+  for (int k = 0; k < n && !st; k++) st = build_result(x, ins->operands[k], params, direct, next, &elems[k]);
   if (st) {
-    for (int k = 0; k < x->n_outputs; k++) literal_free(elems[k]);
-    free(elems);
-    return st;
-  }
-  if (p->comp->root->op == HLO_OP_TUPLE) {
-    *out = literal_tuple(x->n_outputs, elems);
+    for (int k = 0; k < n; k++) literal_free(elems[k]);
   } else {
-    *out = elems[0];
+    *out = literal_tuple(n, elems);
   }
   free(elems);
-  return NULL;
+  return st;
+}
+
+/* Runs the entry with its output blocks in fresh result literals (see build_outputs in
+ * cpu_compiler.c), then assembles the result. params has room for the extras. */
+static kiln_status run_entry(cpu_executable *x, char **params, int n_args, hlo_literal **out) {
+  cpu_program *p = x->entry;
+  hlo_literal *stack[8] = {0};
+  hlo_literal **direct = p->n_extra <= 8 ? stack : calloc((size_t)p->n_extra, sizeof *direct);
+  if (!direct) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  kiln_status st = NULL;
+  for (int k = 0; k < x->n_outputs && !st; k++) {
+    const cpu_output *o = &x->outputs[k];
+    if (o->direct < 0) continue;
+    st = literal_create_uninit(&o->ins->shape, &direct[o->direct]);
+    if (!st) params[n_args + o->direct] = direct[o->direct]->data;
+  }
+  if (!st) st = run_program(x, p, params);
+  int next = 0;
+  if (!st && p->comp->root) st = build_result(x, p->comp->root, params, direct, &next, out);
+  for (int j = 0; j < p->n_extra; j++) literal_free(direct[j]); /* those not handed out */
+  if (direct != stack) free(direct);
+  return st;
 }
 
 kiln_status cpu_executable_run(cpu_executable *x, hlo_literal *const *args, int n_args, hlo_literal **out) {
   *out = NULL;
   TRY(check_args(x->module->entry, args, n_args));
+  int n = n_args + x->entry->n_extra;
   char *stack[16] = {0};
-  char **params = n_args <= 16 ? stack : malloc((size_t)n_args * sizeof *params);
+  char **params = n <= 16 ? stack : malloc((size_t)n * sizeof *params);
   if (!params) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   for (int i = 0; i < n_args; i++) params[i] = args[i]->data;
   pthread_mutex_lock(&x->run_lock);
-  kiln_status st = run_program(x, x->entry, params);
-  if (!st) st = make_result(x, params, out);
+  kiln_status st = run_entry(x, params, n_args, out);
   pthread_mutex_unlock(&x->run_lock);
   if (params != stack) free(params);
   return st;

@@ -97,7 +97,25 @@ struct cpu_program {
   char **addrs;
   char **bound;
   bool resolved;
+  /* The entry only: blocks that are whole array outputs live in the caller's result
+   * instead of the arena. slot_extra[i] >= 0 names slot i's address in the run's
+   * address list after the parameters (params[comp->n_params + slot_extra[i]]), so
+   * the kernels that compute an output write it in place and no copy follows. NULL
+   * when there are none (sub-programs: their results move into the caller's block). */
+  int n_extra;
+  int *slot_extra;
 };
+
+/* One array (or packed-tuple) leaf of the entry's result, in depth-first order of the
+ * root's `tuple` instructions, nested ones included. direct >= 0: the leaf's block is
+ * the program's extra address `direct`, the result literal the run allocates before
+ * it starts; -1: it is copied out of its storage (a parameter, a constant, a block
+ * that another output names too, a leaf of a packed tuple) after the run. */
+typedef struct cpu_output {
+  const hlo_instr *ins;
+  buffer_ref ref;
+  int direct;
+} cpu_output;
 
 typedef struct cpu_executable {
   uint64_t id;       /* unique per process */
@@ -116,7 +134,7 @@ typedef struct cpu_executable {
   int n_kernels;
   cpu_jit *jit;
   int n_outputs;
-  buffer_ref *outputs;
+  cpu_output *outputs; /* the result's leaves */
   char *evaluated; /* the warning naming the evaluator thunks (repeated by every compile), or NULL */
   int n_evaluated;  /* how many thunks that is */
   pthread_mutex_t run_lock; /* one run at a time: the arenas are the executable's */
@@ -132,7 +150,8 @@ void cpu_executable_free(cpu_executable *x);
 const hlo_shape *cpu_leaf_shape(const hlo_shape *s, int k);
 
 /* Runs x on args (checked against the entry's parameters); *out is an array literal,
- * or a tuple of the root tuple's elements. Serialised on x->run_lock. */
+ * or a tuple shaped as the root's (nested `tuple` instructions give nested tuples).
+ * Serialised on x->run_lock. */
 kiln_status cpu_executable_run(cpu_executable *x, hlo_literal *const *args, int n_args, hlo_literal **out);
 
 /* --profile: the summary of where x's runs spent their time, to stderr. */
