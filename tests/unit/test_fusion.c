@@ -66,6 +66,35 @@ static void loop_fusion_of_elementwise_chain(void) {
   hlo_module_free(m);
 }
 
+/* A scan's step input: the dynamic-slice of the current row joins the kernel that reads
+ * it (no row buffer, no kernel of its own), but a dynamic-slice that is itself needed
+ * roots no group: it stays alone for the backend's native row copy. */
+static void dynamic_slice_joins_its_reader_but_roots_no_group(void) {
+  hlo_module *m = check_run_pass("HloModule t\n"
+                                 "ENTRY main {\n"
+                                 "  x = f32[20,3] parameter(0)\n  i = s32[] parameter(1)\n  s = f32[3] parameter(2)\n"
+                                 "  z = s32[] constant(0)\n"
+                                 "  row = f32[1,3] dynamic-slice(x, i, z), dynamic_slice_sizes={1,3}\n"
+                                 "  r = f32[3] reshape(row)\n  a = f32[3] add(r, s)\n  ROOT t = f32[3] tanh(a)\n"
+                                 "}\n",
+                                 cpu_pass_fusion, true);
+  hlo_instr *f = m->entry->root;
+  CHECK(f->op == HLO_OP_FUSION && f->fusion_kind && strcmp(f->fusion_kind, "kLoop") == 0);
+  CHECK(check_count_op(f->called[0], HLO_OP_DYNAMIC_SLICE) == 1);
+  CHECK(check_count_op(m->entry, HLO_OP_DYNAMIC_SLICE) == 0);
+  hlo_module_free(m);
+  m = check_parse_hlo("HloModule t\n"
+                      "ENTRY main {\n"
+                      "  x = f32[4,6,40] parameter(0)\n  i = s64[] parameter(1)\n  k = s64[] constant(3)\n"
+                      "  i3 = s64[] and(i, k)\n"
+                      "  ROOT r = f32[2,3,20] dynamic-slice(x, i3, i3, i3), dynamic_slice_sizes={2,3,20}\n"
+                      "}\n");
+  bool changed = true;
+  CHECK_OK(cpu_pass_fusion(m, &changed));
+  CHECK(m->entry->root->op == HLO_OP_DYNAMIC_SLICE);
+  hlo_module_free(m);
+}
+
 static void loop_fusion_pulls_cheap_producers(void) {
   /* broadcast of a scalar constant, a transpose and a convert all join one kernel */
   hlo_module *m = check_run_pass(
@@ -922,6 +951,7 @@ static void cpu_pipeline_on_random_programs(void) {
 }
 
 TEST_MAIN(TEST(loop_fusion_of_elementwise_chain), TEST(loop_fusion_pulls_cheap_producers),
+          TEST(dynamic_slice_joins_its_reader_but_roots_no_group),
           TEST(input_fusion_of_reduce), TEST(output_fusion_dot_bias_relu), TEST(no_output_fusion_for_transposed_convolution),
           TEST(output_fusion_residual_and_scale),
           TEST(post_op_reading_two_dots),

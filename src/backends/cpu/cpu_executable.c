@@ -195,28 +195,42 @@ static char *buffer_address(const cpu_program *p, char *const *params, buffer_re
 }
 
 static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *params);
+static kiln_status prepare_program(cpu_program *p, char *const *params);
+static kiln_status run_bound(cpu_executable *x, cpu_program *p);
 
-/* bufs[0..n_out): the state leaves (the while's block); bufs[n_out..): the init's. */
+/* bufs[0..n_out): the state leaves (the while's block); bufs[n_out..): the init's.
+ * The condition and body run on the same block every iteration, so their arenas and
+ * addresses, the predicate's and the body's result leaves' are settled once before
+ * the loop: an iteration of a small body (a scan step) is then only its thunks and
+ * the leaf moves. */
 static kiln_status run_while(cpu_executable *x, thunk *t, char *const *bufs) {
   for (int k = 0; k < t->n_out; k++)
     if (bufs[k] != bufs[t->n_out + k]) memmove(bufs[k], bufs[t->n_out + k], (size_t)t->leaf_bytes[k]);
   char *state = bufs[0]; /* leaf 0 sits at the start of the block */
   cpu_program *cond = t->progs[0], *body = t->progs[1];
+  TRY(prepare_program(cond, &state));
+  TRY(prepare_program(body, &state));
+  const uint8_t *pred = (const uint8_t *)buffer_address(cond, &state, cond->results[0]);
+  char *stack[16];
+  char **from = t->n_out <= 16 ? stack : malloc((size_t)t->n_out * sizeof *from);
+  if (!from) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  for (int k = 0; k < t->n_out; k++) from[k] = buffer_address(body, &state, body->results[k]);
+  kiln_status st = NULL;
   for (;;) {
-    TRY(run_program(x, cond, &state));
-    if (!*(const uint8_t *)buffer_address(cond, &state, cond->results[0])) return NULL;
-    TRY(run_program(x, body, &state));
+    if ((st = run_bound(x, cond)) || !*pred) break;
+    if ((st = run_bound(x, body))) break;
     /* Leaves the body took from other state leaves are read before any is written. */
     for (int k = 0; k < t->n_out; k++)
-      if (t->moves[k] == LEAF_STAGE)
-        memcpy(t->scratch + t->stage_at[k], buffer_address(body, &state, body->results[k]), (size_t)t->leaf_bytes[k]);
+      if (t->moves[k] == LEAF_STAGE) memcpy(t->scratch + t->stage_at[k], from[k], (size_t)t->leaf_bytes[k]);
     for (int k = 0; k < t->n_out; k++) {
       if (t->moves[k] == LEAF_COPY)
-        memcpy(bufs[k], buffer_address(body, &state, body->results[k]), (size_t)t->leaf_bytes[k]);
+        memcpy(bufs[k], from[k], (size_t)t->leaf_bytes[k]);
       else if (t->moves[k] == LEAF_STAGE)
         memcpy(bufs[k], t->scratch + t->stage_at[k], (size_t)t->leaf_bytes[k]);
     }
   }
+  if (from != stack) free(from);
+  return st;
 }
 
 /* bufs[0..n_out): the result's leaves; then the selector, then each branch operand's
@@ -275,37 +289,53 @@ static kiln_status bind_params(cpu_program *p, char *const *params) {
   return NULL;
 }
 
-static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *params) {
+/* The arena (allocated on the first run and kept: fresh memory would page-fault on
+ * every run) and the addresses for params. */
+static kiln_status prepare_program(cpu_program *p, char *const *params) {
   int64_t bytes = (p->assignment->arena_bytes + CPU_ALIGNMENT - 1) / CPU_ALIGNMENT * CPU_ALIGNMENT;
-  /* Allocated on the first run and kept: fresh memory would page-fault on every run. */
   if (bytes > 0 && !p->arena && !(p->arena = aligned_alloc(CPU_ALIGNMENT, (size_t)bytes)))
     return status_error(KILN_RESOURCE_EXHAUSTED, "cpu: cannot allocate a %lld-byte arena", (long long)bytes);
-  TRY(bind_params(p, params));
+  return bind_params(p, params);
+}
+
+static kiln_status run_thunk(cpu_executable *x, thunk *t, char **bufs) {
+  switch (t->kind) {
+    case THUNK_KERNEL: cpu_kernel_run(t->fn, bufs, &t->space); return NULL;
+    case THUNK_COPY:
+      if (bufs[0] != bufs[1]) memmove(bufs[0], bufs[1], (size_t)t->bytes);
+      return NULL;
+    case THUNK_DNNL: return cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]);
+    case THUNK_EVAL: return cpu_eval_run(t->eval, bufs, bufs + t->n_out);
+    case THUNK_NATIVE: return cpu_native_run(t->native, bufs, bufs + t->n_out);
+    case THUNK_WHILE: return run_while(x, t, bufs);
+    case THUNK_CONDITIONAL: return run_conditional(x, t, bufs);
+  }
+  return NULL;
+}
+
+/* Runs p's thunks on the addresses prepare_program bound. */
+static kiln_status run_bound(cpu_executable *x, cpu_program *p) {
   char **bufs = p->addrs;
+  if (!x->profile) {
+    for (int i = 0; i < p->n_thunks; bufs += p->thunks[i++].n_refs) TRY(run_thunk(x, &p->thunks[i], bufs));
+    return NULL;
+  }
   for (int i = 0; i < p->n_thunks; bufs += p->thunks[i++].n_refs) {
     thunk *t = &p->thunks[i];
-    kiln_status st = NULL;
-    struct timespec t0 = {0}, t1;
-    if (x->profile) clock_gettime(CLOCK_MONOTONIC, &t0);
-    switch (t->kind) {
-      case THUNK_KERNEL: cpu_kernel_run(t->fn, bufs, &t->space); break;
-      case THUNK_COPY:
-        if (bufs[0] != bufs[1]) memmove(bufs[0], bufs[1], (size_t)t->bytes);
-        break;
-      case THUNK_DNNL: st = cpu_dnnl_execute(t->prim, (void *const *)(bufs + 1), bufs[0]); break;
-      case THUNK_EVAL: st = cpu_eval_run(t->eval, bufs, bufs + t->n_out); break;
-      case THUNK_NATIVE: st = cpu_native_run(t->native, bufs, bufs + t->n_out); break;
-      case THUNK_WHILE: st = run_while(x, t, bufs); break;
-      case THUNK_CONDITIONAL: st = run_conditional(x, t, bufs); break;
-    }
-    if (x->profile) {
-      clock_gettime(CLOCK_MONOTONIC, &t1);
-      t->ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
-      t->runs++;
-    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    kiln_status st = run_thunk(x, t, bufs);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    t->ns += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    t->runs++;
     if (st) return st;
   }
   return NULL;
+}
+
+static kiln_status run_program(cpu_executable *x, cpu_program *p, char *const *params) {
+  TRY(prepare_program(p, params));
+  return run_bound(x, p);
 }
 
 /* A result literal from an output's storage: an array, or a packed tuple (nested ones

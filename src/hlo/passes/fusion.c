@@ -4,8 +4,9 @@
  * the grouped instructions, so the backend emits one kernel per group and the
  * intermediate values never reach memory. Three kinds:
  *   kLoop   - root elementwise or a cheap data-movement op; producers elementwise or cheap
- *             (broadcast, reshape, transpose, slice, concatenate, pad, iota, convert,
- *             reverse, bitcast, same-width bitcast-convert, scalar constants);
+ *             (broadcast, reshape, transpose, slice, dynamic-slice, concatenate, pad,
+ *             iota, convert, reverse, bitcast, same-width bitcast-convert, scalar
+ *             constants);
  *   kInput  - root a single-result reduce, producers as for kLoop;
  *   kOutput - a dot or convolution followed by a chain of add / multiply / maximum /
  *             minimum / clamp whose other operands are fusion parameters, broadcasts of
@@ -166,6 +167,8 @@ static bool is_loop_fusible(const hlo_instr *ins) {
   switch (ins->op) {
     case HLO_OP_BROADCAST: case HLO_OP_RESHAPE: case HLO_OP_TRANSPOSE: case HLO_OP_SLICE:
     case HLO_OP_CONCATENATE: case HLO_OP_PAD: case HLO_OP_IOTA: case HLO_OP_REVERSE:
+      return true;
+    case HLO_OP_DYNAMIC_SLICE: /* a producer only (form_loop_groups), e.g. a scan's step input */
       return true;
     case HLO_OP_BITCAST: /* a kernel reads it as a reshape: the element type must stay */
       return ins->n_operands == 1 && ins->operands[0]->shape.type == ins->shape.type;
@@ -714,7 +717,10 @@ static void form_loop_groups(fusion_ctx *x) {
       continue;
     }
     bool input = is_input_fusion_root(ins);
-    if (input || is_loop_fusible(ins)) {
+    /* A dynamic-slice joins its readers but roots no group: alone it stays a kernel of
+     * its own or the backend's native row copy (memcpy per row), and what it would
+     * absorb is only its scalar start indices. */
+    if (input || (is_loop_fusible(ins) && ins->op != HLO_OP_DYNAMIC_SLICE)) {
       group *g = new_group(x, i, input ? "kInput" : "kLoop");
       if (grow_group(x, g)) {
         mark_group_inputs_needed(x, g);
