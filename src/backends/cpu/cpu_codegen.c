@@ -8,6 +8,7 @@
  * builds (fuzzing) compile against gcc's libgomp, whose omp.h clang cannot parse. */
 int omp_get_max_threads(void);
 
+#include <stdio.h>
 #include <string.h>
 
 #include <llvm-c/DebugInfo.h>
@@ -200,8 +201,31 @@ static void emit_column_reduce(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e
   for (int i = n_loops - 1; i >= 0; i--) cpu_loop_end(b, &loops[i]);
 }
 
-kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name, bool excess_precision,
-                                   cpu_kernel_space *space) {
+/* A one-scope list for the outputs of kernel `name`: the scope (in a domain of its
+ * own, both named after the kernel so they are unique in the module) that the output
+ * stores carry and the operand loads are declared apart from. */
+static LLVMMetadataRef output_scope(LLVMContextRef c, const char *name) {
+  char text[96];
+  snprintf(text, sizeof text, "%s.buffers", name);
+  LLVMMetadataRef d = LLVMMDStringInContext2(c, text, strlen(text));
+  LLVMMetadataRef domain = LLVMMDNodeInContext2(c, &d, 1);
+  snprintf(text, sizeof text, "%s.outputs", name);
+  LLVMMetadataRef scope_ops[2] = {LLVMMDStringInContext2(c, text, strlen(text)), domain};
+  LLVMMetadataRef scope = LLVMMDNodeInContext2(c, scope_ops, 2);
+  return LLVMMDNodeInContext2(c, &scope, 1);
+}
+
+/* Puts every store of fn to memory other than its allocas in the outputs' scope. */
+static void scope_stores(LLVMContextRef c, LLVMValueRef fn, LLVMMetadataRef list) {
+  unsigned kind = LLVMGetMDKindIDInContext(c, "alias.scope", 11);
+  LLVMValueRef v = LLVMMetadataAsValue(c, list);
+  for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+      if (LLVMIsAStoreInst(i) && !LLVMIsAAllocaInst(LLVMGetOperand(i, 1))) LLVMSetMetadata(i, kind, v);
+}
+
+kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name,
+                                   const cpu_kernel_options *opts, cpu_kernel_space *space) {
   LLVMContextRef c = jm->ctx;
   LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
@@ -229,7 +253,9 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   LLVMValueRef values[CPU_MAX_KERNEL_OUTPUTS];
 
   cpu_emitter *e = cpu_emitter_new(jm->module, fn, b, ins);
-  cpu_emitter_allow_excess_precision(e, excess_precision);
+  cpu_emitter_allow_excess_precision(e, opts->excess_precision);
+  LLVMMetadataRef scope = opts->outputs_apart ? output_scope(c, name) : NULL;
+  cpu_emitter_set_load_noalias(e, scope);
   cpu_index ix = {0};
   int64_t n = shape_elements(os);
   /* Input elements folded into each output element: what a unit of a reduction costs. */
@@ -331,6 +357,7 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   if (!store_latch && !reduces_minor) store_latch = outer_latch;
   LLVMBuildRetVoid(b);
   if (store_latch) mark_parallel(c, fn, store_latch, column ? COLUMN_VECTOR : 0);
+  if (scope) scope_stores(c, fn, scope);
   cpu_emitter_free(e);
   LLVMDisposeBuilder(b);
   return NULL;

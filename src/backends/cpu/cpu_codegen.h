@@ -38,10 +38,21 @@ typedef struct cpu_kernel_space {
   int64_t unit_cost; /* elements computed per unit, reduced inputs included */
 } cpu_kernel_space;
 
+/* How a kernel may be compiled, from what its caller knows about it. */
+typedef struct cpu_kernel_options {
+  bool excess_precision; /* see cpu_emitter_allow_excess_precision */
+  /* No operand's storage overlaps the outputs' (a block fresh from buffer assignment,
+   * not one taken over in place): the kernel's stores are declared apart from its
+   * operand loads (scoped noalias metadata), so LLVM may keep per-row and per-column
+   * operand values in registers across the stores instead of reloading and
+   * recomputing them for every element. */
+  bool outputs_apart;
+} cpu_kernel_options;
+
 /* Defines function `name` computing `ins` in the module. The instruction must satisfy
- * cpu_elemental_supports. excess_precision: see cpu_emitter_allow_excess_precision. */
-kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name, bool excess_precision,
-                                   cpu_kernel_space *space);
+ * cpu_elemental_supports. */
+kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name,
+                                   const cpu_kernel_options *opts, cpu_kernel_space *space);
 
 /* Runs a kernel over its whole space, split across the OpenMP pool when the work is
  * large enough to pay for it. */

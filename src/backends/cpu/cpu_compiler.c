@@ -203,6 +203,17 @@ static int in_place_operand(const cpu_program *p, const thunk *t) {
   return -1;
 }
 
+/* Whether no operand of kernel thunk t can share storage with its outputs: their block
+ * came fresh from buffer assignment's free list (not taken over in place from an
+ * operand), so no value the kernel reads -- all live while it runs -- lies there.
+ * Entry only: in a loop body, update_state_in_place may later point an output at the
+ * state leaf an operand reads, after the kernel is generated. */
+static bool outputs_apart(const cpu_executable *x, const cpu_program *p, const thunk *t) {
+  if (p->comp != x->module->entry) return false;
+  const hlo_buffer_slot *out = &p->assignment->slots[t->refs[0].base];
+  return out->kind == HLO_BUFFER_ARENA && !out->in_place;
+}
+
 /* Constants that oneDNN primitives capture when they are created (weights reordered
  * into their own blocked copy, biases and other operands copied) are never read from
  * the module again, so their literal data is released once the last primitive reading
@@ -514,7 +525,8 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_mo
       snprintf(name, sizeof name, "%s_k%d", x->sym, t->kernel);
       cpu_jit_module *jm;
       TRY(kernel_module_for(km, ins, &jm));
-      TRY(cpu_codegen_add_kernel(jm, ins, name, km->excess_precision, &t->space));
+      cpu_kernel_options ko = {km->excess_precision, outputs_apart(x, p, t)};
+      TRY(cpu_codegen_add_kernel(jm, ins, name, &ko, &t->space));
       *has_kernels = true;
     }
   }

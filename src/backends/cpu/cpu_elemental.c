@@ -53,6 +53,7 @@ struct cpu_emitter {
   int n_indexes, cap_indexes;
   LLVMTypeRef i1, i8, i16, i32, i64, f32, f64;
   bool excess_precision; /* see cpu_emitter_allow_excess_precision */
+  LLVMValueRef load_noalias; /* see cpu_emitter_set_load_noalias */
 };
 
 /* ------------------------------------------------------------- what we support -- */
@@ -353,6 +354,10 @@ void cpu_emitter_reset_cache(cpu_emitter *e) { e->n_cache = 0; }
 
 void cpu_emitter_allow_excess_precision(cpu_emitter *e, bool allow) { e->excess_precision = allow; }
 
+void cpu_emitter_set_load_noalias(cpu_emitter *e, LLVMMetadataRef list) {
+  e->load_noalias = list ? LLVMMetadataAsValue(e->c, list) : NULL;
+}
+
 static cpu_index *new_index(cpu_emitter *e, int rank, bool flat) {
   if (e->n_indexes == e->cap_indexes) {
     e->cap_indexes = e->cap_indexes ? 2 * e->cap_indexes : 64;
@@ -451,10 +456,13 @@ static LLVMValueRef buffer_pointer(cpu_emitter *e, int slot, hlo_type t) {
   return LLVMBuildBitCast(e->b, e->slot_pointers[slot], LLVMPointerType(cpu_llvm_type(e->c, t), 0), "");
 }
 
+/* Element lin of an operand buffer or constant: read-only memory, never the output. */
 static LLVMValueRef load_at(cpu_emitter *e, LLVMValueRef base, hlo_type t, LLVMValueRef lin) {
   LLVMTypeRef et = cpu_llvm_type(e->c, t);
   LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, et, base, &lin, 1, "");
-  return LLVMBuildLoad2(e->b, et, p, "");
+  LLVMValueRef v = LLVMBuildLoad2(e->b, et, p, "");
+  if (e->load_noalias) LLVMSetMetadata(v, LLVMGetMDKindIDInContext(e->c, "noalias", 7), e->load_noalias);
+  return v;
 }
 
 static LLVMValueRef load_buffer(cpu_emitter *e, int slot, const hlo_shape *s, const cpu_index *ix) {

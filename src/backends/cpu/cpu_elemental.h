@@ -52,6 +52,10 @@ void cpu_emitter_free(cpu_emitter *e);
  * intermediates (XLA's excess precision; see computes_wide in cpu_elemental.c). Off by
  * default: every bf16 op then rounds, as the evaluator does. */
 void cpu_emitter_allow_excess_precision(cpu_emitter *e, bool allow);
+/* Tags every operand and constant load the emitter builds with `!noalias list` (a
+ * metadata node list of alias scopes; NULL: none), for a kernel whose output stores
+ * carry those scopes (cpu_kernel_options.outputs_apart). */
+void cpu_emitter_set_load_noalias(cpu_emitter *e, LLVMMetadataRef list);
 
 /* Inlines scalar computation c (a reducer, comparator or combiner) on argument values
  * (LLVM storage types, see cpu_llvm_type; pred is i8 0/1); a tuple root yields one
