@@ -515,9 +515,17 @@ static LLVMValueRef quiet(cpu_emitter *e, LLVMValueRef x) {
 /* eval_nan_pick: a NaN result carries the first NaN operand, quieted. For + - * / a
  * NaN operand always makes the result NaN, so "first NaN operand, else r" is the same
  * function without testing r, which keeps the test off an accumulator's critical path
- * (fadd then select, instead of fadd, compare, select). */
+ * (fadd then select, instead of fadd, compare, select). Only a NaN `a` needs its own
+ * select: the hardware (x86's SSE/AVX, as AArch64's FP unit) answers an op with exactly
+ * one NaN operand with that NaN quieted, in either operand position, so when b alone
+ * is NaN, r already is quiet(b) -- half the code of every float add, subtract, multiply
+ * and divide, which a long elementwise chain's compile time and a bf16 kernel's
+ * instruction count feel. LLVM keeps that for runtime values; an op with a constant
+ * operand it may rewrite (fsub -0.0, x and fmul x, -1.0 into fneg x, which flips a
+ * NaN's sign instead of quieting it), so with a constant both tests stay. */
 static LLVMValueRef nan_pick(cpu_emitter *e, LLVMValueRef r, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(e->b, is_nan(e, a), quiet(e, a), LLVMBuildSelect(e->b, is_nan(e, b), quiet(e, b), r, ""), "");
+  if (LLVMIsConstant(a) || LLVMIsConstant(b)) r = LLVMBuildSelect(e->b, is_nan(e, b), quiet(e, b), r, "");
+  return LLVMBuildSelect(e->b, is_nan(e, a), quiet(e, a), r, "");
 }
 
 static LLVMValueRef fconst(LLVMTypeRef t, double v) { return LLVMConstReal(t, v); }
