@@ -66,9 +66,10 @@ static void loop_fusion_of_elementwise_chain(void) {
   hlo_module_free(m);
 }
 
-/* A scan's step input: the dynamic-slice of the current row joins the kernel that reads
- * it (no row buffer, no kernel of its own), but a dynamic-slice that is itself needed
- * roots no group: it stays alone for the backend's native row copy. */
+/* A scan's step input: a short dynamic-slice of the current row joins the kernel that
+ * reads it (no row buffer, no kernel of its own); a long one (64 elements) stays
+ * alone, and a dynamic-slice that is itself needed roots no group: it stays alone for
+ * the backend's native row copy. */
 static void dynamic_slice_joins_its_reader_but_roots_no_group(void) {
   hlo_module *m = check_run_pass("HloModule t\n"
                                  "ENTRY main {\n"
@@ -82,6 +83,16 @@ static void dynamic_slice_joins_its_reader_but_roots_no_group(void) {
   CHECK(f->op == HLO_OP_FUSION && f->fusion_kind && strcmp(f->fusion_kind, "kLoop") == 0);
   CHECK(check_count_op(f->called[0], HLO_OP_DYNAMIC_SLICE) == 1);
   CHECK(check_count_op(m->entry, HLO_OP_DYNAMIC_SLICE) == 0);
+  hlo_module_free(m);
+  m = check_run_pass("HloModule t\n"
+                     "ENTRY main {\n"
+                     "  x = f32[20,64] parameter(0)\n  i = s32[] parameter(1)\n  s = f32[64] parameter(2)\n"
+                     "  z = s32[] constant(0)\n"
+                     "  row = f32[1,64] dynamic-slice(x, i, z), dynamic_slice_sizes={1,64}\n"
+                     "  r = f32[64] reshape(row)\n  a = f32[64] add(r, s)\n  ROOT t = f32[64] tanh(a)\n"
+                     "}\n",
+                     cpu_pass_fusion, true);
+  CHECK(check_count_op(m->entry, HLO_OP_DYNAMIC_SLICE) == 1);
   hlo_module_free(m);
   m = check_parse_hlo("HloModule t\n"
                       "ENTRY main {\n"
