@@ -48,6 +48,23 @@ static bool broadcast_of_constant(const hlo_instr *op) {
          op->operands[0]->literal && shape_is_array(&op->operands[0]->shape);
 }
 
+/* An elementwise op on a constant of its own size, its other operands constants or
+ * broadcasts of them (a weight times its per-channel scale: a dequantization, a folded
+ * batch norm): like a relayout, one linear pass of the evaluator whose result replaces a
+ * constant no smaller, so it folds up to the relayout size. */
+static bool pass_over_one_constant(const hlo_instr *ins, int64_t n) {
+  /* converts are relayouts, judged above (the 8-bit widening stays unfolded) */
+  if (!hlo_opcode_is_elementwise(ins->op) || ins->op == HLO_OP_CONVERT) return false;
+  bool full = false;
+  for (int k = 0; k < ins->n_operands; k++) {
+    const hlo_instr *op = ins->operands[k];
+    if (broadcast_of_constant(op)) continue;
+    if (op->op != HLO_OP_CONSTANT || !op->literal || !shape_is_array(&op->shape)) return false;
+    full = full || op->literal->n == n;
+  }
+  return full;
+}
+
 static bool foldable(const hlo_instr *ins) {
   if (ins->n_operands < 1 || !shape_is_array(&ins->shape)) return false;
   if (relayout(ins)) {
@@ -66,6 +83,7 @@ static bool foldable(const hlo_instr *ins) {
   }
   if (hlo_pass_has_side_effect(ins)) return false;
   int64_t n = shape_elements(&ins->shape);
+  if (n >= 0 && n <= MAX_RELAYOUT_ELEMENTS && pass_over_one_constant(ins, n)) return eval_supports(ins);
   if (n < 0 || n > EVAL_CONSTANT_FOLDING_MAX_ELEMENTS) return false;
   int64_t in = 0;
   for (int k = 0; k < ins->n_operands; k++) {

@@ -272,7 +272,7 @@ static void test_fresh_names(void) {
 /* The optimize and cpu pipelines start with the inliner: nothing after it sees a call. */
 static void test_cpu_pipeline_and_backend(void) {
   hlo_module *m = check_parse_hlo(relu_twice_text);
-  hlo_pipeline *p = cpu_pipeline_new();
+  hlo_pipeline *p = cpu_pipeline_new(NULL);
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   CHECK(count_op_in_module(m, HLO_OP_CALL) == 0);

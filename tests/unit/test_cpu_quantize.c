@@ -120,12 +120,13 @@ static void test_qdq_conv_becomes_integer_product(void) {
   free(text);
 }
 
-/* The whole cpu pipeline: the convolution, its dequantization, bias, relu and
- * requantization end up in one kOutput fusion reading u8 and writing u8. */
+/* The whole cpu pipeline, for a CPU with exact int8 kernels: the convolution, its
+ * dequantization, bias, relu and requantization end up in one kOutput fusion reading u8
+ * and writing u8. */
 static void test_cpu_pipeline_forms_one_int8_fusion(void) {
   char *text = qdq_conv_text("{0, 0, 0, 0, 0, 0, 0, 0}");
   hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  hlo_pipeline *p = cpu_pipeline_new();
+  hlo_pipeline *p = cpu_pipeline_new(&(cpu_pipeline_options){.integer_products = true});
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   int int8_fusions = 0;
@@ -139,6 +140,35 @@ static void test_cpu_pipeline_forms_one_int8_fusion(void) {
   CHECK(int8_fusions == 1);
   CHECK(check_count_op(m->entry, HLO_OP_CONVOLUTION) == 0); /* only inside the fusion */
   check_close_and_free(orig, m, 9, 0.1 + 1e-6);
+  free(text);
+}
+
+/* For a CPU without exact int8 kernels the QDQ graph runs as written: no integer
+ * product, the dequantized weights folded into one f32 constant that the convolution
+ * reads (so oneDNN packs it once), and results bit-identical to the module as written. */
+static void test_without_exact_int8_kernels_qdq_runs_as_written_on_folded_weights(void) {
+  char *text = qdq_conv_text("{0, 0, 0, 0, 0, 0, 0, 0}");
+  hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
+  hlo_pipeline *p = cpu_pipeline_new(&(cpu_pipeline_options){.integer_products = false});
+  CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
+  hlo_pipeline_free(p);
+  CHECK(count_all(m, HLO_OP_CONVOLUTION, HLO_S32) == 0);
+  CHECK(count_all(m, HLO_OP_CONVOLUTION, HLO_F32) == 1);
+  for (int ci = 0; ci < m->n_comps; ci++)
+    for (int i = 0; i < m->comps[ci]->n_instrs; i++) {
+      const hlo_instr *x = m->comps[ci]->instrs[i];
+      if (x->op != HLO_OP_CONVOLUTION) continue;
+      const hlo_instr *w = x->operands[1];
+      /* inside its fusion the weight is a parameter; follow it out */
+      if (w->op == HLO_OP_PARAMETER && ci != 0) {
+        for (int j = 0; j < m->entry->n_instrs; j++) {
+          const hlo_instr *f = m->entry->instrs[j];
+          if (f->op == HLO_OP_FUSION && f->called[0] == m->comps[ci]) w = f->operands[w->parameter_number];
+        }
+      }
+      CHECK(w->op == HLO_OP_CONSTANT && w->shape.type == HLO_F32);
+    }
+  check_close_and_free(orig, m, 9, 0.0);
   free(text);
 }
 
@@ -231,5 +261,6 @@ static void test_per_row_activation_scale_stays_float(void) {
 }
 
 TEST_MAIN(TEST(test_qdq_conv_becomes_integer_product), TEST(test_cpu_pipeline_forms_one_int8_fusion),
+          TEST(test_without_exact_int8_kernels_qdq_runs_as_written_on_folded_weights),
           TEST(test_nonzero_weight_zero_point_stays_float), TEST(test_dot_per_column_weights),
           TEST(test_int32_bias_joins_accumulator), TEST(test_per_row_activation_scale_stays_float))

@@ -703,7 +703,7 @@ static void dot_integer_and_preferred_type(void) {
 /* text parsed and run through the cpu backend's whole pipeline, verified. */
 static hlo_module *after_cpu_pipeline(const char *text) {
   hlo_module *m = check_parse_hlo(text);
-  hlo_pipeline *p = cpu_pipeline_new();
+  hlo_pipeline *p = cpu_pipeline_new(NULL);
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   CHECK_OK(hlo_verify_module(m));
@@ -787,7 +787,7 @@ static void cpu_pipeline_over_corpus(void) {
   }
   closedir(dp);
   int compared = 0, fusions = 0;
-  hlo_pipeline *p = cpu_pipeline_new();
+  hlo_pipeline *p = cpu_pipeline_new(NULL);
   for (int i = 0; i < n; i++) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
@@ -934,7 +934,7 @@ static char *random_program(void) {
 }
 
 static void cpu_pipeline_on_random_programs(void) {
-  hlo_pipeline *p = cpu_pipeline_new();
+  hlo_pipeline *p = cpu_pipeline_new(NULL);
   int fused = 0, output_fusions = 0;
   for (int t = 0; t < 150; t++) {
     char *text = random_program();

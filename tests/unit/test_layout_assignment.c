@@ -349,7 +349,7 @@ static void in_cpu_pipeline(void) {
       "  ROOT %c2 = f32[1,2,8,8] convolution(%mn, %k2), window={size=1x1}, dim_labels=bf01_oi01->bf01\n"
       "}\n";
   hlo_module *orig = check_parse_hlo(text), *m = check_parse_hlo(text);
-  hlo_pipeline *p = cpu_pipeline_new();
+  hlo_pipeline *p = cpu_pipeline_new(NULL);
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   check_same_eval(orig, m, 101);

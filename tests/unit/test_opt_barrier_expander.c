@@ -155,7 +155,7 @@ static void test_barrier_in_a_while_body(void) {
  * (an s32 dot wraps the same in any order). */
 static void test_cpu_pipeline_and_backend(void) {
   hlo_module *m = check_parse_hlo(remat_text);
-  hlo_pipeline *p = cpu_pipeline_new();
+  hlo_pipeline *p = cpu_pipeline_new(NULL);
   CHECK_OK(hlo_pipeline_run(p, m, NULL, NULL));
   hlo_pipeline_free(p);
   CHECK(barriers_in(m) == 0);

@@ -310,6 +310,30 @@ static void algsimp_converts(void) {
   hlo_module_free(m);
 }
 
+/* s8 -> s32 -> f32 is s8 -> f32 (one rounding of the same integer, here none); a
+ * narrowing in between (s32 -> s8 wraps) or a float in between keeps both converts. */
+static void algsimp_merges_exact_integer_widening_into_float_convert(void) {
+  hlo_module *m = check_run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  q = s8[4] parameter(0)\n"
+      "  i = s32[4] parameter(1)\n"
+      "  w = s32[4] convert(q)\n"
+      "  a = f32[4] convert(w)\n"
+      "  n = s8[4] convert(i)\n"
+      "  b = f32[4] convert(n)\n"
+      "  h = f16[4] convert(q)\n"
+      "  c = f32[4] convert(h)\n"
+      "  ROOT r = (f32[4], f32[4], f32[4]) tuple(a, b, c)\n"
+      "}\n",
+      hlo_pass_algebraic_simplifier, true);
+  hlo_instr *root = m->entry->root;
+  CHECK(root->operands[0]->op == HLO_OP_CONVERT && root->operands[0]->operands[0]->op == HLO_OP_PARAMETER);
+  CHECK(root->operands[1]->operands[0]->op == HLO_OP_CONVERT); /* s32 -> s8 wraps */
+  CHECK(root->operands[2]->operands[0]->op == HLO_OP_CONVERT); /* through a float */
+  hlo_module_free(m);
+}
+
 static void algsimp_structural(void) {
   hlo_module *m = check_run_pass(
       "HloModule t\n"
@@ -445,6 +469,25 @@ static void folding_respects_cap(void) {
       "}\n",
       eval_pass_constant_folding, false);
   CHECK(root_op(m) == HLO_OP_NEGATE);
+  hlo_module_free(m);
+}
+
+/* A weight times its per-channel scale (90,000 elements, above the general cap) folds
+ * like a relayout; an elementwise op of a broadcast alone still does not (above). */
+static void folding_takes_scaled_weights_as_a_relayout(void) {
+  hlo_module *m = check_run_pass(
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  x = f32[300,300] parameter(0)\n"
+      "  c = f32[300,300] constant({...})\n"
+      "  s = f32[300] constant({...})\n"
+      "  sb = f32[300,300] broadcast(s), dimensions={0}\n"
+      "  d = f32[300,300] multiply(c, sb)\n"
+      "  ROOT r = f32[300,300] add(x, d)\n"
+      "}\n",
+      eval_pass_constant_folding, true);
+  CHECK(check_count_op(m->entry, HLO_OP_MULTIPLY) == 0);
+  CHECK(m->entry->root->operands[1]->op == HLO_OP_CONSTANT);
   hlo_module_free(m);
 }
 
@@ -685,8 +728,8 @@ static void topk_custom_call_becomes_topk(void) {
 TEST_MAIN(TEST(cse_merges_identical), TEST(cse_replaces_root_and_settles_before_dce), TEST(cse_respects_attributes), TEST(cse_keeps_side_effects),
           TEST(algsimp_arith_identities), TEST(algsimp_splits_tuple_constants), TEST(algsimp_max_min_infinity_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
           TEST(algsimp_reshape_transpose), TEST(algsimp_unit_reshape_sinks), TEST(algsimp_broadcast_slice), TEST(algsimp_converts),
-          TEST(algsimp_structural), TEST(algsimp_float_compare_kept), TEST(algsimp_int_reduce_of_broadcast), TEST(folding_folds_constants),
-          TEST(folding_respects_cap), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),
+          TEST(algsimp_merges_exact_integer_widening_into_float_convert), TEST(algsimp_structural), TEST(algsimp_float_compare_kept), TEST(algsimp_int_reduce_of_broadcast), TEST(folding_folds_constants),
+          TEST(folding_respects_cap), TEST(folding_takes_scaled_weights_as_a_relayout), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),
           TEST(transpose_batch_dims_fold), TEST(transpose_reordering_free_dims_kept),
           TEST(reduction_splitter_splits_column_reductions), TEST(reduction_splitter_leaves_others),
           TEST(reduction_splitter_float_sum_close), TEST(optimize_pipeline_runs), TEST(topk_custom_call_becomes_topk))

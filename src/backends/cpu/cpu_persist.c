@@ -26,6 +26,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/cpu_cache.h"
+#include "backends/cpu/cpu_pipeline.h"
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "kiln/kiln.h"
@@ -119,8 +120,11 @@ char *cpu_persist_key(const char *fingerprint, uint64_t digest[2]) {
   strbuf b;
   strbuf_init(&b);
   strbuf_append(&b, fingerprint);
-  strbuf_printf(&b, "\n#kiln:%s\n#llvm:%s\n#host:%s\n#entry-format:%u", build_text, LLVM_VERSION_STRING, host,
-                PERSIST_VERSION);
+  /* The pipeline's choices that follow oneDNN's ISA, which DNNL_MAX_CPU_ISA may cap
+   * below what LLVM's host features say (cpu_pipeline_options_for_host). */
+  cpu_pipeline_options po = cpu_pipeline_options_for_host();
+  strbuf_printf(&b, "\n#kiln:%s\n#llvm:%s\n#host:%s\n#integer-products:%d\n#entry-format:%u", build_text,
+                LLVM_VERSION_STRING, host, po.integer_products ? 1 : 0, PERSIST_VERSION);
   free(host);
   char *key = strbuf_take(&b);
   if (!key) return NULL;

@@ -1,12 +1,13 @@
 /* The cpu backend's HLO pass pipeline, as XLA's CpuCompiler owns its passes: the
  * generic optimize passes (src/hlo/passes) plus what is the cpu backend's policy --
- * quantized products for oneDNN's int8 primitives, f16/bf16 products in f32
+ * quantized products for oneDNN's int8 primitives (where they are exact), f16/bf16 products in f32
  * (cpu_half_products.c), channels-last convolutions for
  * oneDNN's direct kernels (cpu_conv_layout.c), dot canonicalisation, the reduction
  * splitter that gives the thread pool work (cpu_reduction_splitter.c), and fusion with
  * the activation and softmax patterns oneDNN executes whole (cpu_patterns.c). */
 #include "backends/cpu/cpu_pipeline.h"
 
+#include "backends/cpu/cpu_dnnl.h"
 #include "backends/cpu/cpu_patterns.h"
 #include "backends/cpu/cpu_quantize.h"
 #include "eval/constant_folding.h"
@@ -23,7 +24,13 @@ static const hlo_fusion_policy cpu_fusion_policy = {.match_activation = is_activ
 
 kiln_status cpu_pass_fusion(hlo_module *m, bool *changed) { return hlo_pass_fusion_with(m, &cpu_fusion_policy, changed); }
 
-hlo_pipeline *cpu_pipeline_new(void) {
+cpu_pipeline_options cpu_pipeline_options_for_host(void) {
+  return (cpu_pipeline_options){.integer_products = cpu_dnnl_int8_exact()};
+}
+
+hlo_pipeline *cpu_pipeline_new(const cpu_pipeline_options *o) {
+  cpu_pipeline_options host = cpu_pipeline_options_for_host();
+  if (!o) o = &host;
   hlo_pass_fn constant_folding = eval_pass_constant_folding;
   hlo_pipeline *p = hlo_pipeline_new("optimizations");
   /* Before everything: the code generator reads every bitcast as a reshape of a
@@ -33,7 +40,7 @@ hlo_pipeline *cpu_pipeline_new(void) {
   /* XLA's optimised modules write top-k as a custom-call; kiln runs it natively. */
   hlo_pipeline_add_pass(p, "topk-custom-call", hlo_pass_topk_custom_call);
   /* Before constant folding, which would fold dequantized weights into f32 constants. */
-  hlo_pipeline_add_pass(p, "quantized-products", cpu_pass_quantized_products);
+  if (o->integer_products) hlo_pipeline_add_pass(p, "quantized-products", cpu_pass_quantized_products);
   hlo_pipeline_add_optimize_passes(p, constant_folding);
   /* Before conv-layout and dot-canonicalize, so the f32 products it makes get their
    * layouts and kernels like any other. */

@@ -2,14 +2,30 @@
 #ifndef KILN_BACKENDS_CPU_CPU_PIPELINE_H
 #define KILN_BACKENDS_CPU_CPU_PIPELINE_H
 
+#include <stdbool.h>
+
 #include "hlo/passes/pipeline.h"
 
-/* bitcast-layouts, topk-custom-call, quantized-products, the optimize pipeline, then
+/* What the cpu pipeline may assume of the machine it compiles for. */
+typedef struct cpu_pipeline_options {
+  /* Move QDQ products into the integers (quantized-products, cpu_quantize.c). Only
+   * worth it where oneDNN's int8 kernels are exact (VNNI): elsewhere the integer product
+   * could only run in generated code, many times slower than the f32 product as written,
+   * so the QDQ graph stays f32 and its dequantized weights fold into f32 constants. */
+  bool integer_products;
+} cpu_pipeline_options;
+
+/* The options for the CPU this process runs on (integer_products where
+ * cpu_dnnl_int8_exact). */
+cpu_pipeline_options cpu_pipeline_options_for_host(void);
+
+/* bitcast-layouts, topk-custom-call, quantized-products (if O->integer_products; O NULL:
+ * cpu_pipeline_options_for_host), the optimize pipeline, then
  * half-products, conv-layout,
  * fix(algsimp, constant-folding, cse, dce), dot-canonicalize, fix(algsimp,
  * constant-folding, dce), opt-barrier-expander, dce, reduction-splitter, fusion (with
  * the cpu patterns), dce. */
-hlo_pipeline *cpu_pipeline_new(void);
+hlo_pipeline *cpu_pipeline_new(const cpu_pipeline_options *o);
 
 /* Layout assignment for convolutions (cpu_conv_layout.c): channels-first 2-D
  * convolutions (bf01_oi01->bf01) compute channels-last (b01f_01io->b01f) between

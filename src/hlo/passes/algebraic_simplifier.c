@@ -212,6 +212,15 @@ static hlo_instr *simplify_convert(hlo_computation *c, hlo_instr *ins) {
     if (y->shape.type == ins->shape.type && widening_is_exact(y->shape.type, x->shape.type) &&
         y->shape.type != HLO_PRED)
       return y;
+    /* convert(convert(y, W), T) with y -> W an exact integer widening (s8 -> s32) and T
+     * a float: both paths round the same integer value to T once, so convert(y, T). A
+     * dequantization's s8 -> s32 -> f32 becomes one convert that constant folding can
+     * take as a relayout of the weights. */
+    if (hlo_type_is_int(y->shape.type) && hlo_type_is_int(x->shape.type) && hlo_type_is_float(ins->shape.type) &&
+        widening_is_exact(y->shape.type, x->shape.type)) {
+      hlo_instr *out = NULL;
+      return try_build(hlo_build_convert(c, y, ins->shape.type, &out), &out);
+    }
   }
   (void)c;
   return NULL;
