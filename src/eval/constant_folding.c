@@ -8,7 +8,9 @@
 #include "eval/constant_folding.h"
 #include "eval/eval.h"
 #include "hlo/builder.h"
+#include "hlo/literal.h"
 #include "hlo/passes/pass_util.h"
+#include "hlo/passes/pipeline.h"
 
 /* Bounds the evaluator work spent on one fold (e.g. a dot of two big constants). */
 #define MAX_OPERAND_ELEMENTS (4 * 1024 * 1024)
@@ -149,6 +151,11 @@ static kiln_status evaluate(hlo_module *m, const hlo_instr *ins, hlo_literal **o
 
 kiln_status eval_pass_constant_folding(hlo_module *m, bool *changed) {
   *changed = false;
+  /* A constant whose only reader was just folded away is read by nothing any more: its
+   * data goes at once, and DCE removes the dead instructions before the pass returns.
+   * So a weight folded through several steps (convert, scale, transpose) never holds
+   * more than two copies at a time, nor keeps its intermediates alive with the module. */
+  bool released = false;
   for (int ci = 0; ci < m->n_comps; ci++) {
     hlo_computation *c = m->comps[ci];
     int n = c->n_instrs;
@@ -175,9 +182,23 @@ kiln_status eval_pass_constant_folding(hlo_module *m, bool *changed) {
         for (int d = 0; d < ins->shape.rank; d++) k->shape.minor_to_major[d] = ins->shape.minor_to_major[d];
       }
       if (hlo_pass_replace_uses(c, ins, k) > 0) any = true;
+      for (int o = 0; o < ins->n_operands && ins != c->root; o++) {
+        hlo_instr *op = ins->operands[o];
+        if (op->op != HLO_OP_CONSTANT || !op->literal || op == c->root || hlo_instr_count_users(op) != 1) continue;
+        bool seen = false; /* multiply(w, w): one constant, one release */
+        for (int j = 0; j < o; j++) seen = seen || ins->operands[j] == op;
+        if (seen) continue;
+        literal_drop_data(op->literal);
+        released = true;
+      }
     }
     if (any || c->n_instrs != n) hlo_pass_restore_order(c);
     if (any) *changed = true;
   }
-  return NULL;
+  kiln_status st = NULL;
+  if (released) {
+    bool removed = false;
+    st = hlo_pass_dce(m, &removed);
+  }
+  return st;
 }

@@ -491,6 +491,34 @@ static void folding_takes_scaled_weights_as_a_relayout(void) {
   hlo_module_free(m);
 }
 
+/* A constant whose only reader was folded gives up its data once DCE removed it, so a
+ * weight folded through several steps keeps no intermediate copy. */
+static void folding_releases_the_data_of_constants_it_replaced(void) {
+  hlo_module *m = check_parse_hlo("HloModule t\n"
+                                  "ENTRY main {\n"
+                                  "  x = f32[300,300] parameter(0)\n"
+                                  "  c = f32[300,300] constant({...})\n"
+                                  "  t = f32[300,300] transpose(c), dimensions={1,0}\n"
+                                  "  n = f32[300,300] negate(t)\n"
+                                  "  keep = f32[300,300] constant({...})\n"
+                                  "  k2 = f32[300,300] negate(keep)\n"
+                                  "  a = f32[300,300] add(x, n)\n"
+                                  "  b = f32[300,300] add(a, k2)\n"
+                                  "  ROOT r = (f32[300,300], f32[300,300]) tuple(b, keep)\n"
+                                  "}\n");
+  if (!m) return;
+  hlo_literal *c = hlo_computation_find_instr(m->entry, "c")->literal;
+  hlo_literal *keep = hlo_computation_find_instr(m->entry, "keep")->literal;
+  bool changed = false;
+  CHECK_OK(eval_pass_constant_folding(m, &changed));
+  CHECK(changed);
+  CHECK_OK(hlo_verify_module(m));
+  CHECK(c->data == NULL);    /* folded into t, then n: released */
+  CHECK(keep->data != NULL); /* still an output */
+  CHECK(check_count_op(m->entry, HLO_OP_NEGATE) == 0 && check_count_op(m->entry, HLO_OP_TRANSPOSE) == 0);
+  hlo_module_free(m);
+}
+
 /* ---- batch-norm expansion ---- */
 
 static void batchnorm_expands(void) {
@@ -729,7 +757,8 @@ TEST_MAIN(TEST(cse_merges_identical), TEST(cse_replaces_root_and_settles_before_
           TEST(algsimp_arith_identities), TEST(algsimp_splits_tuple_constants), TEST(algsimp_max_min_infinity_identities), TEST(algsimp_not_where_inexact), TEST(algsimp_int_times_zero),
           TEST(algsimp_reshape_transpose), TEST(algsimp_unit_reshape_sinks), TEST(algsimp_broadcast_slice), TEST(algsimp_converts),
           TEST(algsimp_merges_exact_integer_widening_into_float_convert), TEST(algsimp_structural), TEST(algsimp_float_compare_kept), TEST(algsimp_int_reduce_of_broadcast), TEST(folding_folds_constants),
-          TEST(folding_respects_cap), TEST(folding_takes_scaled_weights_as_a_relayout), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),
+          TEST(folding_respects_cap), TEST(folding_takes_scaled_weights_as_a_relayout),
+          TEST(folding_releases_the_data_of_constants_it_replaced), TEST(folding_does_not_grow), TEST(batchnorm_expands), TEST(transpose_folds_into_dot),
           TEST(transpose_batch_dims_fold), TEST(transpose_reordering_free_dims_kept),
           TEST(reduction_splitter_splits_column_reductions), TEST(reduction_splitter_leaves_others),
           TEST(reduction_splitter_float_sum_close), TEST(optimize_pipeline_runs), TEST(topk_custom_call_becomes_topk))
