@@ -408,15 +408,6 @@ kiln_status hlo_assign_buffers(const hlo_computation *entry, int64_t alignment, 
     active[n_active++] = i;
   }
   free(fl.v);
-  if (!st) {
-    const hlo_instr *root = entry->root;
-    int r = root ? idx(&im, root) : -1;
-    int n_out = r < 0 ? 0 : root->op == HLO_OP_TUPLE ? root->n_operands : 1;
-    a->n_outputs = n_out;
-    a->output_instr = malloc(((size_t)n_out + 1) * sizeof(int));
-    if (!a->output_instr) abort();
-    for (int k = 0; k < n_out; k++) a->output_instr[k] = root->op == HLO_OP_TUPLE ? idx(&im, root->operands[k]) : r;
-  }
   free(pos);
   free(order);
   free(last_use);
@@ -433,22 +424,7 @@ kiln_status hlo_assign_buffers(const hlo_computation *entry, int64_t alignment, 
 void hlo_buffer_assignment_free(hlo_buffer_assignment *a) {
   if (!a) return;
   free(a->slots);
-  free(a->output_instr);
   free(a);
-}
-
-bool hlo_buffer_output_needs_copy(const hlo_computation *entry, const hlo_buffer_assignment *a, int k) {
-  if (k < 0 || k >= a->n_outputs) return false;
-  int base;
-  int64_t off;
-  if (!hlo_buffer_resolve(entry, a, a->output_instr[k], &base, &off)) return true; /* a nested tuple */
-  if (a->slots[base].kind != HLO_BUFFER_ARENA) return true;
-  for (int j = 0; j < k; j++) {
-    int other;
-    int64_t other_off;
-    if (hlo_buffer_resolve(entry, a, a->output_instr[j], &other, &other_off) && other == base) return true;
-  }
-  return false;
 }
 
 bool hlo_buffer_assignment_check(const hlo_computation *entry, const hlo_buffer_assignment *a) {

@@ -30,10 +30,9 @@
  * dynamic-update-slice for its operand 0 (it rewrites only its window), writes into operand k's
  * ARENA block when that block has the same byte size and this op is its last reader;
  * the slot is then marked in_place with the operand's offset.
- * Outputs: the root, or each operand of a root tuple. An output that resolves to a
- * PARAMETER or CONSTANT, or that shares storage with an earlier output, is not the
- * program's own fresh buffer: hlo_buffer_output_needs_copy says so and the backend must
- * copy it into the caller's result instead of handing out the aliased storage. */
+ * Which outputs a backend may hand to its caller without a copy is the backend's
+ * decision (an output resolving to a PARAMETER or CONSTANT, or to storage an earlier
+ * output names, is not fresh): the cpu backend's is build_outputs in cpu_compiler.c. */
 #ifndef KILN_HLO_BUFFER_ASSIGNMENT_H
 #define KILN_HLO_BUFFER_ASSIGNMENT_H
 
@@ -62,9 +61,6 @@ typedef struct hlo_buffer_assignment {
   int64_t arena_bytes; /* total temp arena size */
   int n_slots;         /* = entry->n_instrs; slots[i] belongs to entry->instrs[i] */
   hlo_buffer_slot *slots;
-  /* the entry's outputs: the root, or each operand of a root tuple (flattened one level) */
-  int n_outputs;
-  int *output_instr; /* indexes into entry->instrs */
 } hlo_buffer_assignment;
 
 /* alignment: a power of two (64 for the CPU backend). Errors name the instruction whose
@@ -95,8 +91,5 @@ bool hlo_buffer_resolve(const hlo_computation *entry, const hlo_buffer_assignmen
  * dynamic-update-slice's operand 0). Backends use it for storage they place themselves,
  * such as a loop body writing straight into the loop state. */
 bool hlo_buffer_in_place_operand(const hlo_instr *ins, int k);
-
-/* Whether output k must be copied into the caller's result (see the header comment). */
-bool hlo_buffer_output_needs_copy(const hlo_computation *entry, const hlo_buffer_assignment *a, int k);
 
 #endif
