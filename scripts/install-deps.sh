@@ -11,6 +11,7 @@ DEBIAN_PACKAGES+=(clang libclang-rt-14-dev)
 # Debian's ONNX package ships; python3-onnx builds test models.
 DEBIAN_PACKAGES+=(protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-onnx)
 DEBIAN_PACKAGES+=(llvm-14-dev libdnnl-dev)  # the cpu backend: LLVM JIT kernels, oneDNN dot/conv
+DEBIAN_PACKAGES+=(liblapack3)  # the cpu backend runs JAX's LAPACK custom-calls through it (dlopen, no link)
 DEBIAN_PACKAGES+=(pkgconf binutils)  # tests/install: pkg-config builds against the installed tree, nm/readelf
 DEBIAN_PACKAGES+=(python3-dev python3-venv)  # tests/python: build the kiln extension, its test venv
 DEBIAN_PACKAGES+=(python3-torch python3-torchvision)  # export torchvision models (tests/models/test_torchvision_models.py)

@@ -18,6 +18,7 @@
 
 #include "base/strbuf.h"
 #include "eval/eval_internal.h"
+#include "hlo/lapack_call.h"
 
 /* A stack guard only: the verifier already rejects recursive call graphs. Each level
  * costs a few kilobytes of C stack (more under ASan); 512 levels fit the default 8 MiB
@@ -763,6 +764,17 @@ static kiln_status eval_plumbing(eval_ctx *ctx, const hlo_instr *ins, hlo_litera
 
 /* ------------------------------------------------------------------ table ------ */
 
+static kiln_status unsupported(const hlo_instr *ins);
+
+/* custom-call: the LAPACK targets jaxlib emits on CPU run in lapack.c; any other target
+ * has no defined semantics here and gets the evaluator's usual UNIMPLEMENTED error. */
+static kiln_status eval_custom_call(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops,
+                                    hlo_literal **out) {
+  *out = NULL;
+  if (hlo_is_lapack_call(ins)) return eval_lapack(ctx, ins, ops, out);
+  return unsupported(ins);
+}
+
 static const eval_kernel kernel_table[HLO_OP_COUNT] = {
     /* plumbing and control flow (this file) */
     [HLO_OP_PARAMETER] = eval_plumbing,
@@ -854,10 +866,17 @@ static const eval_kernel kernel_table[HLO_OP_COUNT] = {
     [HLO_OP_CONVOLUTION] = eval_convolution,
     [HLO_OP_GATHER] = eval_gather,
     [HLO_OP_SCATTER] = eval_scatter,
+    /* eval_custom_call above, lapack.c */
+    [HLO_OP_CUSTOM_CALL] = eval_custom_call,
 };
 
 bool eval_supports(const hlo_instr *ins) {
-  return ins && (unsigned)ins->op < HLO_OP_COUNT && kernel_table[ins->op] != NULL;
+  if (!ins || (unsigned)ins->op >= HLO_OP_COUNT || kernel_table[ins->op] == NULL) return false;
+  /* A custom-call only when its kernel will run it: constant folding and the backends
+   * (the cpu backend's evaluator fallback, the interpreter) rely on this answer, and any
+   * other target would only fail at run time. */
+  if (ins->op == HLO_OP_CUSTOM_CALL) return eval_lapack_supported(ins);
+  return true;
 }
 
 static kiln_status unsupported(const hlo_instr *ins) {

@@ -3,7 +3,8 @@
  * It is the oracle every backend is tested against, so it favours obvious correctness
  * over speed: each opcode is a direct transcription of the semantics over row-major
  * literals. Arguments are borrowed; the result is owned by the caller. Unsupported
- * opcodes (collectives, infeed/outfeed, rng, custom-call, …) are UNIMPLEMENTED errors
+ * opcodes (collectives, infeed/outfeed, rng, custom-calls other than the LAPACK ones of
+ * lapack.c, …) are UNIMPLEMENTED errors
  * naming the instruction, never a crash. */
 #ifndef KILN_EVAL_EVAL_H
 #define KILN_EVAL_EVAL_H

@@ -89,6 +89,13 @@ kiln_status eval_convolution(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *c
 kiln_status eval_gather(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
 kiln_status eval_scatter(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
 
+/* --- lapack.c: jaxlib's LAPACK custom-calls (hlo/lapack_call.h) ---
+ * eval_lapack runs a custom-call whose target is lapack_*; a target the decoder rejects
+ * (complex types, other routines, malformed shapes) is its error, naming the call. */
+kiln_status eval_lapack(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const *ops, hlo_literal **out);
+/* Whether INS is a LAPACK custom-call the decoder accepts, i.e. one eval_lapack runs. */
+bool eval_lapack_supported(const hlo_instr *ins);
+
 /* --- reducer.c: recognising scalar reducer computations ---
  * Many called computations (reduce's to_apply, scatter's combiner) are a single binary
  * op over the two parameters. Recognising them lets kernels apply the op directly

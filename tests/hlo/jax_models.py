@@ -51,6 +51,9 @@ ELEMENTWISE_F32 = Tol(rtol=1e-6, atol=1e-7, why='f32 transcendentals: XLA:CPU ap
 REDUCE_F32 = Tol(rtol=1e-5, atol=1e-5, why='f32 sums/dots/convs: XLA:CPU f32 accumulation order vs kiln double')
 # Deep chains (loops, attention, gradients) compound the per-step differences above.
 DEEP_F32 = Tol(rtol=1e-4, atol=1e-5, why='chains of f32 dots/transcendentals: per-step differences compound')
+# f64 factorizations (LU, QR, Cholesky) of well-conditioned 5x5 matrices: different
+# elimination orders differ by a few hundred ulp of 2^-53 at most.
+F64 = Tol(rtol=1e-11, atol=1e-12, why='f64 factorizations: elimination order differences of ~100 ulp')
 # f16 has 11 significant bits (ulp 2^-10 ~ 1e-3 relative); allow two ulp.
 F16 = Tol(rtol=2e-3, atol=1e-3, why='f16: two ulp (2^-10 relative each)')
 # bf16 has 8 significant bits (ulp up to 2^-7 relative); allow two ulp.
@@ -602,11 +605,25 @@ def _(rng):
 
 @case('linalg_lapack', DEEP_F32)
 def _(rng):
-    # On CPU these lower to LAPACK custom-calls, which kiln's evaluator does not have:
-    # an expected "skipped (custom-call ...)".
-    def solve(a, b):
-        return jnp.linalg.solve(a, b), jnp.linalg.cholesky(a @ a.T + 4 * jnp.eye(4))
-    return solve, [f32(rng, 4, 4) + 3 * np.eye(4, dtype=np.float32), f32(rng, 4, 2)]
+    # On CPU these lower to jaxlib's LAPACK custom-calls (lapack_{s,d}{potrf,getrf,trsm,
+    # geqrf,orgqr}_ffi): kiln's evaluator implements them itself, the cpu backend calls the
+    # system LAPACK. Batched, every trsm flag JAX sets here, and f64 through x64 below.
+    import jax.scipy.linalg as sl
+
+    def linalg(a, b):
+        spd = a @ jnp.swapaxes(a, -1, -2) + 4 * jnp.eye(4, dtype=a.dtype)
+        q, r = jnp.linalg.qr(a)
+        return (jnp.linalg.solve(a, b), jnp.linalg.cholesky(spd), jnp.linalg.inv(a), jnp.linalg.det(a),
+                sl.solve_triangular(a, b, lower=True), sl.solve_triangular(a, b, trans=1, unit_diagonal=True),
+                q, r)
+    return linalg, [f32(rng, 3, 4, 4) + 3 * np.eye(4, dtype=np.float32), f32(rng, 3, 4, 2)]
+
+
+@case('linalg_lapack_f64', F64, x64=True)
+def _(rng):
+    def linalg(a, b):
+        return jnp.linalg.solve(a, b), jnp.linalg.qr(a[:, :3])[0], jnp.linalg.slogdet(a)[1]
+    return linalg, [rng.standard_normal((2, 5, 5)) + 3 * np.eye(5), rng.standard_normal((2, 5, 3))]
 
 
 # --------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ static const cpu_native_kind *const kinds[] = {
     &cpu_native_scatter,
     &cpu_native_select_and_scatter,
     &cpu_native_reduce_window,
+    &cpu_native_lapack,
     NULL, /* end of the table */
 };
 

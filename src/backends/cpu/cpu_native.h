@@ -41,6 +41,7 @@ extern const cpu_native_kind cpu_native_topk;         /* topk (cpu_sort.c) */
 extern const cpu_native_kind cpu_native_scatter;      /* scatter, any combiner (cpu_scatter.c) */
 extern const cpu_native_kind cpu_native_select_and_scatter; /* (cpu_scatter.c) */
 extern const cpu_native_kind cpu_native_reduce_window; /* tuple-shaped (variadic) reduce-window (cpu_scatter.c) */
+extern const cpu_native_kind cpu_native_lapack;       /* JAX's LAPACK custom-calls, by the system LAPACK (cpu_lapack.c) */
 
 typedef struct cpu_native cpu_native;
 
