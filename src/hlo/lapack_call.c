@@ -87,7 +87,8 @@ kiln_status hlo_lapack_call_read(const hlo_instr *ins, hlo_lapack_call *out) {
     const char *name;
     hlo_lapack_routine r;
   } routines[] = {{"potrf", HLO_LAPACK_POTRF}, {"getrf", HLO_LAPACK_GETRF}, {"trsm", HLO_LAPACK_TRSM},
-                  {"geqrf", HLO_LAPACK_GEQRF}, {"orgqr", HLO_LAPACK_ORGQR}};
+                  {"geqrf", HLO_LAPACK_GEQRF}, {"orgqr", HLO_LAPACK_ORGQR}, {"syevd", HLO_LAPACK_SYEVD},
+                  {"gesdd", HLO_LAPACK_GESDD}};
   char prefix = t[7];
   const char *routine = prefix ? t + 8 : t + 7; /* "lapack_" alone: an empty routine, not past its end */
   int found = -1;
@@ -102,7 +103,7 @@ kiln_status hlo_lapack_call_read(const hlo_instr *ins, hlo_lapack_call *out) {
   }
   if (found < 0)
     return ERR_UNIMPLEMENTED("%s (custom-call \"%s\"): LAPACK routine not supported (supported: "
-                             "lapack_{s,d}{potrf,getrf,trsm,geqrf,orgqr}_ffi)",
+                             "lapack_{s,d}{potrf,getrf,trsm,geqrf,orgqr,syevd,gesdd}_ffi)",
                              ins->name, t);
   out->routine = routines[found].r;
   out->type = prefix == 's' ? HLO_F32 : HLO_F64;
@@ -163,6 +164,45 @@ kiln_status hlo_lapack_call_read(const hlo_instr *ins, hlo_lapack_call *out) {
       out->k = ins->operands[1]->shape.dims[ins->operands[1]->shape.rank - 1];
       if (out->k > out->n) return bad(ins, "more reflectors than columns");
       return NULL;
+    case HLO_LAPACK_SYEVD: {
+      const hlo_shape *r2s;
+      r0 = result(ins, 0, 3), r1 = result(ins, 1, 3), r2s = result(ins, 2, 3);
+      if (ins->n_operands != 1 || !r0 || !r1 || !r2s ||
+          !matrix(&ins->operands[0]->shape, ft, &out->batch, &out->m, &out->n) || out->m != out->n ||
+          !shape_same_dims(r0, &ins->operands[0]->shape) || r0->type != ft || !batch_vector(r1, ft, r0, out->n) ||
+          !batch_vector(r2s, HLO_S32, r0, -1))
+        return bad(ins, "expects one square matrix operand and a (vectors, values, s32 info) result");
+      out->lower = config_flag(cfg, "uplo", 'L') == 'L';
+      int mode = config_flag(cfg, "mode", 'V');
+      if (mode != 'V' && mode != 'N') return bad(ins, "mode is neither 'V' nor 'N'");
+      out->vectors = mode == 'V';
+      return NULL;
+    }
+    case HLO_LAPACK_GESDD: {
+      const hlo_shape *r[5];
+      for (int i = 0; i < 5; i++) r[i] = result(ins, i, 5);
+      if (ins->n_operands != 1 || !r[0] || !r[1] || !r[2] || !r[3] || !r[4] ||
+          !matrix(&ins->operands[0]->shape, ft, &out->batch, &out->m, &out->n))
+        return bad(ins, "expects one matrix operand and an (a, s, u, vt, s32 info) result");
+      int mode = config_flag(cfg, "mode", 'S');
+      if (mode != 'A' && mode != 'S' && mode != 'N') return bad(ins, "mode is not 'A', 'S' or 'N'");
+      out->vectors = mode != 'N';
+      out->full = mode == 'A';
+      int64_t p = out->m < out->n ? out->m : out->n;
+      const hlo_shape *a = &ins->operands[0]->shape;
+      /* u and vt keep their shapes in mode 'N' (unspecified contents): either form */
+      bool u_full = r[2]->rank == a->rank && r[2]->dims[a->rank - 2] == out->m && r[2]->dims[a->rank - 1] == out->m;
+      bool u_thin = r[2]->rank == a->rank && r[2]->dims[a->rank - 2] == out->m && r[2]->dims[a->rank - 1] == p;
+      bool v_full = r[3]->rank == a->rank && r[3]->dims[a->rank - 2] == out->n && r[3]->dims[a->rank - 1] == out->n;
+      bool v_thin = r[3]->rank == a->rank && r[3]->dims[a->rank - 2] == p && r[3]->dims[a->rank - 1] == out->n;
+      bool u_ok = r[2]->type == ft && same_batch_dims(r[2], a) && (out->full ? u_full : mode == 'S' ? u_thin : u_full || u_thin);
+      bool v_ok = r[3]->type == ft && same_batch_dims(r[3], a) && (out->full ? v_full : mode == 'S' ? v_thin : v_full || v_thin);
+      if (!shape_same_dims(r[0], a) || r[0]->type != ft || !batch_vector(r[1], ft, a, p) || !u_ok || !v_ok ||
+          !batch_vector(r[4], HLO_S32, a, -1))
+        return bad(ins, "result shapes do not match the mode's (a, s, u, vt, info)");
+      out->full = out->full || (mode == 'N' && u_full);
+      return NULL;
+    }
   }
   return bad(ins, "unknown routine");
 }

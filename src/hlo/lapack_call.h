@@ -14,6 +14,17 @@
  *                                                       trans_x, diag), alpha 1
  *   geqrf(a[m,n]) -> (a', tau[batch,min(m,n)])         Householder QR
  *   orgqr(a[m,n], tau[batch,k]) -> q[m,n]              the first n columns of Q
+ *   syevd(a[n,n]) -> (v, w[batch,n], info)             symmetric eigendecomposition of
+ *                                                       the `uplo` triangle: eigenvalues w
+ *                                                       ascending, eigenvectors the columns
+ *                                                       of v (mode 'V'; 'N': v unspecified)
+ *   gesdd(a[m,n]) -> (a', s[batch,p], u, vt, info)     SVD, p = min(m,n), s descending,
+ *                                                       a = u diag(s) vt; mode 'A': u m x m,
+ *                                                       vt n x n; 'S': u m x p, vt p x n;
+ *                                                       'N': singular values only (u, vt
+ *                                                       unspecified); a' unspecified
+ * Eigen- and singular vectors are unique only up to sign (and within repeated values), so
+ * two implementations may return different ones; callers compare invariants.
  * info follows LAPACK: 0, or the 1-based index of the failing pivot/column. */
 #ifndef KILN_HLO_LAPACK_CALL_H
 #define KILN_HLO_LAPACK_CALL_H
@@ -30,6 +41,8 @@ typedef enum hlo_lapack_routine {
   HLO_LAPACK_TRSM,
   HLO_LAPACK_GEQRF,
   HLO_LAPACK_ORGQR,
+  HLO_LAPACK_SYEVD,
+  HLO_LAPACK_GESDD,
 } hlo_lapack_routine;
 
 typedef struct hlo_lapack_call {
@@ -42,6 +55,8 @@ typedef struct hlo_lapack_call {
   bool left;         /* trsm: side = 'L' (op(a) x = b), else x op(a) = b */
   bool transpose;    /* trsm: trans_x 'T' or 'C' (real types: the same) */
   bool unit_diagonal;/* trsm: diag = 'U' */
+  bool vectors;      /* syevd: mode 'V'; gesdd: mode 'A' or 'S' */
+  bool full;         /* gesdd: mode 'A' (u m x m, vt n x n) */
 } hlo_lapack_call;
 
 /* Whether INS is a custom-call whose target names a lapack_*_ffi routine at all (known or

@@ -606,7 +606,7 @@ def _(rng):
 @case('linalg_lapack', DEEP_F32)
 def _(rng):
     # On CPU these lower to jaxlib's LAPACK custom-calls (lapack_{s,d}{potrf,getrf,trsm,
-    # geqrf,orgqr}_ffi): kiln's evaluator implements them itself, the cpu backend calls the
+    # geqrf,orgqr,syevd,gesdd}_ffi): kiln's evaluator implements them itself, the cpu backend calls the
     # system LAPACK. Batched, every trsm flag JAX sets here, and f64 through x64 below.
     import jax.scipy.linalg as sl
 
@@ -617,6 +617,23 @@ def _(rng):
                 sl.solve_triangular(a, b, lower=True), sl.solve_triangular(a, b, trans=1, unit_diagonal=True),
                 q, r)
     return linalg, [f32(rng, 3, 4, 4) + 3 * np.eye(4, dtype=np.float32), f32(rng, 3, 4, 2)]
+
+
+@case('linalg_eigh_svd', DEEP_F32)
+def _(rng):
+    # lapack_ssyevd_ffi and lapack_sgesdd_ffi (thin, full and values-only). Eigen- and
+    # singular vectors are unique only up to sign, so the outputs are the values and the
+    # vectors' magnitudes (the inputs have distinct values, so nothing else is free).
+    def decomp(a, x):
+        sym = a + jnp.swapaxes(a, -1, -2)
+        w, v = jnp.linalg.eigh(sym)
+        u, s, vt = jnp.linalg.svd(x, full_matrices=False)
+        uf, _, vtf = jnp.linalg.svd(x, full_matrices=True)
+        # full u's last columns span x's left null space in no particular basis: only its
+        # first min(m, n) columns are determined
+        return (w, jnp.abs(v), s, jnp.abs(u), jnp.abs(vt), jnp.abs(uf[..., :3]), jnp.abs(vtf),
+                jnp.linalg.svd(x, compute_uv=False))
+    return decomp, [f32(rng, 2, 4, 4), f32(rng, 3, 5, 3)]
 
 
 @case('linalg_lapack_f64', F64, x64=True)

@@ -1,5 +1,5 @@
 /* Unit tests for the cpu backend's LAPACK custom-calls (src/backends/cpu/cpu_lapack.c):
- * each of jaxlib's lapack_{s,d}{potrf,getrf,trsm,geqrf,orgqr}_ffi calls, batched, must
+ * each of jaxlib's lapack_{s,d}{potrf,getrf,trsm,geqrf,orgqr,syevd,gesdd}_ffi calls, batched, must
  * run as a native thunk (the system LAPACK, not the evaluator) and agree with the
  * evaluator's own implementation (src/eval/lapack.c), which shares no code with LAPACK.
  *
@@ -8,7 +8,9 @@
  * stay within a few ulp per step: floats agree to 2e-5 (f32) / 1e-12 (f64) relative to
  * max(1, |value|); pivots and info are integers and must be equal. The row-major ->
  * column-major handling is what these cases exercise most: rectangular matrices, both
- * triangles, both sides and both transpositions. */
+ * triangles, both sides and both transpositions. Eigen- and singular vectors are unique
+ * only up to sign, so for syevd and gesdd the values must agree and LAPACK's vectors are
+ * checked by reconstruction and orthonormality (10x the tolerance: n-term sums). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,8 @@ static bool leaves_close(const hlo_literal *got, const hlo_literal *want, double
 
 static const char *current;
 static double current_tol;
+/* Checks the cpu result against the evaluator's; leaves_close unless set. */
+static void (*current_compare)(const hlo_literal *arg, const hlo_literal *got, const hlo_literal *want);
 
 static void run_case(void) {
   hlo_module *m = check_parse_hlo(current);
@@ -73,7 +77,10 @@ static void run_case(void) {
     cpu->destroy(e); /* prints the profile */
   }
   CHECK_OK(eval_module(m, args, n, &want));
-  CHECK(got && want && leaves_close(got, want, current_tol));
+  if (current_compare && got && want)
+    current_compare(args[0], got, want);
+  else
+    CHECK(got && want && leaves_close(got, want, current_tol));
   literal_free(got);
   literal_free(want);
   for (int p = 0; p < n && p < 4; p++) literal_free(args[p]);
@@ -85,6 +92,7 @@ static void run_case(void) {
 static void check_lapack(const char *text, double tol, const char *native) {
   current = text;
   current_tol = tol;
+  current_compare = NULL;
   char *err = check_capture_stderr(run_case);
   bool ran_native = err && strstr(err, native) != NULL;
   if (!ran_native || strstr(err, "evaluator")) fprintf(stderr, "%s\n", err ? err : "");
@@ -178,7 +186,115 @@ static void test_geqrf_then_orgqr_give_the_evaluators_q_and_r(void) {
                2e-5, "native qr custom-call");
 }
 
+/* Element (i, j) of matrix b of an f32 or f64 literal with trailing dims [r, c]. */
+static double at(const hlo_literal *l, int64_t b, int64_t i, int64_t j) {
+  int r = l->shape.rank;
+  int64_t rows = l->shape.dims[r - 2], cols = l->shape.dims[r - 1], k = (b * rows + i) * cols + j;
+  return l->shape.type == HLO_F32 ? ((const float *)l->data)[k] : ((const double *)l->data)[k];
+}
+
+static double vat(const hlo_literal *l, int64_t b, int64_t i) {
+  int64_t n = l->shape.dims[l->shape.rank - 1], k = b * n + i;
+  return l->shape.type == HLO_F32 ? ((const float *)l->data)[k] : ((const double *)l->data)[k];
+}
+
+static double tol_of(const hlo_literal *l) { return l->shape.type == HLO_F32 ? 2e-5 : 1e-12; }
+
+/* Eigenvectors are unique only up to sign, so LAPACK's and the evaluator's may differ:
+ * the eigenvalues must agree, and LAPACK's vectors must be orthonormal and diagonalise the
+ * lower triangle's symmetric matrix. */
+static void compare_syevd(const hlo_literal *a, const hlo_literal *got, const hlo_literal *want) {
+  const hlo_literal *v = got->tuple[0], *w = got->tuple[1];
+  CHECK(leaves_close(w, want->tuple[1], tol_of(w)) && leaves_close(got->tuple[2], want->tuple[2], 0));
+  int r = a->shape.rank;
+  int64_t n = a->shape.dims[r - 1], batch = a->n / (n * n);
+  double worst = 0, scale = 1;
+  for (int64_t b = 0; b < batch; b++)
+    for (int64_t i = 0; i < n; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double sym = i >= j ? at(a, b, i, j) : at(a, b, j, i), rec = 0, dot = 0;
+        for (int64_t k = 0; k < n; k++) rec += at(v, b, i, k) * vat(w, b, k) * at(v, b, j, k);
+        for (int64_t k = 0; k < n; k++) dot += at(v, b, k, i) * at(v, b, k, j);
+        worst = fmax(worst, fmax(fabs(rec - sym), fabs(dot - (i == j))));
+        scale = fmax(scale, fabs(sym));
+      }
+  if (!(worst <= 10 * tol_of(w) * scale)) fprintf(stderr, "syevd: reconstruction off by %g\n", worst);
+  CHECK(worst <= 10 * tol_of(w) * scale);
+}
+
+/* Singular vectors likewise: the singular values must agree, and LAPACK's u diag(s) vt
+ * must give back a with orthonormal columns of u and rows of vt (the thin or full ones). */
+static void compare_gesdd(const hlo_literal *a, const hlo_literal *got, const hlo_literal *want) {
+  const hlo_literal *sv = got->tuple[1], *u = got->tuple[2], *vt = got->tuple[3];
+  CHECK(leaves_close(sv, want->tuple[1], tol_of(sv)) && leaves_close(got->tuple[4], want->tuple[4], 0));
+  int r = a->shape.rank;
+  int64_t m = a->shape.dims[r - 2], n = a->shape.dims[r - 1], p = m < n ? m : n, batch = a->n / (m * n);
+  int64_t uc = u->shape.dims[r - 1], vr = vt->shape.dims[r - 2];
+  double worst = 0;
+  for (int64_t b = 0; b < batch; b++) {
+    for (int64_t i = 0; i < m; i++)
+      for (int64_t j = 0; j < n; j++) {
+        double rec = 0;
+        for (int64_t k = 0; k < p; k++) rec += at(u, b, i, k) * vat(sv, b, k) * at(vt, b, k, j);
+        worst = fmax(worst, fabs(rec - at(a, b, i, j)));
+      }
+    for (int64_t i = 0; i < uc; i++)
+      for (int64_t j = 0; j < uc; j++) {
+        double dot = 0;
+        for (int64_t k = 0; k < m; k++) dot += at(u, b, k, i) * at(u, b, k, j);
+        worst = fmax(worst, fabs(dot - (i == j)));
+      }
+    for (int64_t i = 0; i < vr; i++)
+      for (int64_t j = 0; j < vr; j++) {
+        double dot = 0;
+        for (int64_t k = 0; k < n; k++) dot += at(vt, b, i, k) * at(vt, b, j, k);
+        worst = fmax(worst, fabs(dot - (i == j)));
+      }
+  }
+  if (!(worst <= 10 * tol_of(sv))) fprintf(stderr, "gesdd: reconstruction off by %g\n", worst);
+  CHECK(worst <= 10 * tol_of(sv));
+}
+
+static void check_vectors(const char *text, const char *native,
+                          void (*compare)(const hlo_literal *, const hlo_literal *, const hlo_literal *)) {
+  current = text;
+  current_compare = compare;
+  char *err = check_capture_stderr(run_case);
+  bool ran_native = err && strstr(err, native) != NULL;
+  if (!ran_native || strstr(err, "evaluator ") || strstr(err, "off by")) fprintf(stderr, "%s\n", err ? err : "");
+  CHECK(ran_native);
+  CHECK(err && strstr(err, "evaluator ") == NULL);
+  free(err);
+  current_compare = NULL;
+}
+
+static void test_syevd_eigenvalues_match_and_vectors_diagonalise(void) {
+  check_vectors("HloModule eigh\n\nENTRY main {\n  a = f32[3,5,5] parameter(0)\n"
+                "  ROOT e = (f32[3,5,5], f32[3,5], s32[3]) custom-call(a), custom_call_target=\"lapack_ssyevd_ffi\", "
+                "api_version=API_VERSION_TYPED_FFI, backend_config={mode = 86 : ui8, uplo = 76 : ui8}\n}\n",
+                "native e custom-call", compare_syevd);
+  check_vectors("HloModule eigh\n\nENTRY main {\n  a = f64[2,4,4] parameter(0)\n"
+                "  ROOT e = (f64[2,4,4], f64[2,4], s32[2]) custom-call(a), custom_call_target=\"lapack_dsyevd_ffi\", "
+                "api_version=API_VERSION_TYPED_FFI, backend_config={mode = 86 : ui8, uplo = 76 : ui8}\n}\n",
+                "native e custom-call", compare_syevd);
+}
+
+static void test_gesdd_thin_and_full_of_tall_and_wide_matrices(void) {
+  check_vectors("HloModule svd\n\nENTRY main {\n  a = f32[3,6,4] parameter(0)\n"
+                "  ROOT s = (f32[3,6,4], f32[3,4], f32[3,6,4], f32[3,4,4], s32[3]) custom-call(a), "
+                "custom_call_target=\"lapack_sgesdd_ffi\", api_version=API_VERSION_TYPED_FFI, "
+                "backend_config={mode = 83 : ui8}\n}\n",
+                "native s custom-call", compare_gesdd);
+  check_vectors("HloModule svd\n\nENTRY main {\n  a = f64[2,3,5] parameter(0)\n"
+                "  ROOT s = (f64[2,3,5], f64[2,3], f64[2,3,3], f64[2,5,5], s32[2]) custom-call(a), "
+                "custom_call_target=\"lapack_dgesdd_ffi\", api_version=API_VERSION_TYPED_FFI, "
+                "backend_config={mode = 65 : ui8}\n}\n",
+                "native s custom-call", compare_gesdd);
+}
+
 TEST_MAIN(TEST(test_potrf_both_triangles_run_on_lapack), TEST(test_potrf_reports_the_failing_column),
           TEST(test_getrf_of_wide_and_tall_matrices_pivots_like_the_evaluator),
           TEST(test_trsm_every_side_triangle_transpose_and_diagonal),
-          TEST(test_geqrf_then_orgqr_give_the_evaluators_q_and_r))
+          TEST(test_geqrf_then_orgqr_give_the_evaluators_q_and_r),
+          TEST(test_syevd_eigenvalues_match_and_vectors_diagonalise),
+          TEST(test_gesdd_thin_and_full_of_tall_and_wide_matrices))

@@ -1,6 +1,6 @@
 /* Unit tests for the evaluator's LAPACK custom-calls (src/eval/lapack.c): jaxlib's
- * lapack_{s,d}{potrf,getrf,trsm,geqrf,orgqr}_ffi, written as JAX prints them (column-major
- * layouts, typed-FFI backend_config), batched, in f32 and f64.
+ * lapack_{s,d}{potrf,getrf,trsm,geqrf,orgqr,syevd,gesdd}_ffi, written as JAX prints them
+ * (column-major layouts, typed-FFI backend_config), batched, in f32 and f64.
  *
  * The checks never restate the algorithms. Random cases are judged by what a correct
  * factorisation must satisfy -- L L^T = A, P A = L U, op(a) X = B, Q R = A with Q^T Q = I,
@@ -15,8 +15,10 @@
  * Numerical Algorithms": |A - L L^T| <= g(n+1) |L||L^T|, |P A - L U| <= g(n) |L||U|,
  * |B - op(a) X| <= g(k) |op(a)||X|, with g(n) ~ n u), here 4 (n + 1) u times the same
  * magnitudes to allow for the residual's own rounding; QR is normwise, 16 m n u max|A|.
- * u is the unit roundoff of the type (2^-24, 2^-53). Any wrong index, sign or
- * convention gives residuals of order one, far above these. */
+ * u is the unit roundoff of the type (2^-24, 2^-53). The eigen- and singular value
+ * decompositions (syevd, gesdd) are judged by their invariants, with the bounds their
+ * section states. Any wrong index, sign or convention gives residuals of order one, far
+ * above these. */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -644,6 +646,450 @@ static void test_empty_matrices_give_zero_info(void) {
   run_free(&r);
 }
 
+/* ------------------------------------------------------------------ syevd, gesdd */
+
+/* Eigen- and singular vectors are unique only up to sign (and within repeated values), so
+ * the random cases check invariants; the hand-worked ones also pin the evaluator's own
+ * sign convention (largest-magnitude component positive, see src/eval/lapack.c).
+ *
+ * Tolerances: both routines compute in double and round each result once, so for f32
+ * the rounding of the outputs (u per element) dominates, and for f64 the Jacobi sweeps'
+ * own rounding, a few eps per rotation a vector takes part in (~ sweeps x n of them, in
+ * a random walk; gesdd also stops at columns orthogonal to M eps = 2 M u, see
+ * jacobi_svd). Orthonormality |V^T V - I|, |u^T u - I|, |vt vt^T - I| <= 8 n u
+ * elementwise, and reconstruction |A - V diag(w) V^T|, |a - u diag(s) vt|
+ * <= 8 n u ||A||_F elementwise (n the larger dimension): over 2x the largest errors
+ * measured (3.6 n u and 2 n u ||A||_F, f64, sizes up to 120 with graded, clustered and
+ * rank-deficient matrices; the cases here stay below 3 n u), and orders of magnitude
+ * below the O(1) error of a wrong index, sign or ordering. */
+
+static double frob_norm(const hlo_literal *l, int64_t o, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; i++) s += el(l, o + i) * el(l, o + i);
+  return sqrt(s);
+}
+
+/* The largest error / tolerance seen, printed with KILN_TEST_VERBOSE set: how much room
+ * the bounds leave. */
+static double g_worst;
+static bool within(double got, double want, double tol, const char *what, int64_t b, int64_t i, int64_t j) {
+  if (tol > 0) g_worst = fmax(g_worst, fabs(got - want) / tol);
+  return close_to(got, want, tol, what, b, i, j);
+}
+
+static void syevd_text(char *buf, size_t cap, hlo_type t, int b, int n, bool lower, bool vectors) {
+  const char *T = tname(t);
+  snprintf(buf, cap,
+           HEADER "  a = %s[%d,%d,%d]{1,2,0} parameter(0)\n"
+                  "  ROOT e = (%s[%d,%d,%d]{1,2,0}, %s[%d,%d]{1,0}, s32[%d]{0}) custom-call(a), "
+                  "custom_call_target=\"lapack_%csyevd_ffi\", operand_layout_constraints={%s[%d,%d,%d]{1,2,0}}, "
+                  "output_to_operand_aliasing={{0}: (0, {})}, api_version=API_VERSION_TYPED_FFI, "
+                  "backend_config={mode = %d : ui8, uplo = %d : ui8}\n}\n",
+           T, b, n, n, T, b, n, n, T, b, n, b, tletter(t), T, b, n, n, vectors ? 'V' : 'N', lower ? 'L' : 'U');
+}
+
+/* Random symmetric matrices in the chosen triangle, the other one NaN in matrix 0 and
+ * unrelated values in the others (neither may be read): info 0, w ascending,
+ * V^T V = I and V diag(w) V^T = A, with A the chosen triangle mirrored. Matrix 2 has a
+ * repeated eigenvalue (Q diag(1,1,-2,...) Q^T by a reflector Q = I - 2 x x^T / x^T x),
+ * where the vectors are not unique but the invariants still hold. */
+static void check_syevd_random(hlo_type t, int n, bool lower) {
+  enum { B = 3 };
+  double *a = malloc(sizeof(double) * B * n * n), *x = malloc(sizeof(double) * n);
+  for (int b = 0; b < B; b++) {
+    double xx = 0;
+    for (int i = 0; i < n; i++) x[i] = urand(), xx += x[i] * x[i];
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j <= i; j++) {
+        double v = urand();
+        if (b == 2) { /* sum_k Q(i,k) d_k Q(j,k), d = (1, 1, -2, 3, 4, ...) */
+          v = 0;
+          for (int k = 0; k < n; k++) {
+            double d = k < 2 ? 1 : k == 2 ? -2 : k;
+            v += ((i == k) - 2 * x[i] * x[k] / xx) * d * ((j == k) - 2 * x[j] * x[k] / xx);
+          }
+        }
+        a[(b * n + (lower ? i : j)) * n + (lower ? j : i)] = v;
+        if (i != j) a[(b * n + (lower ? j : i)) * n + (lower ? i : j)] = b == 0 ? NAN : 50 + urand();
+      }
+  }
+  char text[2048];
+  syevd_text(text, sizeof text, t, B, n, lower, true);
+  run r = run_hlo(text, a, NULL);
+  const hlo_literal *v = r.out->tuple[0], *w = r.out->tuple[1], *info = r.out->tuple[2], *in = r.arg[0];
+  double u = unit_roundoff(t);
+  g_reported = 0;
+  for (int b = 0; b < B; b++) {
+    int64_t o = (int64_t)b * n * n, ow = (int64_t)b * n;
+    CHECK(iel(info, b) == 0);
+#define AIN(i, j) el(in, o + (lower == ((i) >= (j)) ? (i) * n + (j) : (j) * n + (i)))
+    double norm = 0;
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < n; j++) norm += AIN(i, j) * AIN(i, j);
+    norm = sqrt(norm);
+    for (int j = 0; j + 1 < n; j++) CHECK(el(w, ow + j) <= el(w, ow + j + 1));
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < n; j++) {
+        double vtv = 0, rec = 0;
+        for (int k = 0; k < n; k++) {
+          vtv += el(v, o + k * n + i) * el(v, o + k * n + j);
+          rec += el(v, o + i * n + k) * el(w, ow + k) * el(v, o + j * n + k);
+        }
+        CHECK(within(vtv, i == j, 8 * n * u, "V^T V vs I", b, i, j));
+        CHECK(within(rec, AIN(i, j), 8 * n * u * norm, "V diag(w) V^T vs A", b, i, j));
+      }
+#undef AIN
+    if (b == 2) /* the repeated eigenvalue 1 */
+      CHECK(within(el(w, ow + 1), 1, 8 * n * u * norm, "double eigenvalue", b, 1, 1) &&
+            within(el(w, ow + 2), 1, 8 * n * u * norm, "double eigenvalue", b, 2, 2));
+  }
+  run_free(&r);
+  free(a);
+  free(x);
+}
+
+static void test_syevd_eigenvectors_are_orthonormal_and_reconstruct_the_matrix(void) {
+  g_worst = 0;
+  for (int k = 0; k < 2; k++)
+    for (int lower = 0; lower < 2; lower++) {
+      check_syevd_random(TYPES[k], 4, lower);
+      check_syevd_random(TYPES[k], 7, lower);
+    }
+  if (getenv("KILN_TEST_VERBOSE")) fprintf(stderr, "  syevd: worst error / tolerance %.3g\n", g_worst);
+}
+
+/* [[2,1],[1,2]]: tau = 0, so the rotation is by pi/4: w = (2 - 1, 2 + 1) = (1, 3) exactly
+ * and the vectors are (1,-1)/sqrt 2 and (1,1)/sqrt 2, each element within 1 ulp of
+ * 1/sqrt 2, signed so that the first (of equal magnitudes) is positive. [[3,0],[0,1]]
+ * (upper, NaN below) is already diagonal: sorting swaps it to w = (1, 3) with
+ * v = [[0,1],[1,0]], exactly. */
+static void test_syevd_two_by_two_is_exact(void) {
+  for (int k = 0; k < 2; k++) {
+    hlo_type t = TYPES[k];
+    double ulp = 2 * unit_roundoff(t) * 0.5, h = sqrt(0.5); /* the ulp of numbers in [0.5, 1) */
+    char text[2048];
+    syevd_text(text, sizeof text, t, 2, 2, true, true);
+    run r = run_hlo(text, (double[]){2, NAN, 1, 2, 2, 7, 1, 2}, NULL);
+    const hlo_literal *v = r.out->tuple[0], *w = r.out->tuple[1];
+    for (int b = 0; b < 2; b++) {
+      CHECK(el(w, 2 * b) == 1 && el(w, 2 * b + 1) == 3);
+      CHECK(iel(r.out->tuple[2], b) == 0);
+      const double sign[4] = {1, 1, -1, 1}; /* v = [[h, h], [-h, h]] */
+      for (int i = 0; i < 4; i++) CHECK(fabs(el(v, 4 * b + i) - sign[i] * h) <= ulp);
+    }
+    run_free(&r);
+    syevd_text(text, sizeof text, t, 1, 2, false, true);
+    r = run_hlo(text, (double[]){3, 0, NAN, 1}, NULL);
+    v = r.out->tuple[0], w = r.out->tuple[1];
+    CHECK(el(w, 0) == 1 && el(w, 1) == 3);
+    CHECK(el(v, 0) == 0 && el(v, 1) == 1 && el(v, 2) == 1 && el(v, 3) == 0);
+    run_free(&r);
+  }
+}
+
+/* The triangle not chosen is never read: NaN there or other values give bitwise the same
+ * v and w, for both choices of uplo. */
+static void test_syevd_reads_only_the_chosen_triangle(void) {
+  enum { N = 5 };
+  for (int k = 0; k < 2; k++)
+    for (int lower = 0; lower < 2; lower++) {
+      double a1[N * N], a2[N * N];
+      for (int i = 0; i < N; i++)
+        for (int j = 0; j < N; j++) {
+          bool chosen = lower ? j <= i : j >= i;
+          a1[i * N + j] = chosen ? urand() : NAN;
+          a2[i * N + j] = chosen ? a1[i * N + j] : 1e30;
+        }
+      char text[2048];
+      syevd_text(text, sizeof text, TYPES[k], 1, N, lower, true);
+      run r1 = run_hlo(text, a1, NULL), r2 = run_hlo(text, a2, NULL);
+      for (int i = 0; i < N * N; i++) CHECK(el(r1.out->tuple[0], i) == el(r2.out->tuple[0], i));
+      for (int i = 0; i < N; i++) CHECK(el(r1.out->tuple[1], i) == el(r2.out->tuple[1], i));
+      CHECK(iel(r1.out->tuple[2], 0) == 0 && iel(r2.out->tuple[2], 0) == 0);
+      run_free(&r1);
+      run_free(&r2);
+    }
+}
+
+/* Mode 'N' computes the same eigenvalues (bitwise: the same rotations) and returns the
+ * operand as v, unchanged, NaN triangle included. */
+static void test_syevd_mode_n_gives_the_same_eigenvalues_and_returns_the_operand(void) {
+  enum { B = 2, N = 4 };
+  for (int k = 0; k < 2; k++) {
+    double a[B * N * N];
+    for (int i = 0; i < B * N * N; i++) a[i] = urand();
+    a[1] = NAN; /* matrix 0's upper triangle */
+    char text[2048];
+    syevd_text(text, sizeof text, TYPES[k], B, N, true, true);
+    run rv = run_hlo(text, a, NULL);
+    syevd_text(text, sizeof text, TYPES[k], B, N, true, false);
+    run rn = run_hlo(text, a, NULL);
+    for (int i = 0; i < B * N; i++) CHECK(el(rn.out->tuple[1], i) == el(rv.out->tuple[1], i));
+    for (int i = 0; i < B * N * N; i++) CHECK(same_value(el(rn.out->tuple[0], i), el(rn.arg[0], i)));
+    for (int b = 0; b < B; b++) CHECK(iel(rn.out->tuple[2], b) == 0);
+    run_free(&rv);
+    run_free(&rn);
+  }
+}
+
+/* A NaN or inf in the chosen triangle fails its own matrix only: info 1 and NaN in w
+ * and v (mode 'V'; mode 'N' still returns the operand as v); the good matrix beside it
+ * is unaffected. An inf outside the triangle is not read and does not fail. */
+static void test_syevd_nan_or_inf_input_reports_info_and_nan_results(void) {
+  for (int k = 0; k < 2; k++) {
+    double a[4 * 4] = {NAN, 0, 0, 1, 1, 0, INFINITY, 1, 2, 1, 1, 2, 2, INFINITY, 1, 2};
+    char text[2048];
+    syevd_text(text, sizeof text, TYPES[k], 4, 2, true, true);
+    run r = run_hlo(text, a, NULL);
+    const hlo_literal *v = r.out->tuple[0], *w = r.out->tuple[1], *info = r.out->tuple[2];
+    CHECK(iel(info, 0) == 1 && iel(info, 1) == 1 && iel(info, 2) == 0 && iel(info, 3) == 0);
+    for (int i = 0; i < 8; i++) CHECK(isnan(el(v, i)));
+    for (int i = 0; i < 4; i++) CHECK(isnan(el(w, i)));
+    for (int b = 2; b < 4; b++) CHECK(el(w, 2 * b) == 1 && el(w, 2 * b + 1) == 3);
+    run_free(&r);
+    syevd_text(text, sizeof text, TYPES[k], 4, 2, true, false);
+    r = run_hlo(text, a, NULL);
+    CHECK(iel(r.out->tuple[2], 0) == 1 && isnan(el(r.out->tuple[1], 0)));
+    for (int i = 0; i < 16; i++) CHECK(same_value(el(r.out->tuple[0], i), a[i]));
+    run_free(&r);
+  }
+}
+
+/* mode: 'A', 'S' or 'N'; n_full: in mode 'N', whether u and vt are given their full
+ * shapes (m x m, n x n) rather than the thin ones (both are valid). */
+static void gesdd_text(char *buf, size_t cap, hlo_type t, int b, int m, int n, char mode, bool n_full) {
+  const char *T = tname(t);
+  int p = m < n ? m : n;
+  bool full = mode == 'A' || (mode == 'N' && n_full);
+  int uc = full ? m : p, vr = full ? n : p;
+  snprintf(buf, cap,
+           HEADER "  a = %s[%d,%d,%d]{1,2,0} parameter(0)\n"
+                  "  ROOT s = (%s[%d,%d,%d]{1,2,0}, %s[%d,%d]{1,0}, %s[%d,%d,%d]{1,2,0}, %s[%d,%d,%d]{1,2,0}, "
+                  "s32[%d]{0}) custom-call(a), custom_call_target=\"lapack_%cgesdd_ffi\", "
+                  "operand_layout_constraints={%s[%d,%d,%d]{1,2,0}}, output_to_operand_aliasing={{0}: (0, {})}, "
+                  "api_version=API_VERSION_TYPED_FFI, backend_config={mode = %d : ui8}\n}\n",
+           T, b, m, n, T, b, m, n, T, b, p, T, b, m, uc, T, b, vr, n, b, tletter(t), T, b, m, n, mode);
+}
+
+/* The SVD invariants of matrix b of a gesdd result in mode 'A' or 'S': info 0, s
+ * descending and non-negative, u^T u = I (u's columns), vt vt^T = I (vt's rows) and
+ * u diag(s) vt = a. */
+static void check_svd_invariants(const run *r, hlo_type t, int64_t b, int m, int n, bool full) {
+  const hlo_literal *s = r->out->tuple[1], *u = r->out->tuple[2], *vt = r->out->tuple[3], *in = r->arg[0];
+  int p = m < n ? m : n, uc = full ? m : p, vr = full ? n : p, big = m > n ? m : n;
+  int64_t o = b * m * n, os = b * p, ou = b * m * uc, ov = b * vr * n;
+  double tol = 8 * big * unit_roundoff(t);
+  double norm = frob_norm(in, o, (int64_t)m * n);
+  CHECK(iel(r->out->tuple[4], b) == 0);
+  for (int j = 0; j < p; j++) CHECK(el(s, os + j) >= 0 && (j == 0 || el(s, os + j) <= el(s, os + j - 1)));
+  for (int i = 0; i < uc; i++)
+    for (int j = 0; j < uc; j++) {
+      double x = 0;
+      for (int k = 0; k < m; k++) x += el(u, ou + k * uc + i) * el(u, ou + k * uc + j);
+      CHECK(within(x, i == j, tol, "u^T u vs I", b, i, j));
+    }
+  for (int i = 0; i < vr; i++)
+    for (int j = 0; j < vr; j++) {
+      double x = 0;
+      for (int k = 0; k < n; k++) x += el(vt, ov + i * n + k) * el(vt, ov + j * n + k);
+      CHECK(within(x, i == j, tol, "vt vt^T vs I", b, i, j));
+    }
+  for (int i = 0; i < m; i++)
+    for (int j = 0; j < n; j++) {
+      double x = 0;
+      for (int k = 0; k < p; k++) x += el(u, ou + i * uc + k) * el(s, os + k) * el(vt, ov + k * n + j);
+      CHECK(within(x, el(in, o + i * n + j), tol * norm, "u diag(s) vt vs a", b, i, j));
+    }
+}
+
+/* Random matrices, tall, wide and square, in modes 'A' and 'S'; mode 'N' then gives
+ * bitwise the same s (the same rotations), zeros for u and vt, whichever shapes they
+ * have, and, like every mode, the operand unchanged as a'. */
+static void check_gesdd_random(hlo_type t, int m, int n) {
+  enum { B = 3 };
+  double *a = malloc(sizeof(double) * B * m * n);
+  for (int i = 0; i < B * m * n; i++) a[i] = urand();
+  int p = m < n ? m : n;
+  char text[2048];
+  g_reported = 0;
+  gesdd_text(text, sizeof text, t, B, m, n, 'S', false);
+  run rs = run_hlo(text, a, NULL);
+  for (int b = 0; b < B; b++) check_svd_invariants(&rs, t, b, m, n, false);
+  gesdd_text(text, sizeof text, t, B, m, n, 'A', false);
+  run ra = run_hlo(text, a, NULL);
+  for (int b = 0; b < B; b++) check_svd_invariants(&ra, t, b, m, n, true);
+  for (int i = 0; i < B * p; i++) CHECK(el(ra.out->tuple[1], i) == el(rs.out->tuple[1], i));
+  for (int nf = 0; nf < 2; nf++) {
+    gesdd_text(text, sizeof text, t, B, m, n, 'N', nf);
+    run rn = run_hlo(text, a, NULL);
+    for (int i = 0; i < B * p; i++) CHECK(el(rn.out->tuple[1], i) == el(rs.out->tuple[1], i));
+    for (int q = 2; q < 4; q++)
+      for (int64_t i = 0; i < rn.out->tuple[q]->n; i++) CHECK(el(rn.out->tuple[q], i) == 0);
+    CHECK(rn.out->tuple[2]->n == (int64_t)B * m * (nf ? m : p) && rn.out->tuple[3]->n == (int64_t)B * n * (nf ? n : p));
+    for (int b = 0; b < B; b++) CHECK(iel(rn.out->tuple[4], b) == 0);
+    for (int i = 0; i < B * m * n; i++) CHECK(el(rn.out->tuple[0], i) == el(rn.arg[0], i));
+    run_free(&rn);
+  }
+  for (int i = 0; i < B * m * n; i++) CHECK(el(rs.out->tuple[0], i) == el(rs.arg[0], i));
+  run_free(&rs);
+  run_free(&ra);
+  free(a);
+}
+
+static void test_gesdd_tall_wide_and_square_in_every_mode_satisfy_the_svd_invariants(void) {
+  g_worst = 0;
+  for (int k = 0; k < 2; k++) {
+    check_gesdd_random(TYPES[k], 5, 4);
+    check_gesdd_random(TYPES[k], 3, 5);
+    check_gesdd_random(TYPES[k], 4, 4);
+    check_gesdd_random(TYPES[k], 8, 7);
+    check_gesdd_random(TYPES[k], 1, 3);
+  }
+  if (getenv("KILN_TEST_VERBOSE")) fprintf(stderr, "  gesdd: worst error / tolerance %.3g\n", g_worst);
+}
+
+/* Rank-deficient matrices: a tall one whose third column is the sum of the first two
+ * (rank 2), its transpose (wide), a rank-1 outer product and the zero matrix. The
+ * negligible singular values are ~0 (within the reconstruction tolerance), and u and vt
+ * are still orthogonal in mode 'A': the directions the matrix does not determine come
+ * from completing the basis. The zero matrix gives s = 0, u = I and vt = I exactly. */
+static void test_gesdd_rank_deficient_matrix_keeps_full_orthonormal_bases(void) {
+  enum { M = 4, N = 3 };
+  for (int k = 0; k < 2; k++) {
+    hlo_type t = TYPES[k];
+    double a[4 * M * N], at[4 * M * N];
+    for (int i = 0; i < M; i++) {
+      double x = urand(), y = urand(), z = urand();
+      a[i * N + 0] = x, a[i * N + 1] = y, a[i * N + 2] = t == HLO_F32 ? (double)((float)x + (float)y) : x + y;
+      for (int j = 0; j < N; j++) a[M * N + i * N + j] = (i + 1.0) * (j - 1.5) * z / z; /* rank 1 */
+      for (int j = 0; j < N; j++) a[2 * M * N + i * N + j] = 0;
+      for (int j = 0; j < N; j++) a[3 * M * N + i * N + j] = (i == j) * 0.5;
+    }
+    for (int b = 0; b < 4; b++)
+      for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) at[b * M * N + j * M + i] = a[b * M * N + i * N + j];
+    char text[2048];
+    g_reported = 0;
+    for (int wide = 0; wide < 2; wide++) {
+      int m = wide ? N : M, n = wide ? M : N;
+      gesdd_text(text, sizeof text, t, 4, m, n, 'A', false);
+      run r = run_hlo(text, wide ? at : a, NULL);
+      const hlo_literal *s = r.out->tuple[1], *u = r.out->tuple[2], *vt = r.out->tuple[3];
+      for (int b = 0; b < 4; b++) check_svd_invariants(&r, t, b, m, n, true);
+      double tol = 8 * M * unit_roundoff(t);
+      CHECK(within(el(s, 2), 0, tol * frob_norm(r.arg[0], 0, M * N), "rank 2: s[2]", 0, 2, 2));
+      CHECK(within(el(s, 3 + 1), 0, tol * frob_norm(r.arg[0], M * N, M * N), "rank 1: s[1]", 1, 1, 1));
+      CHECK(within(el(s, 3 + 2), 0, tol * frob_norm(r.arg[0], M * N, M * N), "rank 1: s[2]", 1, 2, 2));
+      for (int j = 0; j < N; j++) CHECK(el(s, 6 + j) == 0 && el(s, 9 + j) == 0.5);
+      for (int i = 0; i < m * m; i++) CHECK(el(u, 2 * m * m + i) == (i % (m + 1) == 0));
+      for (int i = 0; i < n * n; i++) CHECK(el(vt, 2 * n * n + i) == (i % (n + 1) == 0));
+      run_free(&r);
+    }
+  }
+}
+
+/* Matrices with orthogonal columns (or rows) need no rotation, so everything is exact:
+ *   [[0,-2],[3,0],[0,0]]: s = (3, 2); u's columns are the columns over their norms,
+ *     (0,1,0) and (-1,0,0), completed in mode 'A' by e_3; vt = I
+ *   [[1,0],[0,-4]]: sorting puts 4 first: s = (4, 1), vt = [[0,1],[1,0]] (each row's
+ *     largest component positive), so u = [[0,1],[-1,0]]
+ *   the transpose of the first (wide): s = (3, 2); vt's rows are now those columns,
+ *     so the second, (-1,0,0), is flipped, and with it u's second column:
+ *     vt = [[0,1,0],[1,0,0]], u = [[1,0],[0,-1]] */
+static void test_gesdd_orthogonal_columns_give_exact_singular_values_and_vectors(void) {
+  for (int k = 0; k < 2; k++) {
+    hlo_type t = TYPES[k];
+    char text[2048];
+    gesdd_text(text, sizeof text, t, 1, 3, 2, 'A', false);
+    run r = run_hlo(text, (double[]){0, -2, 3, 0, 0, 0}, NULL);
+    const double u1[9] = {0, -1, 0, 1, 0, 0, 0, 0, 1}, vt1[4] = {1, 0, 0, 1};
+    CHECK(el(r.out->tuple[1], 0) == 3 && el(r.out->tuple[1], 1) == 2 && iel(r.out->tuple[4], 0) == 0);
+    for (int i = 0; i < 9; i++) CHECK(el(r.out->tuple[2], i) == u1[i]);
+    for (int i = 0; i < 4; i++) CHECK(el(r.out->tuple[3], i) == vt1[i]);
+    run_free(&r);
+    gesdd_text(text, sizeof text, t, 1, 2, 2, 'S', false);
+    r = run_hlo(text, (double[]){1, 0, 0, -4}, NULL);
+    const double u2[4] = {0, 1, -1, 0}, vt2[4] = {0, 1, 1, 0};
+    CHECK(el(r.out->tuple[1], 0) == 4 && el(r.out->tuple[1], 1) == 1);
+    for (int i = 0; i < 4; i++) CHECK(el(r.out->tuple[2], i) == u2[i] && el(r.out->tuple[3], i) == vt2[i]);
+    run_free(&r);
+    gesdd_text(text, sizeof text, t, 1, 2, 3, 'S', false);
+    r = run_hlo(text, (double[]){0, 3, 0, -2, 0, 0}, NULL);
+    const double u3[4] = {1, 0, 0, -1}, vt3[6] = {0, 1, 0, 1, 0, 0};
+    CHECK(el(r.out->tuple[1], 0) == 3 && el(r.out->tuple[1], 1) == 2);
+    for (int i = 0; i < 4; i++) CHECK(el(r.out->tuple[2], i) == u3[i]);
+    for (int i = 0; i < 6; i++) CHECK(el(r.out->tuple[3], i) == vt3[i]);
+    run_free(&r);
+  }
+}
+
+/* A NaN or inf fails its own matrix: info 1, NaN s, u and vt; the matrix beside it is
+ * unaffected. */
+static void test_gesdd_nan_or_inf_input_reports_info_and_nan_results(void) {
+  for (int k = 0; k < 2; k++) {
+    char text[2048];
+    gesdd_text(text, sizeof text, TYPES[k], 3, 2, 2, 'S', false);
+    run r = run_hlo(text, (double[]){1, NAN, 0, 1, 2, 0, 0, 1, INFINITY, 0, 0, 1}, NULL);
+    const hlo_literal *s = r.out->tuple[1], *u = r.out->tuple[2], *vt = r.out->tuple[3], *info = r.out->tuple[4];
+    CHECK(iel(info, 0) == 1 && iel(info, 1) == 0 && iel(info, 2) == 1);
+    for (int b = 0; b < 3; b += 2) {
+      CHECK(isnan(el(s, 2 * b)) && isnan(el(s, 2 * b + 1)));
+      for (int i = 0; i < 4; i++) CHECK(isnan(el(u, 4 * b + i)) && isnan(el(vt, 4 * b + i)));
+    }
+    CHECK(el(s, 2) == 2 && el(s, 3) == 1);
+    run_free(&r);
+  }
+}
+
+/* Entries near the top or the bottom of the type's range: the hand-worked matrices
+ * above times 2^k come out exactly 2^k times the same values, with the same vectors,
+ * although their squares (formed by a naive Jacobi step or column norm) overflow
+ * (2^1000, f32: 2^126) or vanish (2^-1070, f32: 2^-147, subnormal entries). */
+static void test_syevd_and_gesdd_scale_huge_and_tiny_matrices_exactly(void) {
+  for (int k = 0; k < 2; k++) {
+    hlo_type t = TYPES[k];
+    const int ks[2] = {t == HLO_F32 ? 126 : 1000, t == HLO_F32 ? -147 : -1070};
+    for (int q = 0; q < 2; q++) {
+      double f = ldexp(1, ks[q]), h = sqrt(0.5), ulp = unit_roundoff(t);
+      char text[2048];
+      syevd_text(text, sizeof text, t, 1, 2, true, true);
+      run r = run_hlo(text, (double[]){2 * f, NAN, f, 2 * f}, NULL);
+      CHECK(iel(r.out->tuple[2], 0) == 0);
+      CHECK(el(r.out->tuple[1], 0) == f && el(r.out->tuple[1], 1) == 3 * f);
+      const double sign[4] = {1, 1, -1, 1};
+      for (int i = 0; i < 4; i++) CHECK(fabs(el(r.out->tuple[0], i) - sign[i] * h) <= ulp);
+      run_free(&r);
+      gesdd_text(text, sizeof text, t, 1, 3, 2, 'S', false);
+      r = run_hlo(text, (double[]){0, -2 * f, 3 * f, 0, 0, 0}, NULL);
+      const double u1[6] = {0, -1, 1, 0, 0, 0};
+      CHECK(iel(r.out->tuple[4], 0) == 0);
+      CHECK(el(r.out->tuple[1], 0) == 3 * f && el(r.out->tuple[1], 1) == 2 * f);
+      for (int i = 0; i < 6; i++) CHECK(el(r.out->tuple[2], i) == u1[i]);
+      for (int i = 0; i < 4; i++) CHECK(el(r.out->tuple[3], i) == (i % 3 == 0));
+      run_free(&r);
+    }
+  }
+}
+
+/* Empty matrices: nothing to decompose, info 0; in mode 'A' an m x 0 matrix still has
+ * an m x m u, the identity (and a 0 x n one an n x n vt). */
+static void test_gesdd_and_syevd_of_empty_matrices(void) {
+  char text[2048];
+  gesdd_text(text, sizeof text, HLO_F32, 2, 3, 0, 'A', false);
+  run r = run_hlo(text, NULL, NULL);
+  CHECK(r.out->tuple[1]->n == 0 && r.out->tuple[3]->n == 0 && iel(r.out->tuple[4], 1) == 0);
+  for (int i = 0; i < 18; i++) CHECK(el(r.out->tuple[2], i) == (i % 9 % 4 == 0));
+  run_free(&r);
+  gesdd_text(text, sizeof text, HLO_F64, 1, 0, 2, 'A', false);
+  r = run_hlo(text, NULL, NULL);
+  for (int i = 0; i < 4; i++) CHECK(el(r.out->tuple[3], i) == (i % 3 == 0));
+  run_free(&r);
+  syevd_text(text, sizeof text, HLO_F64, 2, 0, true, true);
+  r = run_hlo(text, NULL, NULL);
+  CHECK(r.out->tuple[0]->n == 0 && iel(r.out->tuple[2], 0) == 0 && iel(r.out->tuple[2], 1) == 0);
+  run_free(&r);
+}
+
 /* ------------------------------------------------------------------ errors, support */
 
 /* The status of evaluating TEXT's entry (argument values zero), and whether the
@@ -684,10 +1130,25 @@ static void test_unsupported_or_malformed_lapack_calls_are_clean_errors(void) {
                       "api_version=API_VERSION_TYPED_FFI, backend_config={}\n}\n",
                KILN_UNIMPLEMENTED, "lapack_cgetrf_ffi", "lu");
   expect_error(HEADER "  a = f32[3,3] parameter(0)\n"
+                      "  ROOT eig = (f32[3,3], f32[3], f32[3], f32[3,3], f32[3,3], s32[]) custom-call(a), "
+                      "custom_call_target=\"lapack_sgeev_ffi\", "
+                      "api_version=API_VERSION_TYPED_FFI, backend_config={jobvl = 86 : ui8, jobvr = 86 : ui8}\n}\n",
+               KILN_UNIMPLEMENTED, "lapack_sgeev_ffi", "eig");
+  expect_error(HEADER "  a = f32[3,3] parameter(0)\n"
                       "  ROOT eig = (f32[3,3], f32[3], s32[]) custom-call(a), "
-                      "custom_call_target=\"lapack_ssyevd_ffi\", "
+                      "custom_call_target=\"lapack_cheevd_ffi\", "
                       "api_version=API_VERSION_TYPED_FFI, backend_config={mode = 86 : ui8, uplo = 76 : ui8}\n}\n",
-               KILN_UNIMPLEMENTED, "lapack_ssyevd_ffi", "eig");
+               KILN_UNIMPLEMENTED, "lapack_cheevd_ffi", "eig");
+  /* syevd of a non-square matrix; gesdd in mode 'S' with a full (m x m) u */
+  expect_error(HEADER "  a = f32[3,4] parameter(0)\n"
+                      "  ROOT e = (f32[3,4], f32[3], s32[]) custom-call(a), custom_call_target=\"lapack_ssyevd_ffi\", "
+                      "api_version=API_VERSION_TYPED_FFI, backend_config={mode = 86 : ui8, uplo = 76 : ui8}\n}\n",
+               KILN_OK, "lapack_ssyevd_ffi", "e ");
+  expect_error(HEADER "  a = f64[4,3] parameter(0)\n"
+                      "  ROOT s = (f64[4,3], f64[3], f64[4,4], f64[3,3], s32[]) custom-call(a), "
+                      "custom_call_target=\"lapack_dgesdd_ffi\", "
+                      "api_version=API_VERSION_TYPED_FFI, backend_config={mode = 83 : ui8}\n}\n",
+               KILN_OK, "lapack_dgesdd_ffi", "s ");
   /* potrf of a non-square matrix */
   expect_error(HEADER "  a = f32[2,3,4] parameter(0)\n"
                       "  ROOT c = (f32[2,3,4], s32[2]) custom-call(a), custom_call_target=\"lapack_spotrf_ffi\", "
@@ -737,6 +1198,14 @@ static void test_eval_supports_the_decodable_lapack_calls(void) {
   s = eval_status(text, &supported);
   CHECK(s == NULL && supported);
   kiln_status_free(s);
+  syevd_text(text, sizeof text, HLO_F32, 2, 3, false, true);
+  s = eval_status(text, &supported);
+  CHECK(s == NULL && supported);
+  kiln_status_free(s);
+  gesdd_text(text, sizeof text, HLO_F64, 2, 3, 4, 'N', true);
+  s = eval_status(text, &supported);
+  CHECK(s == NULL && supported);
+  kiln_status_free(s);
 }
 
 /* Constant folding leaves LAPACK calls alone even on constant operands (custom-calls
@@ -773,6 +1242,17 @@ TEST_MAIN(TEST(test_potrf_lower_factor_reproduces_matrix_and_keeps_upper_triangl
           TEST(test_geqrf_then_orgqr_give_orthonormal_q_with_qr_equal_to_a),
           TEST(test_orgqr_with_fewer_reflectors_than_columns),
           TEST(test_empty_matrices_give_zero_info),
+          TEST(test_syevd_eigenvectors_are_orthonormal_and_reconstruct_the_matrix),
+          TEST(test_syevd_two_by_two_is_exact),
+          TEST(test_syevd_reads_only_the_chosen_triangle),
+          TEST(test_syevd_mode_n_gives_the_same_eigenvalues_and_returns_the_operand),
+          TEST(test_syevd_nan_or_inf_input_reports_info_and_nan_results),
+          TEST(test_gesdd_tall_wide_and_square_in_every_mode_satisfy_the_svd_invariants),
+          TEST(test_gesdd_rank_deficient_matrix_keeps_full_orthonormal_bases),
+          TEST(test_gesdd_orthogonal_columns_give_exact_singular_values_and_vectors),
+          TEST(test_gesdd_nan_or_inf_input_reports_info_and_nan_results),
+          TEST(test_syevd_and_gesdd_scale_huge_and_tiny_matrices_exactly),
+          TEST(test_gesdd_and_syevd_of_empty_matrices),
           TEST(test_unsupported_or_malformed_lapack_calls_are_clean_errors),
           TEST(test_eval_supports_the_decodable_lapack_calls),
           TEST(test_constant_folding_does_not_fold_lapack_calls))

@@ -11,8 +11,10 @@
  *          computed in place in the result buffer.
  *   trsm:  op(a) X = B read transposed is X^T op(a^T)' = B^T, i.e. the other side with
  *          the other triangle and the same transposition flag; in place, no copies.
- *   getrf, geqrf, orgqr: the matrix is transposed into a column-major scratch and the
- *          result back, since a factorization of A^T is not one of A.
+ *   syevd: the symmetric input reads as itself (other triangle); the eigenvectors come
+ *          back as columns of a column-major matrix and are transposed out.
+ *   getrf, geqrf, orgqr, gesdd: the matrix is transposed into a column-major scratch and
+ *          the results back, since a factorization of A^T is not one of A.
  * Fortran's hidden string-length arguments are passed (gfortran appends them). */
 #include <dlfcn.h>
 #include <limits.h>
@@ -34,6 +36,12 @@ typedef void (*geqrf_fn)(const lp_int *m, const lp_int *n, void *a, const lp_int
                          const lp_int *lwork, lp_int *info);
 typedef void (*orgqr_fn)(const lp_int *m, const lp_int *n, const lp_int *k, void *a, const lp_int *lda,
                          const void *tau, void *work, const lp_int *lwork, lp_int *info);
+typedef void (*syevd_fn)(const char *jobz, const char *uplo, const lp_int *n, void *a, const lp_int *lda, void *w,
+                         void *work, const lp_int *lwork, lp_int *iwork, const lp_int *liwork, lp_int *info, size_t,
+                         size_t);
+typedef void (*gesdd_fn)(const char *jobz, const lp_int *m, const lp_int *n, void *a, const lp_int *lda, void *s,
+                         void *u, const lp_int *ldu, void *vt, const lp_int *ldvt, void *work, const lp_int *lwork,
+                         lp_int *iwork, lp_int *info, size_t);
 
 /* The routines, [0] single and [1] double precision. */
 static struct {
@@ -43,6 +51,8 @@ static struct {
   trsm_fn trsm[2];
   geqrf_fn geqrf[2];
   orgqr_fn orgqr[2];
+  syevd_fn syevd[2];
+  gesdd_fn gesdd[2];
   bool ok;
 } lapack;
 static pthread_once_t lapack_once = PTHREAD_ONCE_INIT;
@@ -56,9 +66,12 @@ static void open_lapack(void) {
   lapack.trsm[0] = (trsm_fn)dlsym(lapack.lib, "strsm_"), lapack.trsm[1] = (trsm_fn)dlsym(lapack.lib, "dtrsm_");
   lapack.geqrf[0] = (geqrf_fn)dlsym(lapack.lib, "sgeqrf_"), lapack.geqrf[1] = (geqrf_fn)dlsym(lapack.lib, "dgeqrf_");
   lapack.orgqr[0] = (orgqr_fn)dlsym(lapack.lib, "sorgqr_"), lapack.orgqr[1] = (orgqr_fn)dlsym(lapack.lib, "dorgqr_");
+  lapack.syevd[0] = (syevd_fn)dlsym(lapack.lib, "ssyevd_"), lapack.syevd[1] = (syevd_fn)dlsym(lapack.lib, "dsyevd_");
+  lapack.gesdd[0] = (gesdd_fn)dlsym(lapack.lib, "sgesdd_"), lapack.gesdd[1] = (gesdd_fn)dlsym(lapack.lib, "dgesdd_");
   lapack.ok = true;
   for (int p = 0; p < 2; p++)
-    lapack.ok = lapack.ok && lapack.potrf[p] && lapack.getrf[p] && lapack.trsm[p] && lapack.geqrf[p] && lapack.orgqr[p];
+    lapack.ok = lapack.ok && lapack.potrf[p] && lapack.getrf[p] && lapack.trsm[p] && lapack.geqrf[p] &&
+                lapack.orgqr[p] && lapack.syevd[p] && lapack.gesdd[p];
 }
 
 static bool lapack_available(void) {
@@ -70,10 +83,14 @@ typedef struct lapack_state {
   hlo_lapack_call call;
   size_t elem; /* 4 or 8 */
   int p;       /* 0 single, 1 double */
-  lp_int lwork; /* geqrf/orgqr workspace, from LAPACK's size query */
+  lp_int lwork;  /* workspace (elements), from LAPACK's size query */
+  lp_int liwork; /* syevd/gesdd integer workspace */
+  int64_t ucols, vrows; /* gesdd: u is m x ucols, vt vrows x n (as the result's shapes) */
 } lapack_state;
 
 static bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
+
+static const char *gesdd_job(const hlo_lapack_call *c) { return !c->vectors ? "N" : c->full ? "A" : "S"; }
 
 static bool la_supports(const hlo_instr *ins, strbuf *why) {
   if (!hlo_is_lapack_call(ins)) return false;
@@ -120,8 +137,24 @@ static kiln_status la_create(const hlo_instr *ins, cpu_jit_module *jm, const cha
   } else if (s->call.routine == HLO_LAPACK_ORGQR) {
     lapack.orgqr[s->p](&m, &n, &k, NULL, &lda, NULL, &w, &query, &info);
   }
+  lp_int iw = 0;
+  int64_t p = s->call.m < s->call.n ? s->call.m : s->call.n;
+  if (s->call.routine == HLO_LAPACK_SYEVD) {
+    lp_int lda1 = n > 1 ? n : 1;
+    lapack.syevd[s->p](s->call.vectors ? "V" : "N", "L", &n, NULL, &lda1, NULL, &w, &query, &iw, &query, &info, 1, 1);
+    s->liwork = iw > 1 ? iw : 1;
+  } else if (s->call.routine == HLO_LAPACK_GESDD) {
+    const hlo_shape *us = &ins->shape.elems[2], *vs = &ins->shape.elems[3];
+    s->ucols = us->dims[us->rank - 1], s->vrows = vs->dims[vs->rank - 2];
+    lp_int ldu = m > 1 ? m : 1, ldvt = (lp_int)(s->call.full ? n : p);
+    if (ldvt < 1) ldvt = 1;
+    lapack.gesdd[s->p](gesdd_job(&s->call), &m, &n, NULL, &lda, NULL, NULL, &ldu, NULL, &ldvt, &w, &query, &iw,
+                       &info, 1);
+    s->liwork = (lp_int)(8 * p > 1 ? 8 * p : 1);
+  }
   double want = s->p ? w.d : (double)w.f;
-  s->lwork = want > 1 && want < INT_MAX ? (lp_int)want : (n > 1 ? n : 1);
+  /* LAPACK rounds the size it reports to the workspace's type; one more is harmless */
+  s->lwork = want >= 1 && want < INT_MAX - 1 ? (lp_int)want + 1 : (n > 1 ? n : 1);
   *state = s;
   return NULL;
 }
@@ -140,12 +173,20 @@ static kiln_status la_run(void *state, char *const *out, char *const *in) {
   int64_t mn = c->m < c->n ? c->m : c->n;
   lp_int m = (lp_int)c->m, n = (lp_int)c->n, k = (lp_int)c->k, info = 0;
   char *scratch = NULL, *work = NULL;
-  if (c->routine == HLO_LAPACK_GETRF || c->routine == HLO_LAPACK_GEQRF || c->routine == HLO_LAPACK_ORGQR) {
+  lp_int *iwork = NULL;
+  char *u_cm = NULL, *vt_cm = NULL;
+  size_t u_bytes = (size_t)(c->m * s->ucols) * s->elem, vt_bytes = (size_t)(s->vrows * c->n) * s->elem;
+  if (c->routine != HLO_LAPACK_POTRF && c->routine != HLO_LAPACK_TRSM) {
     scratch = malloc(mat ? mat : 1);
     work = malloc((size_t)s->lwork * s->elem);
-    if (!scratch || !work) {
+    iwork = malloc((size_t)(s->liwork > 0 ? s->liwork : 1) * sizeof *iwork);
+    if (c->routine == HLO_LAPACK_GESDD) u_cm = calloc(1, u_bytes + 1), vt_cm = calloc(1, vt_bytes + 1);
+    if (!scratch || !work || !iwork || (c->routine == HLO_LAPACK_GESDD && (!u_cm || !vt_cm))) {
       free(scratch);
       free(work);
+      free(iwork);
+      free(u_cm);
+      free(vt_cm);
       return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
     }
   }
@@ -195,10 +236,43 @@ static kiln_status la_run(void *state, char *const *out, char *const *in) {
         transpose(out[0] + (size_t)b * mat, scratch, c->n, c->m, s->elem);
         break;
       }
+      case HLO_LAPACK_SYEVD: {
+        /* symmetric: the buffer read column-major is the same matrix, other triangle */
+        lp_int lda = n > 1 ? n : 1;
+        memcpy(scratch, in[0] + (size_t)b * mat, mat);
+        lapack.syevd[s->p](c->vectors ? "V" : "N", c->lower ? "U" : "L", &n, scratch, &lda,
+                           out[1] + (size_t)(b * c->n) * s->elem, work, &s->lwork, iwork, &s->liwork, &info, 1, 1);
+        if (c->vectors) /* eigenvectors are scratch's columns: out[i][j] = scratch[j * n + i] */
+          transpose(out[0] + (size_t)b * mat, scratch, c->n, c->n, s->elem);
+        else /* unspecified: the input, as the evaluator writes it */
+          memcpy(out[0] + (size_t)b * mat, in[0] + (size_t)b * mat, mat);
+        ((int32_t *)out[2])[b] = info;
+        break;
+      }
+      case HLO_LAPACK_GESDD: {
+        lp_int lda = m > 1 ? m : 1, ldu = m > 1 ? m : 1, ldvt = (lp_int)(s->vrows > 1 ? s->vrows : 1);
+        transpose(scratch, in[0] + (size_t)b * mat, c->m, c->n, s->elem);
+        lapack.gesdd[s->p](gesdd_job(c), &m, &n, scratch, &lda, out[1] + (size_t)(b * mn) * s->elem, u_cm, &ldu,
+                           vt_cm, &ldvt, work, &s->lwork, iwork, &info, 1);
+        /* a' is unspecified (LAPACK destroys it): the input, as the evaluator writes it */
+        memcpy(out[0] + (size_t)b * mat, in[0] + (size_t)b * mat, mat);
+        if (c->vectors) {
+          transpose(out[2] + (size_t)b * u_bytes, u_cm, s->ucols, c->m, s->elem);
+          transpose(out[3] + (size_t)b * vt_bytes, vt_cm, c->n, s->vrows, s->elem);
+        } else { /* unspecified: zeros, as the evaluator writes them */
+          memset(out[2] + (size_t)b * u_bytes, 0, u_bytes);
+          memset(out[3] + (size_t)b * vt_bytes, 0, vt_bytes);
+        }
+        ((int32_t *)out[4])[b] = info;
+        break;
+      }
     }
   }
   free(scratch);
   free(work);
+  free(iwork);
+  free(u_cm);
+  free(vt_cm);
   return NULL;
 }
 
