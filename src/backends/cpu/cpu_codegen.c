@@ -254,6 +254,7 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
 
   cpu_emitter *e = cpu_emitter_new(jm->module, fn, b, ins);
   cpu_emitter_allow_excess_precision(e, opts->excess_precision);
+  cpu_emitter_outline_math(e, opts->outline_math);
   LLVMMetadataRef scope = opts->outputs_apart ? output_scope(c, name) : NULL;
   cpu_emitter_set_load_noalias(e, scope);
   cpu_index ix = {0};

@@ -47,6 +47,7 @@ typedef struct cpu_kernel_options {
    * operand values in registers across the stores instead of reloading and
    * recomputing them for every element. */
   bool outputs_apart;
+  bool outline_math; /* see cpu_emitter_outline_math */
 } cpu_kernel_options;
 
 /* Defines function `name` computing `ins` in the module. The instruction must satisfy

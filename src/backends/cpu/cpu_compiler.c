@@ -42,6 +42,7 @@ typedef struct kernel_modules {
   int n, max;
   const char *name;
   bool excess_precision; /* backend_compile_options.allow_excess_precision */
+  bool outline_math;     /* see math_outlined */
 } kernel_modules;
 
 static void kernel_modules_init(kernel_modules *km, const char *name) {
@@ -55,6 +56,30 @@ static void kernel_modules_init(kernel_modules *km, const char *name) {
 static void kernel_modules_discard(kernel_modules *km) {
   for (int i = 0; i < km->n; i++) cpu_jit_module_discard(&km->m[i]);
   km->n = 0;
+}
+
+/* f32 exp, tanh and erf (and logistic, an exp) sites beyond which a module's kernels
+ * call one out-of-line copy of each instead of expanding it inline (cpu_math.h). Inline
+ * is the faster code -- LLVM interleaves neighbouring evaluations -- but each site is
+ * some forty to seventy instructions LLVM compiles again: the 16,000-instruction chain
+ * of bench/compile_chain.py has 6,400, and with them inline LLVM spent 5x longer
+ * (4,000 instructions: 10-11 s of CPU inline, 1.9-2.2 s out of line). Models have far
+ * fewer (vit_b_16 12, a BERT encoder a few dozen, an LSTM scan under ten), so they keep
+ * the inline code; what passes the limit is a module whose compile time the math would
+ * dominate. */
+#define CPU_INLINE_MATH_LIMIT 256
+
+static bool is_outlinable_math(const hlo_instr *ins) {
+  if (ins->shape.type != HLO_F32 && ins->shape.type != HLO_F16 && ins->shape.type != HLO_BF16) return false;
+  return ins->op == HLO_OP_EXP || ins->op == HLO_OP_TANH || ins->op == HLO_OP_ERF || ins->op == HLO_OP_LOGISTIC;
+}
+
+static bool math_outlined(const hlo_module *m) {
+  int sites = 0;
+  for (int c = 0; c < m->n_comps; c++)
+    for (int i = 0; i < m->comps[c]->n_instrs; i++)
+      if (is_outlinable_math(m->comps[c]->instrs[i]) && ++sites > CPU_INLINE_MATH_LIMIT) return true;
+  return false;
 }
 
 static kiln_status kernel_module_for(kernel_modules *km, const hlo_instr *ins, cpu_jit_module **out) {
@@ -525,7 +550,7 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_mo
       snprintf(name, sizeof name, "%s_k%d", x->sym, t->kernel);
       cpu_jit_module *jm;
       TRY(kernel_module_for(km, ins, &jm));
-      cpu_kernel_options ko = {km->excess_precision, outputs_apart(x, p, t)};
+      cpu_kernel_options ko = {km->excess_precision, outputs_apart(x, p, t), km->outline_math};
       TRY(cpu_codegen_add_kernel(jm, ins, name, &ko, &t->space));
       *has_kernels = true;
     }
@@ -802,6 +827,7 @@ kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_op
   kernel_modules km;
   kernel_modules_init(&km, x->module->name);
   km.excess_precision = opts->allow_excess_precision;
+  km.outline_math = !st && math_outlined(x->module);
   bool has_kernels = false;
   if (!st) st = build_entry(x, &km, &has_kernels);
   if (!st) st = build_outputs(x);

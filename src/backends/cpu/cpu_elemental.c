@@ -21,6 +21,7 @@
  * bit recipe (halves through f32). */
 #include "backends/cpu/cpu_elemental.h"
 #include "backends/cpu/cpu_jit.h" /* cpu_jit_mark_process_specific */
+#include "backends/cpu/cpu_math.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ struct cpu_emitter {
   LLVMTypeRef i1, i8, i16, i32, i64, f32, f64;
   bool excess_precision; /* see cpu_emitter_allow_excess_precision */
   LLVMValueRef load_noalias; /* see cpu_emitter_set_load_noalias */
+  bool outline_math; /* see cpu_emitter_outline_math */
 };
 
 /* ------------------------------------------------------------- what we support -- */
@@ -354,6 +356,8 @@ void cpu_emitter_reset_cache(cpu_emitter *e) { e->n_cache = 0; }
 
 void cpu_emitter_allow_excess_precision(cpu_emitter *e, bool allow) { e->excess_precision = allow; }
 
+void cpu_emitter_outline_math(cpu_emitter *e, bool outline) { e->outline_math = outline; }
+
 void cpu_emitter_set_load_noalias(cpu_emitter *e, LLVMMetadataRef list) {
   e->load_noalias = list ? LLVMMetadataAsValue(e->c, list) : NULL;
 }
@@ -557,95 +561,12 @@ static LLVMValueRef float_max(cpu_emitter *e, LLVMValueRef a, LLVMValueRef b, bo
   return LLVMBuildSelect(e->b, is_nan(e, a), a, r, "");
 }
 
-/* exp on f32 as straight-line arithmetic that the loop vectorizer can widen (a libm
- * call per element cannot be vectorized): Cody-Waite range reduction x = n ln2 + r with
- * a two-part ln2, a degree-6 polynomial for e^r on |r| <= ln2/2 (Cephes' expf
- * coefficients, about 1 ulp), and 2^n applied as two exponent-field scalings so
- * results down into the subnormal range come out right. Inputs past the overflow /
- * underflow thresholds give inf / 0 exactly as libm does, NaN stays NaN (quieted).
- * Against the evaluator (glibc expf, correctly rounded in practice) results differ by
- * at most a couple of ulps, inside conformance's tolerance. */
-static LLVMValueRef exp_f32(cpu_emitter *e, LLVMValueRef x) {
-  LLVMTypeRef f = e->f32;
-  LLVMValueRef hi = fconst(f, 88.72283935546875), lo = fconst(f, -103.97208404541015625);
-  LLVMValueRef xc = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOGT, x, hi, ""), hi, x, "");
-  xc = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
-  /* NaN would make the float -> int conversion below poison; its result is replaced
-   * at the end anyway. */
-  xc = LLVMBuildSelect(e->b, is_nan(e, x), fconst(f, 0), xc, "");
-  LLVMValueRef n = intrinsic1(e, "floor", LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, xc, fconst(f, 1.44269504088896341), ""),
-                                                       fconst(f, 0.5), ""));
-  LLVMValueRef r = LLVMBuildFSub(e->b, xc, LLVMBuildFMul(e->b, n, fconst(f, 0.693359375), ""), "");
-  r = LLVMBuildFSub(e->b, r, LLVMBuildFMul(e->b, n, fconst(f, -2.12194440e-4), ""), "");
-  static const double c[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
-                             5.0000001201e-1};
-  LLVMValueRef p = fconst(f, c[0]);
-  for (int i = 1; i < 6; i++) p = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, p, r, ""), fconst(f, c[i]), "");
-  LLVMValueRef y = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, p, LLVMBuildFMul(e->b, r, r, ""), ""), r, "");
-  y = LLVMBuildFAdd(e->b, y, fconst(f, 1), "");
-  /* 2^n = 2^(n/2) * 2^(n - n/2): each half stays a normal float for n in [-150, 128]. */
-  LLVMValueRef ni = LLVMBuildFPToSI(e->b, n, e->i32, "");
-  LLVMValueRef n1 = LLVMBuildAShr(e->b, ni, cint(e->i32, 1), "");
-  LLVMValueRef n2 = LLVMBuildSub(e->b, ni, n1, "");
-  LLVMValueRef s1 = LLVMBuildBitCast(e->b, LLVMBuildShl(e->b, LLVMBuildAdd(e->b, n1, cint(e->i32, 127), ""), cint(e->i32, 23), ""), f, "");
-  LLVMValueRef s2 = LLVMBuildBitCast(e->b, LLVMBuildShl(e->b, LLVMBuildAdd(e->b, n2, cint(e->i32, 127), ""), cint(e->i32, 23), ""), f, "");
-  y = LLVMBuildFMul(e->b, LLVMBuildFMul(e->b, y, s1, ""), s2, "");
-  y = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOGT, x, hi, ""), fconst(f, 1.0 / 0.0), y, "");
-  y = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, x, lo, ""), fconst(f, 0), y, "");
-  return LLVMBuildSelect(e->b, is_nan(e, x), LLVMBuildFAdd(e->b, x, x, ""), y, "");
-}
-
-/* tanh on f32, vectorizable like exp_f32 (Cephes' tanhf scheme, a few ulps): an odd
- * polynomial for |x| < 0.625, 1 - 2 / (e^2|x| + 1) with the sign of x above, +-1 past
- * 44 where that is exact in f32. Both branches are computed and selected, which keeps
- * the loop body branch-free. NaN stays NaN; tanh(-0) is -0. Within 2 ulps of glibc's
- * tanhf over [-50, 50] (checked when it was written). */
-static LLVMValueRef tanh_f32(cpu_emitter *e, LLVMValueRef x) {
-  LLVMTypeRef f = e->f32;
-  LLVMValueRef ax = intrinsic1(e, "fabs", x);
-  LLVMValueRef z = LLVMBuildFMul(e->b, x, x, "");
-  static const double c[] = {-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
-                             -3.33332819422e-1};
-  LLVMValueRef p = fconst(f, c[0]);
-  for (int i = 1; i < 5; i++) p = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, p, z, ""), fconst(f, c[i]), "");
-  LLVMValueRef small = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, LLVMBuildFMul(e->b, p, z, ""), x, ""), x, "");
-  LLVMValueRef capped = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOGT, ax, fconst(f, 44), ""), fconst(f, 44), ax, "");
-  LLVMValueRef ex = exp_f32(e, LLVMBuildFAdd(e->b, capped, capped, ""));
-  LLVMValueRef big = LLVMBuildFSub(e->b, fconst(f, 1), LLVMBuildFDiv(e->b, fconst(f, 2), LLVMBuildFAdd(e->b, ex, fconst(f, 1), ""), ""), "");
-  LLVMValueRef r = LLVMBuildSelect(e->b, LLVMBuildFCmp(e->b, LLVMRealOLT, ax, fconst(f, 0.625), ""), small, big, "");
-  r = call2(e, "llvm.copysign.f32", f, intrinsic1(e, "fabs", r), x); /* odd: the sign is x's, -0 included */
-  return LLVMBuildSelect(e->b, is_nan(e, x), LLVMBuildFAdd(e->b, x, x, ""), r, "");
-}
-
-/* erf on f32, vectorizable like exp_f32 (GELU evaluates it per activation; a libm call
- * per element was the largest cost of vit_b_16 on cpu): erf(x) = x P(x^2) / Q(x^2) on
- * |x| <= 4, degrees 6 and 5, coefficients fitted by us (iterated weighted least squares
- * against mpmath's erf on [0, 4], then rounded to f32); +-1 past 4, where erf rounds to
- * +-1 in f32. Evaluated in f32 it is within 6 ulps of the exact value over every f32
- * in [0, 4] (3.5e-7 absolute at most), odd by construction (erf(-0) = -0), NaN stays
- * NaN. */
-static LLVMValueRef erf_f32(cpu_emitter *e, LLVMValueRef x) {
-  LLVMTypeRef f = e->f32;
-  static const double p[] = {-1.1465355775897024e-08, 4.3402928895375226e-06, 0.00036700916825793684,
-                             0.0038299451116472483, 0.05408335477113724, 0.1856781393289566, 1.128379225730896};
-  static const double q[] = {5.983457594993524e-05, 0.0012865262106060982, 0.015379637479782104,
-                             0.1138920858502388, 0.4978863298892975, 1.0};
-  LLVMValueRef ax = intrinsic1(e, "fabs", x);
-  LLVMValueRef big = LLVMBuildFCmp(e->b, LLVMRealOGT, ax, fconst(f, 4), "");
-  LLVMValueRef xc = LLVMBuildSelect(e->b, big, fconst(f, 0), x, ""); /* keeps the polynomials finite */
-  LLVMValueRef t = LLVMBuildFMul(e->b, xc, xc, "");
-  LLVMValueRef num = fconst(f, p[0]), den = fconst(f, q[0]);
-  for (int i = 1; i < 7; i++) num = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, num, t, ""), fconst(f, p[i]), "");
-  for (int i = 1; i < 6; i++) den = LLVMBuildFAdd(e->b, LLVMBuildFMul(e->b, den, t, ""), fconst(f, q[i]), "");
-  LLVMValueRef r = LLVMBuildFDiv(e->b, LLVMBuildFMul(e->b, xc, num, ""), den, "");
-  /* |r| can round a hair past 1 just below |x| = 4 */
-  r = call2(e, "llvm.copysign.f32", f, call2(e, "llvm.minnum.f32", f, intrinsic1(e, "fabs", r), fconst(f, 1)), x);
-  r = LLVMBuildSelect(e->b, big, call2(e, "llvm.copysign.f32", f, fconst(f, 1), x), r, "");
-  return LLVMBuildSelect(e->b, is_nan(e, x), LLVMBuildFAdd(e->b, x, x, ""), r, "");
+static LLVMValueRef math_f32(cpu_emitter *e, cpu_math_fn fn, LLVMValueRef x) {
+  return cpu_math_f32(e->m, e->b, fn, x, e->outline_math);
 }
 
 static LLVMValueRef exp_any(cpu_emitter *e, LLVMValueRef x) {
-  return LLVMTypeOf(x) == e->f32 ? exp_f32(e, x) : libm1(e, "exp", x);
+  return LLVMTypeOf(x) == e->f32 ? math_f32(e, CPU_MATH_EXP, x) : libm1(e, "exp", x);
 }
 
 /* Float unary/binary math in float or double (the caller widens halves). */
@@ -657,7 +578,7 @@ static LLVMValueRef float_op(cpu_emitter *e, hlo_opcode op, LLVMValueRef a, LLVM
     case HLO_OP_CBRT: return libm1(e, "cbrt", a);
     case HLO_OP_CEIL: return intrinsic1(e, "ceil", a);
     case HLO_OP_COSINE: return libm1(e, "cos", a);
-    case HLO_OP_ERF: return t == e->f32 ? erf_f32(e, a) : libm1(e, "erf", a);
+    case HLO_OP_ERF: return t == e->f32 ? math_f32(e, CPU_MATH_ERF, a) : libm1(e, "erf", a);
     case HLO_OP_EXP: return exp_any(e, a);
     case HLO_OP_EXPM1: return libm1(e, "expm1", a);
     case HLO_OP_FLOOR: return intrinsic1(e, "floor", a);
@@ -681,7 +602,7 @@ static LLVMValueRef float_op(cpu_emitter *e, hlo_opcode op, LLVMValueRef a, LLVM
     case HLO_OP_SINE: return libm1(e, "sin", a);
     case HLO_OP_SQRT: return intrinsic1(e, "sqrt", a);
     case HLO_OP_TAN: return libm1(e, "tan", a);
-    case HLO_OP_TANH: return LLVMTypeOf(a) == e->f32 ? tanh_f32(e, a) : libm1(e, "tanh", a);
+    case HLO_OP_TANH: return t == e->f32 ? math_f32(e, CPU_MATH_TANH, a) : libm1(e, "tanh", a);
     case HLO_OP_ADD: return nan_pick(e, LLVMBuildFAdd(e->b, a, b, ""), a, b);
     case HLO_OP_SUBTRACT: return nan_pick(e, LLVMBuildFSub(e->b, a, b, ""), a, b);
     case HLO_OP_MULTIPLY: return nan_pick(e, LLVMBuildFMul(e->b, a, b, ""), a, b);

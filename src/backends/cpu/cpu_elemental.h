@@ -56,6 +56,9 @@ void cpu_emitter_allow_excess_precision(cpu_emitter *e, bool allow);
  * metadata node list of alias scopes; NULL: none), for a kernel whose output stores
  * carry those scopes (cpu_kernel_options.outputs_apart). */
 void cpu_emitter_set_load_noalias(cpu_emitter *e, LLVMMetadataRef list);
+/* f32 exp, tanh and erf (logistic's exp too) call the module's out-of-line copies
+ * instead of expanding inline (see cpu_math.h). Off by default. */
+void cpu_emitter_outline_math(cpu_emitter *e, bool outline);
 
 /* Inlines scalar computation c (a reducer, comparator or combiner) on argument values
  * (LLVM storage types, see cpu_llvm_type; pred is i8 0/1); a tuple root yields one
