@@ -8,8 +8,9 @@ device (cpu, which runs the instructions it cannot compile through the evaluator
 by one, with a warning, and falls back to the interpreter for what it cannot take at all)
 and for the interpreter, and each output must match JAX's own result on XLA:CPU within
 the case's stated tolerance (jax_models.py says why each is what it is; compare_output
-is the CLI test's). The one accepted gap, as in the CLI test: a module calling a LAPACK
-custom-call target is kiln's UnimplementedError naming the custom-call."""
+is the CLI test's). JAX's LAPACK custom-calls (solve, cholesky, qr, eigh, svd, ...) are
+kiln's too; a custom-call target kiln does not know would be an UnimplementedError
+naming the target, and no program here may be refused."""
 
 import functools
 import re
@@ -58,8 +59,7 @@ def test_compile_hlo_vs_jax(name, device):
     try:
         f = kiln.compile_hlo(text, device=device, log=lambda level, msg: logs.append(msg))
     except kiln.UnimplementedError as e:
-        assert targets and "custom-call" in str(e), e  # only LAPACK-style custom calls may be refused
-        return
+        pytest.fail("refused (custom-call targets %s): %s" % (targets, e))
     got = f(*args)
     got = list(got) if isinstance(got, tuple) else [got]
     assert len(got) == len(want)
@@ -69,15 +69,14 @@ def test_compile_hlo_vs_jax(name, device):
         assert ok, "output %d: %s (tolerance %s; kiln log: %s)" % (i, detail, tol, logs)
 
 
-def test_custom_call_gap_is_only_lapack():
-    """The accepted gap stays small: of all the programs only those calling LAPACK
-    custom-call targets are refused."""
-    refused = []
-    for name in sorted(CASES):
-        text, _, _ = lowered(name)
-        try:
-            kiln.compile_hlo(text, device="interpreter")
-        except kiln.UnimplementedError:
-            refused.append(name)
-    assert set(refused) <= {"linalg_lapack"}, refused
-    assert len(CASES) - len(refused) >= 10
+def test_lapack_programs_call_lapack_and_unknown_targets_are_named():
+    """The LAPACK programs really exercise custom-calls (so the test above covers them),
+    and a target kiln does not implement is refused with its name in the error."""
+    lapack = [n for n in sorted(CASES) if "lapack_" in lowered(n)[0]]
+    assert {"linalg_lapack", "linalg_eigh_svd", "linalg_lapack_f64"} <= set(lapack), lapack
+    text = ('HloModule geev\n\nENTRY main {\n  a = f32[4,4] parameter(0)\n'
+            '  ROOT e = (f32[4,4], f32[4], f32[4], f32[4,4], f32[4,4], s32[]) custom-call(a), '
+            'custom_call_target="lapack_sgeev_ffi", api_version=API_VERSION_TYPED_FFI\n}\n')
+    for device in (None, "interpreter"):
+        with pytest.raises(kiln.UnimplementedError, match="lapack_sgeev_ffi"):
+            kiln.compile_hlo(text, device=device)

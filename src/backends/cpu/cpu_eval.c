@@ -55,7 +55,12 @@ int64_t cpu_eval_leaf_offset(const hlo_shape *s, int k, int64_t alignment) {
 /* ------------------------------------------------------------- supports -------- */
 
 static bool why_not(strbuf *why, const hlo_instr *ins, const char *reason) {
-  if (why) strbuf_printf(why, "%s (%s): %s", ins->name, hlo_opcode_name(ins->op), reason);
+  if (!why) return false;
+  if (ins->op == HLO_OP_CUSTOM_CALL) /* the target is what the user needs to know */
+    strbuf_printf(why, "%s (custom-call target \"%s\"): %s", ins->name,
+                  ins->custom_call_target ? ins->custom_call_target : "", reason);
+  else
+    strbuf_printf(why, "%s (%s): %s", ins->name, hlo_opcode_name(ins->op), reason);
   return false;
 }
 
