@@ -228,17 +228,6 @@ DEFINE_ORGQR(orgqr_f64, double, reflect_f64)
 
 #define JACOBI_MAX_SWEEPS 100 /* converged matrices take ~10: quadratic convergence */
 
-static double get_el(const void *base, bool f32, int64_t i) {
-  return f32 ? (double)((const float *)base)[i] : ((const double *)base)[i];
-}
-/* Rounds once (to nearest, overflowing to inf) into the literal's type. */
-static void put_el(void *base, bool f32, int64_t i, double v) {
-  if (f32)
-    ((float *)base)[i] = (float)v;
-  else
-    ((double *)base)[i] = v;
-}
-
 /* The power of two e with max_abs = f 2^e, f in [0.5, 1) (0 for 0). Both routines work
  * on the matrix scaled by 2^-e: exact (ldexp), and it keeps the sums of squares below
  * from overflowing for f64 entries near DBL_MAX or losing subnormal ones; eigen- and
@@ -349,8 +338,8 @@ static bool jacobi_eigen(double *a, double *v, int64_t n) {
 /* One syevd matrix: the chosen triangle of `in` (n x n at element offset o) is mirrored
  * into work a, decomposed, and written to v (mode 'V') and w (at offset ow); returns
  * info. work holds 2 n^2 + 2 n doubles. */
-static int32_t syevd_one(const void *in, int64_t o, bool f32, int64_t n, bool lower, bool vectors, void *vout,
-                         void *wout, int64_t ow, double *work) {
+static int32_t syevd_one(const hlo_literal *in, int64_t o, int64_t n, bool lower, bool vectors, hlo_literal *vout,
+                         hlo_literal *wout, int64_t ow, double *work) {
   double *a = work, *vc = a + n * n, *d = vc + n * n; /* vc: the vectors, column-major */
   int64_t *ord = (int64_t *)(d + n);
   double max_abs = 0;
@@ -358,7 +347,7 @@ static int32_t syevd_one(const void *in, int64_t o, bool f32, int64_t n, bool lo
   for (int64_t i = 0; i < n; i++)
     for (int64_t j = 0; j <= i; j++) {
       /* (i, j) of the lower triangle is (j, i) of the upper one */
-      double x = get_el(in, f32, o + (lower ? i * n + j : j * n + i));
+      double x = literal_get_f64(in, o + (lower ? i * n + j : j * n + i));
       if (!isfinite(x)) finite = false;
       max_abs = fmax(max_abs, fabs(x));
       a[i * n + j] = a[j * n + i] = x;
@@ -366,19 +355,19 @@ static int32_t syevd_one(const void *in, int64_t o, bool f32, int64_t n, bool lo
   int e = scale_exponent(max_abs);
   for (int64_t i = 0; i < n * n; i++) a[i] = ldexp(a[i], -e);
   if (!finite || !jacobi_eigen(a, vc, n)) {
-    for (int64_t j = 0; j < n; j++) put_el(wout, f32, ow + j, NAN);
+    for (int64_t j = 0; j < n; j++) literal_set_f64(wout, ow + j, NAN);
     if (vectors)
-      for (int64_t i = 0; i < n * n; i++) put_el(vout, f32, o + i, NAN);
+      for (int64_t i = 0; i < n * n; i++) literal_set_f64(vout, o + i, NAN);
     return 1;
   }
   for (int64_t j = 0; j < n; j++) d[j] = a[j * n + j];
   sort_order(d, n, false, ord);
   for (int64_t j = 0; j < n; j++) {
-    put_el(wout, f32, ow + j, ldexp(d[ord[j]], e));
+    literal_set_f64(wout, ow + j, ldexp(d[ord[j]], e));
     if (!vectors) continue;
     double *x = vc + ord[j] * n; /* the eigenvector of the j-th smallest eigenvalue */
     normalize_sign(x, n, NULL, 0);
-    for (int64_t i = 0; i < n; i++) put_el(vout, f32, o + i * n + j, x[i]);
+    for (int64_t i = 0; i < n; i++) literal_set_f64(vout, o + i * n + j, x[i]);
   }
   return 0;
 }
@@ -462,7 +451,7 @@ static void complete_basis(double *q, int64_t M, int64_t from, int64_t to) {
 /* Where one gesdd matrix's results go: u (m x ucols) and vt (vrows x n) at element
  * offsets ou, ov; s at os. */
 typedef struct svd_out {
-  void *s, *u, *vt;
+  hlo_literal *s, *u, *vt;
   int64_t os, ou, ov, ucols, vrows;
 } svd_out;
 
@@ -481,7 +470,7 @@ static int64_t gesdd_work(int64_t m, int64_t n, bool full) {
  * noise, not guaranteed orthogonal to the rest -- so it is replaced, as are the columns
  * past N that mode 'A' asks for, by complete_basis; u diag(s) vt changes by at most that
  * negligible s. Returns info. */
-static int32_t gesdd_one(const void *in, int64_t o, bool f32, int64_t m, int64_t n, bool vectors, bool full,
+static int32_t gesdd_one(const hlo_literal *in, int64_t o, int64_t m, int64_t n, bool vectors, bool full,
                          const svd_out *out, double *work) {
   bool tall = m >= n;
   int64_t M = tall ? m : n, N = tall ? n : m, K = vectors && full ? M : N;
@@ -492,7 +481,7 @@ static int32_t gesdd_one(const void *in, int64_t o, bool f32, int64_t m, int64_t
   /* g(i, j) = a(i, j) (tall) or a(j, i) (wide: a's row-major elements in order) */
   for (int64_t j = 0; j < N; j++)
     for (int64_t i = 0; i < M; i++) {
-      double x = get_el(in, f32, o + (tall ? i * n + j : j * n + i));
+      double x = literal_get_f64(in, o + (tall ? i * n + j : j * n + i));
       if (!isfinite(x)) finite = false;
       max_abs = fmax(max_abs, fabs(x));
       g[j * M + i] = x;
@@ -500,16 +489,16 @@ static int32_t gesdd_one(const void *in, int64_t o, bool f32, int64_t m, int64_t
   int e = scale_exponent(max_abs);
   for (int64_t i = 0; i < M * N; i++) g[i] = ldexp(g[i], -e);
   if (!finite || !jacobi_svd(g, M, N, vg)) {
-    for (int64_t j = 0; j < N; j++) put_el(out->s, f32, out->os + j, NAN);
+    for (int64_t j = 0; j < N; j++) literal_set_f64(out->s, out->os + j, NAN);
     if (vectors) {
-      for (int64_t i = 0; i < m * out->ucols; i++) put_el(out->u, f32, out->ou + i, NAN);
-      for (int64_t i = 0; i < out->vrows * n; i++) put_el(out->vt, f32, out->ov + i, NAN);
+      for (int64_t i = 0; i < m * out->ucols; i++) literal_set_f64(out->u, out->ou + i, NAN);
+      for (int64_t i = 0; i < out->vrows * n; i++) literal_set_f64(out->vt, out->ov + i, NAN);
     }
     return 1;
   }
   for (int64_t j = 0; j < N; j++) sig[j] = sqrt(dot_d(g + j * M, g + j * M, M));
   sort_order(sig, N, true, ord);
-  for (int64_t j = 0; j < N; j++) put_el(out->s, f32, out->os + j, ldexp(sig[ord[j]], e));
+  for (int64_t j = 0; j < N; j++) literal_set_f64(out->s, out->os + j, ldexp(sig[ord[j]], e));
   if (!vectors) return 0;
   /* Ug and Vg in sorted order; the negligible columns form a suffix from r on */
   int64_t r = 0;
@@ -532,14 +521,14 @@ static int32_t gesdd_one(const void *in, int64_t o, bool f32, int64_t m, int64_t
   }
   if (tall) { /* u = Ug (m x K), vt = Vg^T (n x n) */
     for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < out->ucols; j++) put_el(out->u, f32, out->ou + i * out->ucols + j, ub[j * M + i]);
+      for (int64_t j = 0; j < out->ucols; j++) literal_set_f64(out->u, out->ou + i * out->ucols + j, ub[j * M + i]);
     for (int64_t i = 0; i < out->vrows; i++)
-      for (int64_t j = 0; j < n; j++) put_el(out->vt, f32, out->ov + i * n + j, vb[i * N + j]);
+      for (int64_t j = 0; j < n; j++) literal_set_f64(out->vt, out->ov + i * n + j, vb[i * N + j]);
   } else { /* u = Vg (m x m), vt = Ug^T (K x n) */
     for (int64_t i = 0; i < m; i++)
-      for (int64_t j = 0; j < out->ucols; j++) put_el(out->u, f32, out->ou + i * out->ucols + j, vb[j * N + i]);
+      for (int64_t j = 0; j < out->ucols; j++) literal_set_f64(out->u, out->ou + i * out->ucols + j, vb[j * N + i]);
     for (int64_t i = 0; i < out->vrows; i++)
-      for (int64_t j = 0; j < n; j++) put_el(out->vt, f32, out->ov + i * n + j, ub[i * M + j]);
+      for (int64_t j = 0; j < n; j++) literal_set_f64(out->vt, out->ov + i * n + j, ub[i * M + j]);
   }
   return 0;
 }
@@ -692,8 +681,7 @@ kiln_status eval_lapack(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const 
       if (st) break;
       int32_t *info = res[2]->data;
       for (int64_t b = 0; b < nb; b++)
-        info[b] = syevd_one(ops[0]->data, b * mat, f32, c.n, c.lower, c.vectors, res[0]->data, res[1]->data,
-                            b * c.n, work);
+        info[b] = syevd_one(ops[0], b * mat, c.n, c.lower, c.vectors, res[0], res[1], b * c.n, work);
       free(work);
       break;
     }
@@ -709,12 +697,12 @@ kiln_status eval_lapack(eval_ctx *ctx, const hlo_instr *ins, hlo_literal *const 
       if (!st && c.batch) st = alloc_doubles(ins, gesdd_work(c.m, c.n, c.vectors && c.full), &work);
       if (st) break;
       const hlo_shape *us = result_shape(ins, 2), *vs = result_shape(ins, 3);
-      svd_out o = {.s = res[1]->data, .u = res[2]->data, .vt = res[3]->data, .ucols = us->dims[us->rank - 1],
+      svd_out o = {.s = res[1], .u = res[2], .vt = res[3], .ucols = us->dims[us->rank - 1],
                    .vrows = vs->dims[vs->rank - 2]};
       int32_t *info = res[4]->data;
       for (int64_t b = 0; b < c.batch; b++) {
         o.os = b * p, o.ou = b * c.m * o.ucols, o.ov = b * o.vrows * c.n;
-        info[b] = gesdd_one(ops[0]->data, b * mat, f32, c.m, c.n, c.vectors, c.full, &o, work);
+        info[b] = gesdd_one(ops[0], b * mat, c.m, c.n, c.vectors, c.full, &o, work);
       }
       free(work);
       break;

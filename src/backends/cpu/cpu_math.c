@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct mctx {
@@ -198,20 +199,18 @@ static void keep_alive(LLVMModuleRef m, LLVMValueRef *fns, unsigned n) {
   LLVMContextRef c = LLVMGetModuleContext(m);
   LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
   LLVMValueRef old = LLVMGetNamedGlobal(m, "llvm.compiler.used");
-  unsigned n_old = 0;
-  LLVMValueRef vals[64];
-  if (old) {
-    LLVMValueRef init = LLVMGetInitializer(old);
-    n_old = (unsigned)LLVMGetNumOperands(init);
-    for (unsigned k = 0; k < n_old && k < 64; k++) vals[k] = LLVMGetOperand(init, k);
-    LLVMDeleteGlobal(old);
-  }
-  for (unsigned k = 0; k < n && n_old + k < 64; k++) vals[n_old + k] = LLVMConstBitCast(fns[k], i8p);
-  unsigned total = n_old + n < 64 ? n_old + n : 64;
-  LLVMValueRef g = LLVMAddGlobal(m, LLVMArrayType(i8p, total), "llvm.compiler.used");
+  LLVMValueRef init = old ? LLVMGetInitializer(old) : NULL;
+  unsigned n_old = init ? (unsigned)LLVMGetNumOperands(init) : 0;
+  LLVMValueRef *vals = malloc((n_old + n) * sizeof *vals);
+  if (!vals) abort(); /* as every LLVM builder call does when memory runs out */
+  for (unsigned k = 0; k < n_old; k++) vals[k] = LLVMGetOperand(init, k);
+  for (unsigned k = 0; k < n; k++) vals[n_old + k] = LLVMConstBitCast(fns[k], i8p);
+  if (old) LLVMDeleteGlobal(old);
+  LLVMValueRef g = LLVMAddGlobal(m, LLVMArrayType(i8p, n_old + n), "llvm.compiler.used");
   LLVMSetLinkage(g, LLVMAppendingLinkage);
   LLVMSetSection(g, "llvm.metadata");
-  LLVMSetInitializer(g, LLVMConstArray(i8p, vals, total));
+  LLVMSetInitializer(g, LLVMConstArray(i8p, vals, n_old + n));
+  free(vals);
 }
 
 static LLVMValueRef outlined_call(LLVMModuleRef m, LLVMBuilderRef b, cpu_math_fn fn, LLVMValueRef v) {

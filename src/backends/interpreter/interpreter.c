@@ -21,12 +21,12 @@ static kiln_status interp_compile(const backend *b, const hlo_module *m, const b
     const hlo_computation *comp = m->comps[c];
     for (int i = 0; i < comp->n_instrs; i++) {
       const hlo_instr *ins = comp->instrs[i];
-      if (!eval_supports(ins) && ins->op == HLO_OP_CUSTOM_CALL)
+      if (eval_supports(ins)) continue;
+      if (ins->op == HLO_OP_CUSTOM_CALL) /* the target is what the user needs to know */
         return status_error(KILN_UNIMPLEMENTED, "interpreter: %s: custom-call target \"%s\" is not supported by the evaluator",
                             ins->name, ins->custom_call_target ? ins->custom_call_target : "");
-      if (!eval_supports(ins))
-        return status_error(KILN_UNIMPLEMENTED, "interpreter: %s: opcode %s is not supported by the evaluator",
-                            ins->name, hlo_opcode_name(ins->op));
+      return status_error(KILN_UNIMPLEMENTED, "interpreter: %s: opcode %s is not supported by the evaluator",
+                          ins->name, hlo_opcode_name(ins->op));
     }
   }
   backend_executable *e = malloc(sizeof *e);
