@@ -13,8 +13,8 @@
  * versions are; a wrong formula (errors of order 1) still fails. Dots that oneDNN does not take run as naive loops accumulating
  * like the evaluator (double for floats, wrapping 64-bit for integers): integers are
  * exact; f64 sums may be associated differently, so they get 1e-12 relative.
- * Reductions over an input's minor dimension of 32 or more elements fold in 16 lanes
- * (cpu_elemental.c, REDUCE_LANES): integer, min and max results stay exact (which of
+ * Reductions over an input's minor dimension of 32 or more elements fold in 16 lanes, of
+ * 128 or more in 64 (cpu_elemental.c, reduce_lanes): integer, min and max results stay exact (which of
  * several NaN payloads a max returns aside), float sums differ from the evaluator's
  * sequential order by rounding, so they are compared with 1e-5 of the largest result
  * magnitude (a sum of n terms in f32 is off by at most about n * 6e-8 of the sum of
@@ -572,6 +572,19 @@ static void test_variadic_reduce(void) {
              argmax, roots[i]);
     check_exact(text, 131 + (uint64_t)i, true);
   }
+  /* Rows long enough for 64 lanes, combined by their in-order tree. Without NaNs: with
+   * several NaNs in a row, which one this reducer keeps depends on the fold order (it
+   * keeps its first operand when both are NaN), which XLA leaves unspecified and the
+   * lanes change. */
+  for (int i = 0; i < 2; i++) {
+    char text[4096];
+    snprintf(text, sizeof text,
+             "HloModule am\n\n%sENTRY main {\n  a = f32[6,%d] parameter(0)\n  io = s32[6,%d] iota(), iota_dimension=1\n"
+             "  ninf = f32[] constant(-inf)\n  z = s32[] constant(0)\n"
+             "  r = (f32[6], s32[6]) reduce(a, io, ninf, z), dimensions={1}, to_apply=argmax\n%s}\n",
+             argmax, i ? 300 : 128, i ? 300 : 128, roots[0]);
+    check_exact(text, 134 + (uint64_t)i, false);
+  }
 }
 
 static void test_reduce_window(void) {
@@ -713,14 +726,14 @@ static void test_softmax_through_backend(void) {
 }
 
 /* Reductions the kernels restructure: over the minor dimension in lanes (lengths below,
- * at, and past whole blocks of 16, with a non-identity init value that must be counted
+ * at, and past whole blocks of 16 and of 64, with a non-identity init value that must be counted
  * once), and column reductions that keep the minor dimension (a global average pool of
  * a fused swish in NHWC, a reduction over the major dimension). Integer and max results
  * bitwise, float sums scaled-close. */
 static void test_restructured_reductions(void) {
   char text[4096];
-  static const int64_t lengths[] = {31, 32, 48, 1000};
-  for (int i = 0; i < 4; i++) {
+  static const int64_t lengths[] = {31, 32, 48, 127, 128, 1000};
+  for (int i = 0; i < 6; i++) {
     long long n = (long long)lengths[i];
     snprintf(text, sizeof text,
              "HloModule lanes\n\n%sENTRY main {\n  a = s32[7,%lld] parameter(0)\n  f = f32[7,%lld] parameter(1)\n"

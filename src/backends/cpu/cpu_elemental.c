@@ -1225,14 +1225,20 @@ static void fold_into(cpu_emitter *e, const hlo_instr *ins, LLVMTypeRef *et, LLV
 }
 
 /* Lanes of a reduction over the input's minor dimension: element i is folded into lane
- * i mod REDUCE_LANES, the lanes into the accumulator at the end. One accumulator would
- * make every step wait for the previous one (a float add or compare has a latency of
- * several cycles); independent lanes are what the vectorizer turns into one vector
- * accumulator. The reducer of an HLO reduce is associative and commutative by
- * contract (XLA leaves the order unspecified), so for integers, min and max nothing
- * changes and float sums differ from the evaluator's sequential order by rounding
- * only (the conformance suite's NMSE bound, docs/CONFORMANCE.md). */
+ * i mod L, the lanes into lane 0 at the end (an in-order tree) and lane 0 into the
+ * accumulator. One accumulator would make every step wait for the previous one (a
+ * float add or compare has a latency of several cycles); independent lanes are what
+ * the vectorizer turns into vector accumulators. L is REDUCE_LANES, or
+ * REDUCE_LANES_LONG for rows of at least twice that: 16 f32 lanes are one AVX-512
+ * register, whose add latency then bounds the loop. The reducer of an HLO reduce is
+ * associative and commutative by contract (XLA leaves the order unspecified), so for
+ * integers, min and max nothing changes and float sums differ from the evaluator's
+ * sequential order by rounding only (the conformance suite's NMSE bound,
+ * docs/CONFORMANCE.md). */
 #define REDUCE_LANES 16
+#define REDUCE_LANES_LONG 64
+
+static int64_t reduce_lanes(int64_t d) { return d >= 2 * REDUCE_LANES_LONG ? REDUCE_LANES_LONG : REDUCE_LANES; }
 
 static LLVMValueRef lane_ptr(cpu_emitter *e, LLVMTypeRef array_t, LLVMValueRef lanes, LLVMValueRef j) {
   LLVMValueRef idx[2] = {c64(e, 0), j};
@@ -1244,16 +1250,16 @@ static LLVMValueRef lane_ptr(cpu_emitter *e, LLVMTypeRef array_t, LLVMValueRef l
 static void emit_reduce_minor_in_lanes(cpu_emitter *e, const hlo_instr *ins, const cpu_index *iix,
                                        LLVMTypeRef *et, LLVMValueRef *acc) {
   int n = ins->n_operands / 2, last = iix->rank - 1;
-  int64_t d = ins->operands[0]->shape.dims[last], blocks = d / REDUCE_LANES;
+  int64_t d = ins->operands[0]->shape.dims[last], L = reduce_lanes(d), blocks = d / L;
   LLVMTypeRef at[CPU_MAX_KERNEL_OUTPUTS];
   LLVMValueRef lanes[CPU_MAX_KERNEL_OUTPUTS], args[2 * CPU_MAX_KERNEL_OUTPUTS], next[CPU_MAX_KERNEL_OUTPUTS];
   for (int k = 0; k < n; k++) {
-    at[k] = LLVMArrayType(et[k], REDUCE_LANES);
+    at[k] = LLVMArrayType(et[k], (unsigned)L);
     lanes[k] = cpu_entry_alloca(e->fn, at[k], "lanes");
   }
   /* lane j starts at element j: no identity element is assumed of the init value */
   cpu_loop l;
-  cpu_loop_begin(e->b, e->fn, &l, c64(e, 0), c64(e, REDUCE_LANES), "lane");
+  cpu_loop_begin(e->b, e->fn, &l, c64(e, 0), c64(e, L), "lane");
   cpu_index *x0 = new_index(e, iix->rank, false);
   *x0 = *iix;
   x0->v[last] = l.index;
@@ -1263,27 +1269,41 @@ static void emit_reduce_minor_in_lanes(cpu_emitter *e, const hlo_instr *ins, con
   /* blocks 1 .. blocks-1, each lane independent of the others */
   cpu_loop blk, lane;
   cpu_loop_begin(e->b, e->fn, &blk, c64(e, 1), c64(e, blocks), "block");
-  cpu_loop_begin(e->b, e->fn, &lane, c64(e, 0), c64(e, REDUCE_LANES), "lane");
+  cpu_loop_begin(e->b, e->fn, &lane, c64(e, 0), c64(e, L), "lane");
   cpu_index *xb = new_index(e, iix->rank, false);
   *xb = *iix;
-  xb->v[last] = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk.index, c64(e, REDUCE_LANES), ""), lane.index, "");
+  xb->v[last] = LLVMBuildAdd(e->b, LLVMBuildMul(e->b, blk.index, c64(e, L), ""), lane.index, "");
   LLVMValueRef lane_acc[CPU_MAX_KERNEL_OUTPUTS];
   for (int k = 0; k < n; k++) lane_acc[k] = lane_ptr(e, at[k], lanes[k], lane.index);
   fold_into(e, ins, et, lane_acc, xb);
   cpu_loop_end(e->b, &lane);
   cpu_loop_end(e->b, &blk);
-  /* the lanes, then the tail past the last whole block, into the accumulator */
-  for (int j = 0; j < REDUCE_LANES; j++) {
+  /* the lanes in an in-order tree: lane j + s into lane j for j a multiple of 2s, s = 1,
+   * 2, 4 ...: for an associative reducer the same result as folding lanes 0, 1, 2 ... in
+   * turn, in log2(L) dependent steps instead of L */
+  for (int64_t s = 1; s < L; s *= 2) {
+    cpu_loop t;
+    cpu_loop_begin(e->b, e->fn, &t, c64(e, 0), c64(e, L / (2 * s)), "tree");
+    LLVMValueRef lo = LLVMBuildMul(e->b, t.index, c64(e, 2 * s), "");
+    LLVMValueRef hi = LLVMBuildAdd(e->b, lo, c64(e, s), "");
     for (int k = 0; k < n; k++) {
-      args[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
-      args[n + k] = LLVMBuildLoad2(e->b, et[k], lane_ptr(e, at[k], lanes[k], c64(e, j)), "");
+      args[k] = LLVMBuildLoad2(e->b, et[k], lane_ptr(e, at[k], lanes[k], lo), "");
+      args[n + k] = LLVMBuildLoad2(e->b, et[k], lane_ptr(e, at[k], lanes[k], hi), "");
     }
     emit_scalar_call(e, ins->called[0], args, next);
-    for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], acc[k]);
+    for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], lane_ptr(e, at[k], lanes[k], lo));
+    cpu_loop_end(e->b, &t);
   }
-  if (blocks * REDUCE_LANES == d) return;
+  /* lane 0, then the tail past the last whole block, into the accumulator */
+  for (int k = 0; k < n; k++) {
+    args[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
+    args[n + k] = LLVMBuildLoad2(e->b, et[k], lane_ptr(e, at[k], lanes[k], c64(e, 0)), "");
+  }
+  emit_scalar_call(e, ins->called[0], args, next);
+  for (int k = 0; k < n; k++) LLVMBuildStore(e->b, next[k], acc[k]);
+  if (blocks * L == d) return;
   cpu_loop tail;
-  cpu_loop_begin(e->b, e->fn, &tail, c64(e, blocks * REDUCE_LANES), c64(e, d), "tail");
+  cpu_loop_begin(e->b, e->fn, &tail, c64(e, blocks * L), c64(e, d), "tail");
   cpu_index *xt = new_index(e, iix->rank, false);
   *xt = *iix;
   xt->v[last] = tail.index;
