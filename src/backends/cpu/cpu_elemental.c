@@ -1234,7 +1234,7 @@ static void fold_into(cpu_emitter *e, const hlo_instr *ins, LLVMTypeRef *et, LLV
  * associative and commutative by contract (XLA leaves the order unspecified), so for
  * integers, min and max nothing changes and float sums differ from the evaluator's
  * sequential order by rounding only (the conformance suite's NMSE bound,
- * docs/CONFORMANCE.md). */
+ * docs/PLUGINS.md). */
 #define REDUCE_LANES 16
 #define REDUCE_LANES_LONG 64
 
