@@ -103,8 +103,10 @@ char *check_capture_stderr(void (*fn)(void)) {
   return text;
 }
 
-/* Compiles text on cpu (must succeed) with profiling, runs it on pseudo-random
- * arguments (seeds seed, seed + 1, ...) and compares with the evaluator bit for bit. */
+/* Compiles text on cpu (must succeed) with profiling and without, runs each on
+ * pseudo-random arguments (seeds seed, seed + 1, ...) and compares with the evaluator bit
+ * for bit. Both: a profiled executable runs thunk by thunk (the profile is what the
+ * caller checks), an unprofiled one may run a loop as one function. */
 static const char *current_text;
 static uint64_t current_seed;
 
@@ -119,26 +121,30 @@ static void compile_run_compare(void) {
     CHECK_OK(literal_create(&m->entry->params[p]->shape, &args[p]));
     literal_fill_pseudo_random(args[p], current_seed + (uint64_t)p);
   }
-  backend_compile_options o = backend_compile_options_default();
-  o.profile = true;
-  backend_executable *e = NULL;
-  hlo_literal *got = NULL, *want = NULL;
-  CHECK_OK(cpu ? cpu->compile(cpu, m, &o, &e) : NULL);
-  if (e) {
-    /* Twice: the evaluator thunk's computation is built once and reused. */
-    for (int r = 0; r < 2; r++) {
-      literal_free(got);
-      got = NULL;
-      CHECK_OK(cpu->execute(e, args, n, &got));
-    }
-    cpu->destroy(e); /* prints the profile */
-  }
+  hlo_literal *want = NULL;
   CHECK_OK(eval_module(m, args, n, &want));
-  bool same = got && want && literal_equal(got, want);
-  if (!same) fprintf(stderr, "cpu and evaluator differ (seed %llu) on:\n%s\n", (unsigned long long)current_seed,
-                     current_text);
-  CHECK(same);
-  literal_free(got);
+  for (int profiled = 1; profiled >= 0; profiled--) {
+    backend_compile_options o = backend_compile_options_default();
+    o.profile = profiled;
+    backend_executable *e = NULL;
+    hlo_literal *got = NULL;
+    CHECK_OK(cpu ? cpu->compile(cpu, m, &o, &e) : NULL);
+    if (e) {
+      /* Twice: the evaluator thunk's computation is built once and reused. */
+      for (int r = 0; r < 2; r++) {
+        literal_free(got);
+        got = NULL;
+        CHECK_OK(cpu->execute(e, args, n, &got));
+      }
+      cpu->destroy(e); /* prints the profile */
+    }
+    bool same = got && want && literal_equal(got, want);
+    if (!same)
+      fprintf(stderr, "cpu (%s) and evaluator differ (seed %llu) on:\n%s\n", profiled ? "profiled" : "not profiled",
+              (unsigned long long)current_seed, current_text);
+    CHECK(same);
+    literal_free(got);
+  }
   literal_free(want);
   for (int p = 0; p < n && p < 8; p++) literal_free(args[p]);
   hlo_module_free(m);

@@ -19,6 +19,9 @@
 #include "check_util.h"
 
 #define COMPILED "!through the evaluator"
+/* The profile's mark of a loop compiled as one function (cpu_loop_kernel.h); the
+ * unprofiled run of every module below runs such loops that way. */
+#define ONE_FUNCTION " (one function when not profiled)"
 
 /* A fori_loop as JAX writes it: the counter and a nested tuple of state in the loop,
  * read back through get-tuple-element by compiled consumers, and the whole while result
@@ -46,7 +49,7 @@ static const char *const WHILE =
     "  ROOT out = (f32[4,8], (s32[], (f32[4,8], s32[8]))) tuple(r, w)\n}\n";
 
 static void test_fori_loop_with_nested_tuple_state_is_compiled(void) {
-  check_cpu_like_evaluator(WHILE, (const char *const[]){"loop   w while", "kernel", COMPILED, NULL});
+  check_cpu_like_evaluator(WHILE, (const char *const[]){"loop   w while", "kernel", ONE_FUNCTION, COMPILED, NULL});
 }
 
 /* A while whose result is the root itself, fed straight by a parameter tuple. */
@@ -63,7 +66,7 @@ static const char *const WHILE_ROOT =
     "  ROOT w = (s32[], f32[3]) while(init), condition=cond, body=body\n}\n";
 
 static void test_while_as_root_with_data_dependent_start_is_compiled(void) {
-  check_cpu_like_evaluator(WHILE_ROOT, (const char *const[]){"loop", COMPILED, NULL});
+  check_cpu_like_evaluator(WHILE_ROOT, (const char *const[]){"loop", ONE_FUNCTION, COMPILED, NULL});
 }
 
 /* The body returns (b, a) for state (a, b): each leaf comes from the other's place, so
@@ -82,7 +85,7 @@ static const char *const SWAP =
     "  ROOT r = (s32[], f32[16], f32[16], f32[16]) while(init), condition=cond, body=body\n}\n";
 
 static void test_loop_state_leaves_that_swap_places_are_staged(void) {
-  check_cpu_like_evaluator(SWAP, (const char *const[]){"loop", COMPILED, NULL});
+  check_cpu_like_evaluator(SWAP, (const char *const[]){"loop", "!" ONE_FUNCTION, COMPILED, NULL});
 }
 
 /* A scan: each step writes one row of a stacked buffer carried by the loop. The row's
@@ -104,7 +107,8 @@ static const char *const SCAN =
     "  ROOT w = (s32[], f32[4], f32[6,4]) while(init), condition=cond, body=body\n}\n";
 
 static void test_scan_writes_its_stacked_rows_in_place(void) {
-  check_cpu_like_evaluator(SCAN, (const char *const[]){"loop", "native ys2 dynamic-update-slice", COMPILED, NULL});
+  check_cpu_like_evaluator(SCAN, (const char *const[]){"loop", "native ys2 dynamic-update-slice", ONE_FUNCTION,
+                                                       COMPILED, NULL});
 }
 
 /* The same, but the body also reads the old buffer after updating it: the update must
@@ -120,7 +124,7 @@ static const char *const SCAN_LATE_READER =
     "  ROOT w = (s32[], f32[4], f32[6,4]) while(init), condition=cond, body=body\n}\n";
 
 static void test_scan_with_a_later_reader_of_the_old_buffer_keeps_it(void) {
-  check_cpu_like_evaluator(SCAN_LATE_READER, (const char *const[]){"loop", COMPILED, NULL});
+  check_cpu_like_evaluator(SCAN_LATE_READER, (const char *const[]){"loop", ONE_FUNCTION, COMPILED, NULL});
 }
 
 /* A moving average over the rows of a bf16 matrix: the new average is computed
@@ -144,7 +148,7 @@ static void test_scan_with_a_later_reader_of_the_old_buffer_keeps_it(void) {
 
 static void test_moving_average_updates_its_state_leaf_in_place(void) {
   check_cpu_like_evaluator(AVG_LOOP("avg", "  m = f32[64] multiply(acc, hb)\n  acc2 = f32[64] add(m, rf)\n", "acc2"),
-                           (const char *const[]){"loop", "native row dynamic-slice", COMPILED, NULL});
+                           (const char *const[]){"loop", "native row dynamic-slice", ONE_FUNCTION, COMPILED, NULL});
 }
 
 /* The new value reads the old one reversed: element i needs old element 63 - i, which
@@ -186,6 +190,30 @@ static void test_state_leaf_updated_in_place_is_read_by_later_instructions(void)
       (const char *const[]){"loop", COMPILED, NULL});
 }
 
+/* A loop function's dynamic-update-slice with a window of several runs (f32[5,1,4] into
+ * f32[5,6,4]: five rows of four), u32 start indices (zero-extended), a start past the
+ * last valid one (i runs to 8 over a dim of 6: clamped to 5), and a state leaf (the
+ * stacked buffer) whose old value a later reader needs, so that the update goes to a
+ * copy of it. */
+static const char *const WINDOW_RUNS =
+    "HloModule window_runs\n\n"
+    "cond {\n  cp = (u32[], f32[5,6,4], f32[5,6,4]) parameter(0)\n  ci = u32[] get-tuple-element(cp), index=0\n"
+    "  n = u32[] constant(9)\n  ROOT lt = pred[] compare(ci, n), direction=LT\n}\n\n"
+    "body {\n  p = (u32[], f32[5,6,4], f32[5,6,4]) parameter(0)\n  i = u32[] get-tuple-element(p), index=0\n"
+    "  ys = f32[5,6,4] get-tuple-element(p), index=1\n  acc = f32[5,6,4] get-tuple-element(p), index=2\n"
+    "  one = u32[] constant(1)\n  j = u32[] add(i, one)\n  z = u32[] constant(0)\n"
+    "  fi = f32[] convert(i)\n  u = f32[5,1,4] broadcast(fi), dimensions={}\n"
+    "  ys2 = f32[5,6,4] dynamic-update-slice(ys, u, z, i, z)\n  acc2 = f32[5,6,4] add(acc, ys)\n"
+    "  ROOT t = (u32[], f32[5,6,4], f32[5,6,4]) tuple(j, ys2, acc2)\n}\n\n"
+    "ENTRY main {\n  ys = f32[5,6,4] parameter(0)\n  acc = f32[5,6,4] parameter(1)\n  z = u32[] constant(0)\n"
+    "  init = (u32[], f32[5,6,4], f32[5,6,4]) tuple(z, ys, acc)\n"
+    "  ROOT w = (u32[], f32[5,6,4], f32[5,6,4]) while(init), condition=cond, body=body\n}\n";
+
+static void test_loop_function_updates_windows_of_several_runs_with_clamped_unsigned_starts(void) {
+  check_cpu_like_evaluator(WINDOW_RUNS, (const char *const[]){"native ys2 dynamic-update-slice", ONE_FUNCTION,
+                                                              COMPILED, NULL});
+}
+
 /* A loop inside a loop body, and a trip count that depends on the data (doubling a
  * small value until it passes a bound). */
 static const char *const NESTED =
@@ -209,7 +237,8 @@ static const char *const NESTED =
     "  ROOT w = (s32[], s32[8]) while(init), condition=ocond, body=obody\n}\n";
 
 static void test_nested_loops_with_data_dependent_trip_counts(void) {
-  check_cpu_like_evaluator(NESTED, (const char *const[]){"loop", COMPILED, NULL});
+  check_cpu_like_evaluator(NESTED, (const char *const[]){"inner while (s32[], s32[])" ONE_FUNCTION,
+                                                         "w while (s32[], s32[8])\n", COMPILED, NULL});
 }
 
 static const char *const CONDITIONAL =
@@ -282,4 +311,5 @@ TEST_MAIN(TEST(test_fori_loop_with_nested_tuple_state_is_compiled), TEST(test_su
           TEST(test_moving_average_updates_its_state_leaf_in_place),
           TEST(test_state_leaf_read_out_of_order_is_not_updated_in_place),
           TEST(test_state_leaf_read_after_its_update_keeps_the_old_value),
-          TEST(test_state_leaf_updated_in_place_is_read_by_later_instructions))
+          TEST(test_state_leaf_updated_in_place_is_read_by_later_instructions),
+          TEST(test_loop_function_updates_windows_of_several_runs_with_clamped_unsigned_starts))

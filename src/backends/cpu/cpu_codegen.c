@@ -364,12 +364,16 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   return NULL;
 }
 
+bool cpu_kernel_runs_serially(const cpu_kernel_space *space) {
+  return space->units < 2 || space->units * space->unit_cost < CPU_PARALLEL_MIN_ELEMS;
+}
+
 void cpu_kernel_run(cpu_kernel_fn fn, char **buffers, const cpu_kernel_space *space) {
   int64_t units = space->units;
   if (units <= 0) return;
   /* Small work first, without asking OpenMP: a loop body's tiny kernels run here
    * thousands of times per call, and the call into libgomp is a fair part of that. */
-  if (units < 2 || units * space->unit_cost < CPU_PARALLEL_MIN_ELEMS) {
+  if (cpu_kernel_runs_serially(space)) {
     fn(buffers, 0, units);
     return;
   }

@@ -55,6 +55,10 @@ typedef struct cpu_kernel_options {
 kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name,
                                    const cpu_kernel_options *opts, cpu_kernel_space *space);
 
+/* Whether cpu_kernel_run runs a kernel of this space on the calling thread alone (too
+ * little work to pay for the OpenMP pool). */
+bool cpu_kernel_runs_serially(const cpu_kernel_space *space);
+
 /* Runs a kernel over its whole space, split across the OpenMP pool when the work is
  * large enough to pay for it. */
 void cpu_kernel_run(cpu_kernel_fn fn, char **buffers, const cpu_kernel_space *space);

@@ -43,6 +43,7 @@ typedef struct kernel_modules {
   const char *name;
   bool excess_precision; /* backend_compile_options.allow_excess_precision */
   bool outline_math;     /* see math_outlined */
+  cpu_jit_module *pin;   /* while set, every kernel goes here (a loop's, see build_while) */
 } kernel_modules;
 
 static void kernel_modules_init(kernel_modules *km, const char *name) {
@@ -86,7 +87,9 @@ static kiln_status kernel_module_for(kernel_modules *km, const hlo_instr *ins, c
   int64_t code = 1;
   if (ins->op == HLO_OP_FUSION && ins->n_called == 1) code = ins->called[0]->n_instrs;
   int best = -1;
-  if (km->n < km->max) {
+  if (km->pin) {
+    best = (int)(km->pin - km->m);
+  } else if (km->n < km->max) {
     TRY(cpu_jit_new_module(km->name, &km->m[km->n]));
     best = km->n++;
   } else {
@@ -360,11 +363,99 @@ static void update_state_in_place(thunk *w, int k) {
   w->moves[k] = LEAF_KEEP;
 }
 
+/* Instructions of a loop's condition and body up to which their kernels share one LLVM
+ * module, so that the loop can be one function (cpu_loop_kernel.h). Loops over more are
+ * whole layers, whose kernels compile in parallel and which per-step dispatch does not
+ * slow down. */
+#define CPU_LOOP_KERNEL_MAX_INSTRS 64
+
+static bool small_loop(const hlo_instr *ins) {
+  return ins->n_called == 2 && ins->called[0]->n_instrs + ins->called[1]->n_instrs <= CPU_LOOP_KERNEL_MAX_INSTRS;
+}
+
+/* Steps of program p for a loop function, or false when a thunk is not one: a kernel
+ * run on the calling thread, a copy, or a native dynamic-(update-)slice. */
+static bool plan_steps(const cpu_executable *x, const cpu_program *p, cpu_loop_step *steps, char (*names)[64]) {
+  int at = 0;
+  for (int i = 0; i < p->n_thunks; at += p->thunks[i++].n_refs) {
+    const thunk *t = &p->thunks[i];
+    cpu_loop_step *s = &steps[i];
+    memset(s, 0, sizeof *s);
+    s->at = at;
+    if (t->kind == THUNK_KERNEL && cpu_kernel_runs_serially(&t->space)) {
+      s->kind = CPU_STEP_KERNEL;
+      snprintf(names[i], sizeof names[i], "%s_k%d", x->sym, t->kernel);
+      s->kernel = names[i];
+      s->units = t->space.units;
+    } else if (t->kind == THUNK_COPY) {
+      s->kind = CPU_STEP_COPY;
+      s->bytes = t->bytes;
+    } else if (t->kind == THUNK_NATIVE && t->ins->op == HLO_OP_DYNAMIC_UPDATE_SLICE) {
+      s->kind = CPU_STEP_UPDATE_SLICE;
+      s->ins = t->ins;
+    } else if (t->kind == THUNK_NATIVE && t->ins->op == HLO_OP_DYNAMIC_SLICE) {
+      s->kind = CPU_STEP_SLICE;
+      s->ins = t->ins;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The loop of while thunk t as one function in jm, where its kernels are, when every
+ * step of its condition and body can be a step of one and no state leaf is staged. */
+static kiln_status add_loop_function(cpu_executable *x, cpu_jit_module *jm, thunk *t) {
+  const cpu_program *cond = t->progs[0], *body = t->progs[1];
+  for (int k = 0; k < t->n_out; k++)
+    if (t->moves[k] == LEAF_STAGE) return NULL;
+  int n = cond->n_thunks + body->n_thunks;
+  cpu_loop_step *steps = calloc((size_t)n + 1, sizeof *steps);
+  char(*names)[64] = calloc((size_t)n + 1, sizeof *names);
+  int *move_leaf = calloc((size_t)t->n_out, sizeof *move_leaf);
+  int64_t *move_bytes = calloc((size_t)t->n_out, sizeof *move_bytes);
+  kiln_status st = NULL;
+  if (!steps || !names || !move_leaf || !move_bytes) {
+    st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  } else if (plan_steps(x, cond, steps, names) && plan_steps(x, body, steps + cond->n_thunks, names + cond->n_thunks)) {
+    cpu_loop_plan plan = {cond->n_thunks, body->n_thunks, 0, steps, steps + cond->n_thunks, move_leaf, move_bytes};
+    for (int k = 0; k < t->n_out; k++)
+      if (t->moves[k] == LEAF_COPY) {
+        move_leaf[plan.n_moves] = k;
+        move_bytes[plan.n_moves++] = t->leaf_bytes[k];
+      }
+    char name[64];
+    snprintf(name, sizeof name, "%s_w%d", x->sym, x->n_loops);
+    st = cpu_codegen_add_loop(jm, name, &plan);
+    if (!st) t->loop = x->n_loops++;
+  }
+  free(steps);
+  free(names);
+  free(move_leaf);
+  free(move_bytes);
+  return st;
+}
+
+static kiln_status build_while_programs(cpu_executable *x, kernel_modules *km, thunk *t, bool *has_kernels);
+
 /* A while loop run natively: the condition and the body become programs of their own
  * that take the loop state -- the while's own packed block -- as their parameter. The
  * init value is copied into the block once; after each body run its result leaves are
- * moved into the block (see leaf_move), so the state never lives anywhere else. */
+ * moved into the block (see leaf_move), so the state never lives anywhere else. A small
+ * loop's kernels share one module, where the loop also becomes one function when it
+ * can (add_loop_function), which runs it unless --profile times its thunks. */
 static kiln_status build_while(cpu_executable *x, kernel_modules *km, cpu_program *p, thunk *t, bool *has_kernels) {
+  (void)p;
+  t->loop = -1;
+  cpu_jit_module *outer = km->pin;
+  if (!km->pin && small_loop(t->ins)) TRY(kernel_module_for(km, t->ins, &km->pin));
+  kiln_status st = build_while_programs(x, km, t, has_kernels);
+  if (!st && km->pin) st = add_loop_function(x, km->pin, t);
+  km->pin = outer;
+  return st;
+}
+
+static kiln_status build_while_programs(cpu_executable *x, kernel_modules *km, thunk *t, bool *has_kernels) {
   const hlo_instr *ins = t->ins;
   if (ins->n_called != 2 || ins->n_operands != 1 || t->n_out == 0)
     return ERR_UNIMPLEMENTED("cpu: %s: not a while with a condition, a body and state", ins->name);
@@ -642,10 +733,16 @@ static char *describe_evaluated(const cpu_executable *x) {
 static kiln_status link_thunk(thunk *t, void *ctx) {
   const cpu_executable *x = ctx;
   if (t->kind == THUNK_NATIVE) return cpu_native_link(t->native, x->jit);
-  if (t->kind != THUNK_KERNEL) return NULL;
   char name[64];
-  snprintf(name, sizeof name, "%s_k%d", x->sym, t->kernel);
   void *addr;
+  if (t->kind == THUNK_WHILE && t->loop >= 0) {
+    snprintf(name, sizeof name, "%s_w%d", x->sym, t->loop);
+    TRY(cpu_jit_lookup(x->jit, name, &addr));
+    t->loop_fn = (cpu_loop_fn)addr;
+    return NULL;
+  }
+  if (t->kind != THUNK_KERNEL) return NULL;
+  snprintf(name, sizeof name, "%s_k%d", x->sym, t->kernel);
   TRY(cpu_jit_lookup(x->jit, name, &addr));
   t->fn = (cpu_kernel_fn)addr;
   return NULL;

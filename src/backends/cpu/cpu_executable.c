@@ -4,7 +4,9 @@
  * leaf_move); a conditional thunk hands its chosen branch one block (packing a tuple
  * of separately stored values first) and copies the branch's result out. A program's
  * thunk buffer addresses are resolved once for the parameters it is run with and kept
- * while they stay the same (see bind_params), so a loop's iterations only dispatch. */
+ * while they stay the same (see bind_params), so a loop's iterations only dispatch; a
+ * loop compiled as one function (cpu_loop_kernel.h) runs all its iterations in one call
+ * on those addresses, unless the executable is profiled. */
 #include "backends/cpu/cpu_executable.h"
 
 #include <pthread.h>
@@ -88,9 +90,10 @@ void cpu_executable_print_profile(const cpu_executable *x) {
     const thunk *t = order[i];
     char *shape = shape_to_string(&t->ins->shape);
     const char *fk = fusion_kind_of(t);
-    fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s %s%s%s %s\n", 100.0 * (double)t->ns / (double)total,
-            (double)t->ns / 1e6 / (double)runs, kinds[t->kind], t->ins->name,
-            hlo_opcode_name(t->ins->op), fk[0] ? ":" : "", fk, shape);
+    fprintf(stderr, "  %6.2f%%  %9.3f ms  %-6s %s %s%s%s %s%s\n", 100.0 * (double)t->ns / (double)total,
+            (double)t->ns / 1e6 / (double)runs, kinds[t->kind], t->ins->name, hlo_opcode_name(t->ins->op),
+            fk[0] ? ":" : "", fk, shape,
+            t->kind == THUNK_WHILE && t->loop >= 0 ? " (one function when not profiled)" : "");
     free(shape);
   }
   /* Then the whole run by what computes it (kernel fusion:kLoop, onednn convolution,
@@ -216,6 +219,11 @@ static kiln_status run_while(cpu_executable *x, thunk *t, char *const *bufs) {
   if (!from) return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
   for (int k = 0; k < t->n_out; k++) from[k] = buffer_address(body, &state, body->results[k]);
   kiln_status st = NULL;
+  if (t->loop_fn && !x->profile) {
+    t->loop_fn(cond->addrs, body->addrs, pred, bufs, from);
+    if (from != stack) free(from);
+    return NULL;
+  }
   for (;;) {
     if ((st = run_bound(x, cond)) || !*pred) break;
     if ((st = run_bound(x, body))) break;

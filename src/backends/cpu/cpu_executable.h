@@ -20,6 +20,7 @@
 #include "backends/cpu/cpu_dnnl.h"
 #include "backends/cpu/cpu_eval.h"
 #include "backends/cpu/cpu_jit.h"
+#include "backends/cpu/cpu_loop_kernel.h"
 #include "backends/cpu/cpu_native.h"
 #include "hlo/buffer_assignment.h"
 #include "hlo/ir.h"
@@ -74,6 +75,8 @@ typedef struct thunk {
   int *arg_leaf;         /* conditional: refs index of branch b's operand's first leaf */
   bool *arg_packed;      /* conditional: that operand's leaves already lie packed in one block */
   char *scratch;         /* while: staging; conditional: an operand packed into one block */
+  int loop;              /* while: the loop function's number (kiln_x<executable>_w<loop>), or -1 */
+  cpu_loop_fn loop_fn;   /* while: the whole loop as one function (cpu_loop_kernel.h), or NULL */
   const hlo_instr *ins;  /* what it computes (in the executable's module) */
   int64_t ns, runs;      /* profiling: time spent and executions */
 } thunk;
@@ -132,6 +135,7 @@ typedef struct cpu_executable {
   hlo_module *module; /* the compiled clone; constants live here */
   cpu_program *entry;
   int n_kernels;
+  int n_loops; /* loop functions (thunk.loop) */
   cpu_jit *jit;
   int n_outputs;
   cpu_output *outputs; /* the result's leaves */

@@ -54,4 +54,10 @@ kiln_status cpu_native_link(cpu_native *n, cpu_jit *jit);
 kiln_status cpu_native_run(const cpu_native *n, char *const *out, char *const *in);
 void cpu_native_destroy(cpu_native *n);
 
+/* The window of a dynamic-update-slice or dynamic-slice (dims `window` in an operand of
+ * shape s) as contiguous runs: dims >= *inner form one run of *run elements (the longest
+ * suffix of dims the window spans whole, plus the dim before it); the window's dims
+ * before *inner count the runs (cpu_update_slice.c). */
+void cpu_window_runs(const hlo_shape *s, const int64_t *window, int *inner, int64_t *run);
+
 #endif

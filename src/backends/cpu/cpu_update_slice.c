@@ -56,6 +56,13 @@ static bool us_supports(const hlo_instr *ins, strbuf *why) {
   return true;
 }
 
+void cpu_window_runs(const hlo_shape *s, const int64_t *window, int *inner, int64_t *run) {
+  *inner = s->rank;
+  *run = 1;
+  while (*inner > 0 && window[*inner - 1] == s->dims[*inner - 1]) *run *= window[--*inner];
+  if (*inner > 0) *run *= window[--*inner];
+}
+
 /* A window of dims `window` inside an operand of shape s, its start indices of type
  * index_type. */
 static update_slice *window_of(const hlo_shape *s, const int64_t *window, hlo_type index_type) {
@@ -69,11 +76,7 @@ static update_slice *window_of(const hlo_shape *s, const int64_t *window, hlo_ty
     u->dims[d] = s->dims[d];
     u->upd[d] = window[d];
   }
-  /* The longest suffix of dims the window spans completely, plus the dim before it. */
-  u->inner = u->rank;
-  u->run = 1;
-  while (u->inner > 0 && u->upd[u->inner - 1] == u->dims[u->inner - 1]) u->run *= u->upd[--u->inner];
-  if (u->inner > 0) u->run *= u->upd[--u->inner];
+  cpu_window_runs(s, window, &u->inner, &u->run);
   int64_t n = 1, stride = 1;
   for (int d = u->rank - 1; d >= 0; d--) {
     u->strides[d] = stride;
