@@ -126,8 +126,9 @@ static LLVMValueRef fmuladd64(const mctx *x, LLVMValueRef a, LLVMValueRef b, LLV
 }
 
 /* tanh(x) = x P(x^2) / Q(x^2) on |x| <= 9.1, P and Q of degree 6 with P(0) = Q(0) = 1,
- * coefficients fitted by us (iterated weighted least squares against mpmath's tanh,
- * relative error 1.5e-8 at most; Q >= 1 there), evaluated in f64 so that f32 rounding
+ * coefficients fitted by us (scripts/fit_tanh.py: iterated weighted least squares
+ * against mpmath's tanh, relative error 1.5e-8 at most; Q >= 1 there), evaluated in f64
+ * so that f32 rounding
  * inside the polynomials adds nothing: within 1 ulp of the correctly rounded tanh at 6
  * million points over [0, 9.6] (log-spaced down to 1e-30 too); +-1 past 9.1, where tanh
  * rounds to +-1 in f32. One rational expression and no exp: the latency of a tanh on a
