@@ -445,12 +445,12 @@ static kiln_status build_while_programs(cpu_executable *x, kernel_modules *km, t
  * loop's kernels share one module, where the loop also becomes one function when it
  * can (add_loop_function), which runs it unless --profile times its thunks. */
 static kiln_status build_while(cpu_executable *x, kernel_modules *km, cpu_program *p, thunk *t, bool *has_kernels) {
-  (void)p;
   t->loop = -1;
   cpu_jit_module *outer = km->pin;
   if (!km->pin && small_loop(t->ins)) TRY(kernel_module_for(km, t->ins, &km->pin));
   kiln_status st = build_while_programs(x, km, t, has_kernels);
   if (!st && km->pin) st = add_loop_function(x, km->pin, t);
+  if (!st && t->loop >= 0) *has_kernels = true; /* a loop of copies and slices alone has none */
   km->pin = outer;
   return st;
 }
