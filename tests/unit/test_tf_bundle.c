@@ -352,6 +352,32 @@ static void test_assembles_a_tensor_from_slices_in_two_shards(void) {
   cleanup(&w);
 }
 
+/* A slice whose entry has the wrong shape in both dims: one error, naming the first
+ * (found by fuzz_tf_bundle: a second error used to replace the first, which leaked; the
+ * ASan run of this test checks for leaks). */
+static void test_a_slice_entry_of_the_wrong_shape_is_one_error(void) {
+  writer w;
+  new_writer(&w, 1);
+  int64_t td[2] = {3, 2};
+  slice_spec ts[2] = {{2, {0, 0}, {2, -1}}, {2, {2, 0}, {1, -1}}};
+  add_kv(&w, "t", 1, entry(DT_FLOAT, 2, td, 0, 0, 0, 0, 2, ts));
+  static const uint8_t k_top[] = {0x00, 't', 0x00, 0x01, 0x01, 0x02, 0x80, 0x82, 0x80, 0x7f};
+  static const uint8_t k_bottom[] = {0x00, 't', 0x00, 0x01, 0x01, 0x02, 0x82, 0x81, 0x80, 0x7f};
+  float one = 1, bottom[2] = {5, 6};
+  int64_t d_top[2] = {1, 1}, d_bottom[2] = {1, 2}; /* the top slice should be 2x2 */
+  add_tensor(&w, k_top, sizeof k_top, DT_FLOAT, 2, d_top, 0, &one, sizeof one);
+  add_tensor(&w, k_bottom, sizeof k_bottom, DT_FLOAT, 2, d_bottom, 0, bottom, sizeof bottom);
+  finish(&w);
+  tf_bundle *b = NULL;
+  CHECK_OK(tf_bundle_open(w.prefix, &b));
+  if (!b) return;
+  graph_tensor *t = NULL;
+  CHECK_ERR(tf_bundle_read(b, "t", &t), "slice 0's entry has the wrong shape in dimension 0");
+  CHECK(t == NULL);
+  tf_bundle_free(b);
+  cleanup(&w);
+}
+
 static void test_a_corrupt_byte_is_a_bad_crc_naming_file_and_key(void) {
   writer w;
   make_basic(&w);
@@ -459,6 +485,7 @@ static void test_index_damage_is_an_error_never_a_crash(void) {
 TEST_MAIN(TEST(test_crc32c_matches_the_castagnoli_check_value),
           TEST(test_reads_numeric_and_string_tensors_with_their_shapes),
           TEST(test_assembles_a_tensor_from_slices_in_two_shards),
+          TEST(test_a_slice_entry_of_the_wrong_shape_is_one_error),
           TEST(test_a_corrupt_byte_is_a_bad_crc_naming_file_and_key),
           TEST(test_a_missing_shard_is_not_found_naming_the_file),
           TEST(test_a_truncated_shard_names_the_file_and_the_bytes_needed),

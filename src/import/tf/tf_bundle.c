@@ -692,8 +692,8 @@ static kiln_status read_sliced(tf_bundle *b, const bundle_entry *e, const char *
       s = ERR_INVALID("slice %d's entry does not match the tensor's dtype and rank", i);
       break;
     }
-    for (int d = 0; d < sl->rank; d++)
-      if (pe->shape.dims[d] != dims[d]) s = ERR_INVALID("slice %d's entry has the wrong shape", i);
+    for (int d = 0; d < sl->rank && !s; d++) /* the first mismatch only: a second error would leak the first */
+      if (pe->shape.dims[d] != dims[d]) s = ERR_INVALID("slice %d's entry has the wrong shape in dimension %d", i, d);
     if (s) break;
     graph_tensor *piece;
     s = read_entry(b, pe, name, &piece);
