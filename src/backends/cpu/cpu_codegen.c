@@ -224,14 +224,18 @@ static void scope_stores(LLVMContextRef c, LLVMValueRef fn, LLVMMetadataRef list
       if (LLVMIsAStoreInst(i) && !LLVMIsAAllocaInst(LLVMGetOperand(i, 1))) LLVMSetMetadata(i, kind, v);
 }
 
+LLVMTypeRef cpu_kernel_llvm_type(LLVMContextRef c) {
+  LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
+  LLVMTypeRef params[3] = {LLVMPointerType(LLVMPointerType(LLVMInt8TypeInContext(c), 0), 0), i64, i64};
+  return LLVMFunctionType(LLVMVoidTypeInContext(c), params, 3, 0);
+}
+
 kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, const char *name,
                                    const cpu_kernel_options *opts, cpu_kernel_space *space) {
   LLVMContextRef c = jm->ctx;
   LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(c), 0);
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
-  LLVMTypeRef params[3] = {LLVMPointerType(i8p, 0), i64, i64};
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(c), params, 3, 0);
-  LLVMValueRef fn = LLVMAddFunction(jm->module, name, fty);
+  LLVMValueRef fn = LLVMAddFunction(jm->module, name, cpu_kernel_llvm_type(c));
   LLVMSetLinkage(fn, LLVMExternalLinkage);
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
   LLVMBuilderRef b = LLVMCreateBuilderInContext(c);

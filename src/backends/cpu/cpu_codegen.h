@@ -33,6 +33,9 @@
 
 typedef void (*cpu_kernel_fn)(char **buffers, int64_t begin, int64_t end);
 
+/* cpu_kernel_fn as an LLVM function type in context c. */
+LLVMTypeRef cpu_kernel_llvm_type(LLVMContextRef c);
+
 typedef struct cpu_kernel_space {
   int64_t units;      /* total work units */
   int64_t unit_cost; /* elements computed per unit, reduced inputs included */

@@ -102,6 +102,12 @@ static kiln_status kernel_module_for(kernel_modules *km, const hlo_instr *ins, c
   return NULL;
 }
 
+/* The symbol of x's kernel (kind 'k') or loop function ('w') number n: the names the
+ * modules define and link_thunk looks up. */
+static void symbol_name(const cpu_executable *x, char kind, int n, char *buf, size_t size) {
+  snprintf(buf, size, "%s_%c%d", x->sym, kind, n);
+}
+
 /* refs: the instruction's outputs (each leaf of a packed tuple result), then its
  * operands. */
 static kiln_status add_thunk(cpu_program *p, const hlo_instr *ins, thunk_kind kind, thunk **out) {
@@ -379,12 +385,11 @@ static bool plan_steps(const cpu_executable *x, const cpu_program *p, cpu_loop_s
   int at = 0;
   for (int i = 0; i < p->n_thunks; at += p->thunks[i++].n_refs) {
     const thunk *t = &p->thunks[i];
-    cpu_loop_step *s = &steps[i];
-    memset(s, 0, sizeof *s);
+    cpu_loop_step *s = &steps[i]; /* zeroed by the caller */
     s->at = at;
     if (t->kind == THUNK_KERNEL && cpu_kernel_runs_serially(&t->space)) {
       s->kind = CPU_STEP_KERNEL;
-      snprintf(names[i], sizeof names[i], "%s_k%d", x->sym, t->kernel);
+      symbol_name(x, 'k', t->kernel, names[i], sizeof names[i]);
       s->kernel = names[i];
       s->units = t->space.units;
     } else if (t->kind == THUNK_COPY) {
@@ -425,7 +430,7 @@ static kiln_status add_loop_function(cpu_executable *x, cpu_jit_module *jm, thun
         move_bytes[plan.n_moves++] = t->leaf_bytes[k];
       }
     char name[64];
-    snprintf(name, sizeof name, "%s_w%d", x->sym, x->n_loops);
+    symbol_name(x, 'w', x->n_loops, name, sizeof name);
     st = cpu_codegen_add_loop(jm, name, &plan);
     if (!st) t->loop = x->n_loops++;
   }
@@ -638,7 +643,7 @@ static kiln_status build_thunk_list(cpu_executable *x, cpu_program *p, kernel_mo
       TRY(add_thunk(p, ins, THUNK_KERNEL, &t));
       t->kernel = x->n_kernels++;
       char name[64];
-      snprintf(name, sizeof name, "%s_k%d", x->sym, t->kernel);
+      symbol_name(x, 'k', t->kernel, name, sizeof name);
       cpu_jit_module *jm;
       TRY(kernel_module_for(km, ins, &jm));
       cpu_kernel_options ko = {km->excess_precision, outputs_apart(x, p, t), km->outline_math};
@@ -736,13 +741,13 @@ static kiln_status link_thunk(thunk *t, void *ctx) {
   char name[64];
   void *addr;
   if (t->kind == THUNK_WHILE && t->loop >= 0) {
-    snprintf(name, sizeof name, "%s_w%d", x->sym, t->loop);
+    symbol_name(x, 'w', t->loop, name, sizeof name);
     TRY(cpu_jit_lookup(x->jit, name, &addr));
     t->loop_fn = (cpu_loop_fn)addr;
     return NULL;
   }
   if (t->kind != THUNK_KERNEL) return NULL;
-  snprintf(name, sizeof name, "%s_k%d", x->sym, t->kernel);
+  symbol_name(x, 'k', t->kernel, name, sizeof name);
   TRY(cpu_jit_lookup(x->jit, name, &addr));
   t->fn = (cpu_kernel_fn)addr;
   return NULL;

@@ -1,11 +1,13 @@
 /* Generates a while loop as one function (see cpu_loop_kernel.h). The buffer addresses
  * are read from the programs' address arrays inside the loop rather than once before
  * it: the kernels' stores may alias those arrays as far as LLVM knows, and the reloads
- * are L1 hits. A dynamic-update-slice clamps its start indices as XLA specifies (each
- * to [0, dim - window dim]) and moves the update in rows as cpu_update_slice.c does;
- * when the result is not the operand's own block, the operand is copied in first. */
+ * are L1 hits. A dynamic-update-slice or dynamic-slice clamps its start indices as XLA
+ * specifies (each to [0, dim - window dim]) and copies the window in runs as
+ * cpu_update_slice.c does; when an update's result is not the operand's own block, the
+ * operand is copied in first. */
 #include "backends/cpu/cpu_loop_kernel.h"
 
+#include "backends/cpu/cpu_codegen.h"
 #include "backends/cpu/cpu_elemental.h"
 #include "backends/cpu/cpu_native.h"
 
@@ -35,9 +37,7 @@ static kiln_status emit_kernel_call(const loop_gen *g, LLVMValueRef addrs, const
   if (!callee) return ERR_INTERNAL("cpu: loop kernel: %s is not in the loop's module", s->kernel);
   LLVMValueRef at = c64(g, s->at);
   LLVMValueRef args[3] = {LLVMBuildInBoundsGEP2(g->b, g->i8p, addrs, &at, 1, ""), c64(g, 0), c64(g, s->units)};
-  LLVMTypeRef params[3] = {LLVMPointerType(g->i8p, 0), g->i64, g->i64};
-  LLVMTypeRef fty = LLVMFunctionType(LLVMVoidTypeInContext(g->c), params, 3, 0);
-  LLVMValueRef call = LLVMBuildCall2(g->b, fty, callee, args, 3, "");
+  LLVMValueRef call = LLVMBuildCall2(g->b, cpu_kernel_llvm_type(g->c), callee, args, 3, "");
   LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(g->c, g->always_inline, 0));
   return NULL;
 }

@@ -39,16 +39,21 @@ static LLVMValueRef splat(const mctx *x, LLVMValueRef s) {
 static LLVMValueRef fc(const mctx *x, double v) { return splat(x, LLVMConstReal(x->f1, v)); }
 static LLVMValueRef ic(const mctx *x, uint32_t v) { return splat(x, LLVMConstInt(x->i1, v, 0)); }
 
-/* llvm.NAME.f32 / llvm.NAME.vNf32 of N_ARGS float arguments */
-static LLVMValueRef intrinsic(const mctx *x, const char *base, LLVMValueRef *args, unsigned n_args) {
+/* llvm.NAME.<elem> / llvm.NAME.vN<elem> of N_ARGS (at most 3) arguments of type t (the
+ * context's lanes of elem) */
+static LLVMValueRef intrinsic_of(const mctx *x, const char *base, LLVMTypeRef t, const char *elem, LLVMValueRef *args,
+                                 unsigned n_args) {
   char name[64];
-  if (x->lanes) snprintf(name, sizeof name, "llvm.%s.v%uf32", base, x->lanes);
-  else snprintf(name, sizeof name, "llvm.%s.f32", base);
-  LLVMTypeRef params[2] = {x->f, x->f};
-  LLVMTypeRef fty = LLVMFunctionType(x->f, params, n_args, 0);
+  if (x->lanes) snprintf(name, sizeof name, "llvm.%s.v%u%s", base, x->lanes, elem);
+  else snprintf(name, sizeof name, "llvm.%s.%s", base, elem);
+  LLVMTypeRef params[3] = {t, t, t};
+  LLVMTypeRef fty = LLVMFunctionType(t, params, n_args, 0);
   LLVMValueRef f = LLVMGetNamedFunction(x->m, name);
   if (!f) f = LLVMAddFunction(x->m, name, fty);
   return LLVMBuildCall2(x->b, fty, f, args, n_args, "");
+}
+static LLVMValueRef intrinsic(const mctx *x, const char *base, LLVMValueRef *args, unsigned n_args) {
+  return intrinsic_of(x, base, x->f, "f32", args, n_args);
 }
 static LLVMValueRef intr1(const mctx *x, const char *base, LLVMValueRef a) { return intrinsic(x, base, &a, 1); }
 static LLVMValueRef intr2(const mctx *x, const char *base, LLVMValueRef a, LLVMValueRef b) {
@@ -101,28 +106,17 @@ static LLVMValueRef exp_body(const mctx *x, LLVMValueRef v) {
   return sel(x, is_nan(x, v), add(x, v, v), y);
 }
 
-/* v widened to f64 (scalar or the same lanes) and back, and llvm.fmuladd on f64. */
+/* The f64 type with the context's lanes, f64 constants of it, and llvm.fmuladd on it. */
 static LLVMTypeRef f64_of(const mctx *x) {
   LLVMTypeRef d = LLVMDoubleTypeInContext(LLVMGetModuleContext(x->m));
   return x->lanes ? LLVMVectorType(d, x->lanes) : d;
 }
 static LLVMValueRef dc(const mctx *x, double v) {
-  LLVMValueRef s = LLVMConstReal(LLVMDoubleTypeInContext(LLVMGetModuleContext(x->m)), v);
-  if (!x->lanes) return s;
-  LLVMValueRef e[16];
-  for (unsigned k = 0; k < x->lanes; k++) e[k] = s;
-  return LLVMConstVector(e, x->lanes);
+  return splat(x, LLVMConstReal(LLVMDoubleTypeInContext(LLVMGetModuleContext(x->m)), v));
 }
 static LLVMValueRef fmuladd64(const mctx *x, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
-  char name[64];
-  if (x->lanes) snprintf(name, sizeof name, "llvm.fmuladd.v%uf64", x->lanes);
-  else snprintf(name, sizeof name, "llvm.fmuladd.f64");
-  LLVMTypeRef d = f64_of(x), params[3] = {d, d, d};
-  LLVMTypeRef fty = LLVMFunctionType(d, params, 3, 0);
-  LLVMValueRef f = LLVMGetNamedFunction(x->m, name);
-  if (!f) f = LLVMAddFunction(x->m, name, fty);
   LLVMValueRef args[3] = {a, b, c};
-  return LLVMBuildCall2(x->b, fty, f, args, 3, "");
+  return intrinsic_of(x, "fmuladd", f64_of(x), "f64", args, 3);
 }
 
 /* tanh(x) = x P(x^2) / Q(x^2) on |x| <= 9.1, P and Q of degree 6 with P(0) = Q(0) = 1,
