@@ -50,10 +50,42 @@ execute_process(COMMAND ${KILN_LLVM_CONFIG} --includedir OUTPUT_VARIABLE KILN_LL
                 OUTPUT_STRIP_TRAILING_WHITESPACE)
 execute_process(COMMAND ${KILN_LLVM_CONFIG} --libdir OUTPUT_VARIABLE KILN_LLVM_LIBDIR
                 OUTPUT_STRIP_TRAILING_WHITESPACE)
-# The shared libLLVM-14.so: linking the static component libraries would add minutes
-# to every link on a 2-core machine.
+# Two ways to link LLVM, chosen per program by its KILN_STATIC_LLVM property:
+#   - kiln_llvm_shared: Debian's libLLVM-14.so, every target LLVM supports. Loading it
+#     touches some 47 MiB (its relocations, and the static constructors of every
+#     target and pass spread over its 97 MiB of code) before kiln does anything: half
+#     of kiln's peak resident memory on a small model. The tests link it, as it links
+#     in a fraction of a second and adds nothing to each test binary.
+#   - kiln_llvm_static: the component archives kiln uses (ORC JIT, the pass pipeline,
+#     the host target only), about 24 MiB resident after loading; what the shipped
+#     programs link (the kiln tool and libkiln.so, see the root CMakeLists.txt and
+#     cmake/libkiln.cmake). Their symbols stay inside (libkiln.so's version script
+#     exports the API alone): a process that loads another LLVM next to libkiln.so (a
+#     Python process with a JIT of its own) sees no clash.
+# Sanitizer and fuzz builds link the shared library everywhere (their runtimes
+# intercept the allocator either way; the static archives are not instrumented).
 find_library(KILN_LLVM_LIB NAMES LLVM-14 LLVM PATHS ${KILN_LLVM_LIBDIR} NO_DEFAULT_PATH REQUIRED)
+add_library(kiln_llvm_shared INTERFACE)
+target_link_libraries(kiln_llvm_shared INTERFACE ${KILN_LLVM_LIB})
+execute_process(COMMAND ${KILN_LLVM_CONFIG} --link-static --libfiles orcjit native passes
+                OUTPUT_VARIABLE KILN_LLVM_STATIC_LIBS OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE _kiln_rc)
+execute_process(COMMAND ${KILN_LLVM_CONFIG} --link-static --system-libs
+                OUTPUT_VARIABLE KILN_LLVM_STATIC_SYSTEM_LIBS OUTPUT_STRIP_TRAILING_WHITESPACE)
+separate_arguments(KILN_LLVM_STATIC_LIBS UNIX_COMMAND "${KILN_LLVM_STATIC_LIBS}")
+separate_arguments(KILN_LLVM_STATIC_SYSTEM_LIBS UNIX_COMMAND "${KILN_LLVM_STATIC_SYSTEM_LIBS}")
+add_library(kiln_llvm_static INTERFACE)
+if(_kiln_rc EQUAL 0 AND KILN_LLVM_STATIC_LIBS)
+  # The archives depend on one another in no single order: one group resolves them.
+  target_link_libraries(kiln_llvm_static INTERFACE -Wl,--start-group ${KILN_LLVM_STATIC_LIBS} -Wl,--end-group
+                        ${KILN_LLVM_STATIC_SYSTEM_LIBS} stdc++)
+  target_link_options(kiln_llvm_static INTERFACE "LINKER:--gc-sections")
+else()
+  message(STATUS "LLVM's static archives not found: every program links libLLVM-14.so")
+  target_link_libraries(kiln_llvm_static INTERFACE kiln_llvm_shared)
+endif()
+# In kiln_backends' link interface: evaluated for each program that links it.
+set(KILN_LLVM_LINK "$<IF:$<BOOL:$<TARGET_PROPERTY:KILN_STATIC_LLVM>>,kiln_llvm_static,kiln_llvm_shared>")
 
 set(KILN_CPU_INCLUDES ${KILN_LLVM_INCLUDE} ${KILN_DNNL_INCLUDE})
-set(KILN_CPU_LIBS ${KILN_LLVM_LIB} ${KILN_DNNL_LIB} OpenMP::OpenMP_C)
+set(KILN_CPU_LIBS ${KILN_LLVM_LINK} ${KILN_DNNL_LIB} OpenMP::OpenMP_C)
 set(KILN_CPU_COMPILE_OPTIONS ${OpenMP_C_FLAGS})

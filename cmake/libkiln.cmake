@@ -79,6 +79,7 @@ endforeach()
 # executables only by clang (and libtsan/libasan resolve at load time), so not there.
 if(NOT KILN_SANITIZE AND NOT KILN_FUZZ AND NOT KILN_TSAN)
   target_link_options(kiln_shared PRIVATE "LINKER:-z,defs")
+  set_target_properties(kiln_shared PROPERTIES KILN_STATIC_LLVM ON) # cmake/cpu_deps.cmake
 endif()
 
 # ---- libkiln.a: one archive of kiln_api and every layer library ----

@@ -62,6 +62,10 @@ static int computation_index(const hlo_module *m, const hlo_computation *c) {
   return -1;
 }
 
+/* What a copy does with the source's constants: copies them, borrows their array data,
+ * or (compaction, where the source is freed right after) takes the literals themselves. */
+typedef enum literal_mode { LITERALS_COPY, LITERALS_BORROW, LITERALS_MOVE } literal_mode;
+
 /* A constant's literal for the copy: its own data, or (borrow) a view of the source's
  * array data. */
 static hlo_literal *copy_literal(const hlo_literal *l, bool borrow) {
@@ -69,7 +73,31 @@ static hlo_literal *copy_literal(const hlo_literal *l, bool borrow) {
   return literal_borrow_counted(&l->shape, l->data, l->owner);
 }
 
-static kiln_status clone_module(const hlo_module *src, bool borrow, hlo_module **out) {
+static int compare_pointers(const void *a, const void *b) {
+  uintptr_t x = (uintptr_t)*(const hlo_literal *const *)a, y = (uintptr_t)*(const hlo_literal *const *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Moving: src's owned literals, sorted, and which of them the copy has taken. A
+ * literal src does not own (none today, but nothing forbids an instruction pointing at
+ * one) is shared, not taken; one that two instructions hold is taken once. */
+typedef struct literal_moves {
+  hlo_literal **sorted;
+  bool *taken;
+  int n;
+} literal_moves;
+
+static void move_literal(literal_moves *mv, hlo_instr *d, hlo_literal *l) {
+  hlo_literal **at = bsearch(&l, mv->sorted, (size_t)mv->n, sizeof *mv->sorted, compare_pointers);
+  if (!at || mv->taken[at - mv->sorted]) {
+    d->literal = l;
+    return;
+  }
+  mv->taken[at - mv->sorted] = true;
+  hlo_instr_set_literal(d, l);
+}
+
+static kiln_status clone_module(const hlo_module *src, literal_mode mode, literal_moves *mv, hlo_module **out) {
   hlo_module *m = hlo_module_new(src->name);
   arena *a = m->arena;
   m->n_raw_attrs = src->n_raw_attrs;
@@ -99,7 +127,9 @@ static kiln_status clone_module(const hlo_module *src, bool borrow, hlo_module *
       hlo_instr *d = hlo_instr_new(dc, si->op, &si->shape, si->name);
       hlo_instr fresh = *d;
       *d = *si;
-      d->id = fresh.id;
+      /* Compaction keeps the ids: ids are never reused within a module, so names made
+       * from them ("add.17") stay unique. */
+      d->id = mode == LITERALS_MOVE ? si->id : fresh.id;
       d->name = fresh.name;
       d->parent = dc;
       d->shape = fresh.shape;
@@ -120,8 +150,10 @@ static kiln_status clone_module(const hlo_module *src, bool borrow, hlo_module *
       if (!st) {
         hlo_instr_set_operands(d, si->n_operands, ops);
         hlo_instr_set_called(d, si->n_called, called);
-        if (si->literal) {
-          hlo_literal *l = copy_literal(si->literal, borrow);
+        if (si->literal && mode == LITERALS_MOVE) {
+          move_literal(mv, d, si->literal);
+        } else if (si->literal) {
+          hlo_literal *l = copy_literal(si->literal, mode == LITERALS_BORROW);
           if (!l) st = status_error(KILN_RESOURCE_EXHAUSTED, "out of memory copying constant %s", si->name);
           else hlo_instr_set_literal(d, l);
         }
@@ -135,6 +167,7 @@ static kiln_status clone_module(const hlo_module *src, bool borrow, hlo_module *
   }
   free(map);
   if (st) {
+    if (mode == LITERALS_MOVE) m->n_owned_literals = 0; /* still the source's */
     hlo_module_free(m);
     return st;
   }
@@ -142,10 +175,55 @@ static kiln_status clone_module(const hlo_module *src, bool borrow, hlo_module *
   return NULL;
 }
 
-kiln_status hlo_module_clone(const hlo_module *src, hlo_module **out) { return clone_module(src, false, out); }
+kiln_status hlo_module_clone(const hlo_module *src, hlo_module **out) {
+  return clone_module(src, LITERALS_COPY, NULL, out);
+}
 
 kiln_status hlo_module_clone_borrowing_constants(const hlo_module *src, hlo_module **out) {
-  return clone_module(src, true, out);
+  return clone_module(src, LITERALS_BORROW, NULL, out);
+}
+
+int64_t hlo_module_dead_instrs(const hlo_module *m) {
+  int64_t live = 0;
+  for (int c = 0; c < m->n_comps; c++) live += m->comps[c]->n_instrs;
+  return m->arena_instrs - live;
+}
+
+kiln_status hlo_module_compact(hlo_module *m) {
+  literal_moves mv = {.n = m->n_owned_literals};
+  mv.sorted = malloc(((size_t)mv.n + 1) * sizeof *mv.sorted);
+  mv.taken = calloc((size_t)mv.n + 1, sizeof *mv.taken);
+  if (!mv.sorted || !mv.taken) {
+    free(mv.sorted);
+    free(mv.taken);
+    return status_error(KILN_RESOURCE_EXHAUSTED, "out of memory");
+  }
+  if (mv.n) memcpy(mv.sorted, m->owned_literals, (size_t)mv.n * sizeof *mv.sorted);
+  qsort(mv.sorted, (size_t)mv.n, sizeof *mv.sorted, compare_pointers);
+  hlo_module *fresh = NULL;
+  kiln_status st = clone_module(m, LITERALS_MOVE, &mv, &fresh);
+  if (st) { /* m is unchanged: the failed copy gave its moved literals back */
+    free(mv.sorted);
+    free(mv.taken);
+    return st;
+  }
+  /* m keeps (and frees below) only the literals nothing took. */
+  int kept = 0;
+  for (int i = 0; i < m->n_owned_literals; i++) {
+    hlo_literal **at = bsearch(&m->owned_literals[i], mv.sorted, (size_t)mv.n, sizeof *mv.sorted, compare_pointers);
+    if (!mv.taken[at - mv.sorted]) m->owned_literals[kept++] = m->owned_literals[i];
+  }
+  m->n_owned_literals = kept;
+  free(mv.sorted);
+  free(mv.taken);
+  fresh->next_id = m->next_id;
+  /* The struct stays where callers hold it; its contents are the copy's. */
+  hlo_module old = *m;
+  *m = *fresh;
+  *fresh = old;
+  for (int c = 0; c < m->n_comps; c++) m->comps[c]->module = m;
+  hlo_module_free(fresh);
+  return NULL;
 }
 
 void hlo_module_own_constants(hlo_module *m) {

@@ -21,4 +21,14 @@ kiln_status hlo_module_clone(const hlo_module *src, hlo_module **out);
 kiln_status hlo_module_clone_borrowing_constants(const hlo_module *src, hlo_module **out);
 void hlo_module_own_constants(hlo_module *m);
 
+/* Instructions m has made and no computation holds any more: a module's arena keeps
+ * every instruction until the module is freed, and a pass pipeline replaces thousands. */
+int64_t hlo_module_dead_instrs(const hlo_module *m);
+/* Rebuilds m in place from what its computations hold: a fresh arena with only the live
+ * instructions (a clone, ids renumbered, user_data cleared) and only the constant
+ * literals they hold (moved, not copied); the old arena and every literal no
+ * instruction holds are freed. The hlo_module pointer stays valid; pointers to its
+ * computations and instructions do not. On error m is unchanged. */
+kiln_status hlo_module_compact(hlo_module *m);
+
 #endif

@@ -7,7 +7,9 @@
 
 hlo_module *hlo_module_new(const char *name) {
   arena *a = arena_new();
-  hlo_module *m = arena_alloc(a, sizeof *m);
+  /* Outside the arena: hlo_module_compact gives the module a new one. */
+  hlo_module *m = calloc(1, sizeof *m);
+  if (!m) abort();
   m->arena = a;
   m->name = arena_strdup(a, name ? name : "module");
   return m;
@@ -100,6 +102,7 @@ void hlo_module_free(hlo_module *m) {
   if (m->name_index) free(m->name_index->slots);
   free(m->name_index);
   arena_free(m->arena);
+  free(m);
 }
 
 /* Grows an arena-held pointer array by doubling (old storage stays in the arena). */
@@ -125,6 +128,7 @@ hlo_instr *hlo_instr_new(hlo_computation *c, hlo_opcode op, const hlo_shape *sha
   hlo_module *m = c->module;
   hlo_instr *ins = arena_alloc(m->arena, sizeof *ins);
   ins->id = m->next_id++;
+  m->arena_instrs++;
   ins->op = op;
   ins->shape = shape_clone(m->arena, shape);
   ins->parent = c;

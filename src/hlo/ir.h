@@ -152,6 +152,8 @@ struct hlo_module {
   hlo_computation **comps; /* print order: callees before callers, entry last */
   hlo_computation *entry;
   int next_id;
+  /* Instructions made in the current arena, dead ones included (hlo_module_compact). */
+  int64_t arena_instrs;
   /* Header attributes other than entry_computation_layout (which is recomputed from
    * the entry's parameters and root when printing), kept verbatim. */
   int n_raw_attrs;

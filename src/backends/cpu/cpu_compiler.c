@@ -9,6 +9,7 @@
 #include "backends/cpu/cpu_persist.h"
 #include "backends/cpu/cpu_pipeline.h"
 #include "backends/cpu/cpu_elemental.h"
+#include "base/heap.h"
 #include "base/log.h"
 #include "hlo/clone.h"
 
@@ -922,10 +923,15 @@ kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_op
     po.dump_pass_re = opts->dump_pass_re;
     po.dump_large_constants = opts->dump_large_constants;
     po.disabled_passes = opts->disabled_passes;
+    po.compact = true; /* x->module is ours, and nothing points into it yet */
     st = hlo_pipeline_run(p, x->module, &po, NULL);
     hlo_pipeline_free(p);
   }
   if (!st) st = unfuse_uncompilable(x->module);
+  /* What the passes replaced goes before the kernels and oneDNN's primitives are made
+   * and LLVM compiles: the most memory-hungry phases come next. */
+  if (!st) st = hlo_module_compact(x->module);
+  if (!st) heap_release_free_pages();
   kernel_modules km;
   kernel_modules_init(&km, x->module->name);
   km.excess_precision = opts->allow_excess_precision;

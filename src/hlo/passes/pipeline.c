@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "base/log.h"
+#include "hlo/clone.h"
 #include "hlo/printer.h"
 #include "hlo/verifier.h"
 
@@ -168,8 +169,18 @@ static bool pass_disabled(const run_state *rs, const char *name) {
   return false;
 }
 
+/* A module's arena keeps what passes replaced until the module is freed: on a
+ * quantized mobilenet the cpu pipeline leaves 23 MiB of arena for 3.7 MiB of live
+ * instructions, and more than the live size again in constants nothing holds. */
+#define COMPACT_MIN_DEAD 1024
+
 static kiln_status after_pass(run_state *rs, hlo_module *m, const char *name, bool changed) {
   if (changed && rs->opts->verify) TRY(status_wrap(hlo_verify_module(m), "after pass %s", name));
+  if (changed && rs->opts->compact) {
+    int64_t dead = hlo_module_dead_instrs(m);
+    if (dead >= COMPACT_MIN_DEAD && dead > m->arena_instrs - dead)
+      TRY(status_wrap(hlo_module_compact(m), "compacting after pass %s", name));
+  }
   if (rs->dumping && regexec(&rs->dump_re, name, 0, NULL, 0) == 0) {
     char suffix[256];
     snprintf(suffix, sizeof suffix, "%04d.after_%s", rs->dump_step++, name);

@@ -38,6 +38,10 @@ typedef struct hlo_pipeline_options {
   const char *disabled_passes; /* comma-separated pass names; NULL: none */
   bool verify;                /* run hlo_verify_module after each changing pass */
   int module_id;              /* NNNN in dump file names */
+  /* Between passes (at any depth), compact the module (hlo_module_compact) once more of
+   * its instructions are dead than live: for a caller that owns the module and holds no
+   * pointer into it across the run. Off by default. */
+  bool compact;
 } hlo_pipeline_options;
 
 /* Defaults: no dumps, verify on, module_id 0. */
