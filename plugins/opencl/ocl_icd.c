@@ -1,6 +1,8 @@
 /* Loading the OpenCL drivers so they keep their own symbols. Drivers that compile kernels
- * with LLVM (PoCL, Mesa's rusticl/clover, ...) link a libLLVM of their own; kiln's cpu
- * backend links another one into the process's global scope. Loaded the usual way (by
+ * with LLVM (PoCL, Mesa's rusticl/clover, ...) link a libLLVM of their own; a program
+ * that links kiln's layers with the shared libLLVM-14.so (the tests, a static libkiln.a
+ * consumer) has another one in the process's global scope (the kiln tool and
+ * libkiln.so carry a private static copy, see cmake/cpu_deps.cmake). Loaded the usual way (by
  * the ICD loader, dlopen without RTLD_DEEPBIND), the driver's libLLVM then binds part of
  * its references to the host's copy, and the first kernel it compiles crashes inside
  * LLVM. So, before the ICD loader first looks for platforms, this file dlopens every

@@ -487,11 +487,13 @@ static LLVMValueRef widen_half(cpu_emitter *e, hlo_type t, LLVMValueRef bits) {
 /* An f32 rounded to bf16 and widened back, in one step: the bits narrow_half and then
  * widening (with a convert's NaN quieting) give. Finite values round to nearest even on
  * the low 16 bits, NaNs come out quieted with their payload's top bits; a third of the
- * integer work of the two steps. */
+ * integer work of the two steps. The NaN test is a float compare (one instruction, a
+ * mask register on AVX-512) rather than the integer and-and-compare: in a bf16 kernel
+ * that rounds after every op it is a ninth of the work (xla_layer_norm_bf16 1.43 ->
+ * 1.30 ms). */
 static LLVMValueRef round_to_bf16_f32(cpu_emitter *e, LLVMValueRef x) {
   LLVMValueRef u = LLVMBuildBitCast(e->b, x, e->i32, "");
-  LLVMValueRef nan = LLVMBuildICmp(e->b, LLVMIntUGT, LLVMBuildAnd(e->b, u, cint(e->i32, 0x7fffffffu), ""),
-                                   cint(e->i32, 0x7f800000u), "");
+  LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, "");
   LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 1), "");
   LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
   LLVMValueRef quieted = LLVMBuildOr(e->b, u, cint(e->i32, 0x00400000u), "");
