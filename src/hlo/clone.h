@@ -1,7 +1,8 @@
 /* Deep copies of HLO modules. A backend compiles a copy of the caller's module (its
  * pass pipeline rewrites the copy, and the compiled executable outlives the caller's
  * module), so the copy shares nothing with the original: its own arena, instructions,
- * attribute arrays and constant literals. */
+ * attribute arrays and constant literals. Compaction is the same copy taking the
+ * original's place, which frees what the original's passes left behind. */
 #ifndef KILN_HLO_CLONE_H
 #define KILN_HLO_CLONE_H
 
@@ -25,10 +26,11 @@ void hlo_module_own_constants(hlo_module *m);
  * every instruction until the module is freed, and a pass pipeline replaces thousands. */
 int64_t hlo_module_dead_instrs(const hlo_module *m);
 /* Rebuilds m in place from what its computations hold: a fresh arena with only the live
- * instructions (a clone, ids renumbered, user_data cleared) and only the constant
- * literals they hold (moved, not copied); the old arena and every literal no
- * instruction holds are freed. The hlo_module pointer stays valid; pointers to its
- * computations and instructions do not. On error m is unchanged. */
+ * instructions (a clone that keeps their ids and next_id, so an id is never reused and
+ * made-up names stay unique; user_data cleared) and only the constant literals they
+ * hold (moved, not copied); the old arena and every literal no instruction holds are
+ * freed. The hlo_module pointer stays valid; pointers to its computations and
+ * instructions do not. On error m is unchanged. */
 kiln_status hlo_module_compact(hlo_module *m);
 
 #endif
