@@ -491,6 +491,14 @@ static void folding_takes_scaled_weights_as_a_relayout(void) {
   hlo_module_free(m);
 }
 
+/* Runs constant folding on m, which must change and still verify. */
+static void fold_once(hlo_module *m) {
+  bool changed = false;
+  CHECK_OK(eval_pass_constant_folding(m, &changed));
+  CHECK(changed);
+  CHECK_OK(hlo_verify_module(m));
+}
+
 /* A constant whose only reader was folded gives up its data once DCE removed it, so a
  * weight folded through several steps keeps no intermediate copy. */
 static void folding_releases_the_data_of_constants_it_replaced(void) {
@@ -509,10 +517,7 @@ static void folding_releases_the_data_of_constants_it_replaced(void) {
   if (!m) return;
   hlo_literal *c = hlo_computation_find_instr(m->entry, "c")->literal;
   hlo_literal *keep = hlo_computation_find_instr(m->entry, "keep")->literal;
-  bool changed = false;
-  CHECK_OK(eval_pass_constant_folding(m, &changed));
-  CHECK(changed);
-  CHECK_OK(hlo_verify_module(m));
+  fold_once(m);
   CHECK(c->data == NULL);    /* folded into t, then n: released */
   CHECK(keep->data != NULL); /* still an output */
   CHECK(check_count_op(m->entry, HLO_OP_NEGATE) == 0 && check_count_op(m->entry, HLO_OP_TRANSPOSE) == 0);
@@ -534,10 +539,7 @@ static void folding_releases_a_constant_whose_other_reader_is_dead(void) {
                                   "}\n");
   if (!m) return;
   hlo_literal *c = hlo_computation_find_instr(m->entry, "c")->literal;
-  bool changed = false;
-  CHECK_OK(eval_pass_constant_folding(m, &changed));
-  CHECK(changed);
-  CHECK_OK(hlo_verify_module(m));
+  fold_once(m);
   CHECK(c->data == NULL); /* folded into t; old_reader was dead */
   CHECK(hlo_computation_find_instr(m->entry, "old_reader") == NULL);
   hlo_module_free(m);
