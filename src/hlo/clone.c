@@ -207,12 +207,11 @@ kiln_status hlo_module_compact(hlo_module *m) {
     free(mv.taken);
     return st;
   }
-  /* m keeps (and frees below) only the literals nothing took. */
+  /* m keeps (and frees below) only the literals nothing took; sorted holds exactly its
+   * owned list, and the order they are freed in does not matter. */
   int kept = 0;
-  for (int i = 0; i < m->n_owned_literals; i++) {
-    hlo_literal **at = bsearch(&m->owned_literals[i], mv.sorted, (size_t)mv.n, sizeof *mv.sorted, compare_pointers);
-    if (!mv.taken[at - mv.sorted]) m->owned_literals[kept++] = m->owned_literals[i];
-  }
+  for (int i = 0; i < mv.n; i++)
+    if (!mv.taken[i]) m->owned_literals[kept++] = mv.sorted[i];
   m->n_owned_literals = kept;
   free(mv.sorted);
   free(mv.taken);

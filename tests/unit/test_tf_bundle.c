@@ -269,6 +269,13 @@ static void cleanup(const writer *w) {
 
 /* ---- the tests ---- */
 
+/* The bundle w wrote (finished), opened; NULL (a failed check) if it does not open. */
+static tf_bundle *open_bundle(const writer *w) {
+  tf_bundle *b = NULL;
+  CHECK_OK(tf_bundle_open(w->prefix, &b));
+  return b;
+}
+
 static void test_crc32c_matches_the_castagnoli_check_value(void) {
   CHECK(tf_crc32c_extend(0, "123456789", 9) == 0xe3069283u);
   /* Extending in two pieces is the same as one. */
@@ -279,8 +286,7 @@ static void test_reads_numeric_and_string_tensors_with_their_shapes(void) {
   writer w;
   make_basic(&w);
   finish(&w);
-  tf_bundle *b = NULL;
-  CHECK_OK(tf_bundle_open(w.prefix, &b));
+  tf_bundle *b = open_bundle(&w);
   if (!b) return;
   CHECK(tf_bundle_count(b) == 3);
   CHECK(!strcmp(tf_bundle_key(b, 0), "n") && !strcmp(tf_bundle_key(b, 2), "w"));
@@ -332,8 +338,7 @@ static void test_assembles_a_tensor_from_slices_in_two_shards(void) {
   add_tensor(&w, k_u0, sizeof k_u0, DT_FLOAT, 1, d_u0, 1, u, 70 * sizeof(float));
   add_tensor(&w, k_u1, sizeof k_u1, DT_FLOAT, 1, d_u1, 0, u + 70, 30 * sizeof(float));
   finish(&w);
-  tf_bundle *b = NULL;
-  CHECK_OK(tf_bundle_open(w.prefix, &b));
+  tf_bundle *b = open_bundle(&w);
   if (!b) return;
   CHECK(tf_bundle_count(b) == 2); /* slice entries are not listed */
   graph_tensor *t = NULL;
@@ -368,8 +373,7 @@ static void test_a_slice_entry_of_the_wrong_shape_is_one_error(void) {
   add_tensor(&w, k_top, sizeof k_top, DT_FLOAT, 2, d_top, 0, &one, sizeof one);
   add_tensor(&w, k_bottom, sizeof k_bottom, DT_FLOAT, 2, d_bottom, 0, bottom, sizeof bottom);
   finish(&w);
-  tf_bundle *b = NULL;
-  CHECK_OK(tf_bundle_open(w.prefix, &b));
+  tf_bundle *b = open_bundle(&w);
   if (!b) return;
   graph_tensor *t = NULL;
   CHECK_ERR(tf_bundle_read(b, "t", &t), "slice 0's entry has the wrong shape in dimension 0");
@@ -383,8 +387,7 @@ static void test_a_corrupt_byte_is_a_bad_crc_naming_file_and_key(void) {
   make_basic(&w);
   w.shards[0].p[0] ^= 0x10; /* inside "w", the first tensor written */
   finish(&w);
-  tf_bundle *b = NULL;
-  CHECK_OK(tf_bundle_open(w.prefix, &b));
+  tf_bundle *b = open_bundle(&w);
   if (!b) return;
   graph_tensor *t = NULL;
   CHECK_ERR(tf_bundle_read(b, "w", &t), "bad CRC");
@@ -401,8 +404,7 @@ static void test_a_missing_shard_is_not_found_naming_the_file(void) {
   make_basic(&w);
   finish(&w);
   unlink(shard_name(&w, 0));
-  tf_bundle *b = NULL;
-  CHECK_OK(tf_bundle_open(w.prefix, &b));
+  tf_bundle *b = open_bundle(&w);
   if (!b) return;
   graph_tensor *t = NULL;
   kiln_status s = tf_bundle_read(b, "n", &t);
@@ -418,8 +420,7 @@ static void test_a_truncated_shard_names_the_file_and_the_bytes_needed(void) {
   make_basic(&w);
   w.shards[0].n -= 5; /* cuts into "s", the last tensor */
   finish(&w);
-  tf_bundle *b = NULL;
-  CHECK_OK(tf_bundle_open(w.prefix, &b));
+  tf_bundle *b = open_bundle(&w);
   if (!b) return;
   graph_tensor *t = NULL;
   CHECK_ERR(tf_bundle_read(b, "s", &t), "is truncated");
@@ -436,8 +437,7 @@ static void test_an_unsupported_dtype_names_the_tensor(void) {
   int64_t d[1] = {4};
   add_tensor(&w, "q", 1, DT_QINT8, 1, d, 0, "abcd", 4);
   finish(&w);
-  tf_bundle *b = NULL;
-  CHECK_OK(tf_bundle_open(w.prefix, &b));
+  tf_bundle *b = open_bundle(&w);
   if (!b) return;
   graph_tensor *t = NULL;
   CHECK_ERR(tf_bundle_read(b, "q", &t), "DT_QINT8");
