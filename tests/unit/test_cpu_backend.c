@@ -519,6 +519,60 @@ static void test_nan_operands_give_the_first_nan_quieted(void) {
   }
 }
 
+static int64_t f32_bits(float f) {
+  int32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+/* A row sum is folded first without the NaN payload rules and again, exactly, when its
+ * result is NaN (reduce_may_skip_payloads in cpu_elemental.c): rows of 130 (64 lanes
+ * and a tail) with a signalling NaN, a quiet NaN before a signalling one in a later
+ * lane, +inf meeting -inf, and no NaN, all bit for bit against the evaluator. (Small
+ * integers keep the sums exact in any order; the NaNs sit where the lanes' in-order
+ * tree and the evaluator's sequence agree on which comes first.) On x86 the first pass
+ * already gives these bits, since LLVM 14 keeps the accumulator as the first operand
+ * of each add and the hardware returns that NaN; the exact pass is what makes them
+ * independent of that choice, which LLVM does not promise. */
+static void test_row_sum_over_nans_gives_the_evaluator_bits(void) {
+  static int64_t v[4 * 130];
+  for (int i = 0; i < 4 * 130; i++) v[i] = f32_bits((float)(i % 7));
+  v[0 * 130 + 5] = (int32_t)0x7fa00001u;
+  v[1 * 130 + 3] = (int32_t)0xffc0beefu;
+  v[1 * 130 + 70] = (int32_t)0x7f800005u;
+  v[2 * 130 + 1] = f32_bits(INFINITY);
+  v[2 * 130 + 2] = f32_bits(-INFINITY);
+  const int64_t *values[] = {v};
+  explicit_values = values;
+  char text[2048];
+  snprintf(text, sizeof text,
+           "HloModule rownan\n\n%sENTRY main {\n  p = s32[4,130] parameter(0)\n  f = f32[4,130] bitcast-convert(p)\n"
+           "  z = f32[] constant(0)\n  r = f32[4] reduce(f, z), dimensions={1}, to_apply=add_f32\n"
+           "  ROOT b = s32[4] bitcast-convert(r)\n}\n",
+           reducers);
+  check_exact(text, 1, false);
+  explicit_values = NULL;
+}
+
+/* The first pass is not taken when the kernel reads the bits of a float it computed:
+ * a bf16 signalling NaN widened to f32 (which quiets it) and bitcast to an integer,
+ * summed as floats, must count the quiet bit (0x7fc10000, not 0x7f810000). */
+static void test_row_sum_of_computed_float_bits_keeps_the_payload_rules(void) {
+  static int64_t v[2 * 64];
+  v[0 * 64 + 9] = 0x7f81;
+  v[1 * 64 + 40] = 0x7fc1;
+  const int64_t *values[] = {v};
+  explicit_values = values;
+  char text[2048];
+  snprintf(text, sizeof text,
+           "HloModule rowbits\n\n%sENTRY main {\n  q = s16[2,64] parameter(0)\n  h = bf16[2,64] bitcast-convert(q)\n"
+           "  w = f32[2,64] convert(h)\n  i = s32[2,64] bitcast-convert(w)\n  f = f32[2,64] convert(i)\n"
+           "  z = f32[] constant(0)\n  ROOT r = f32[2] reduce(f, z), dimensions={1}, to_apply=add_f32\n}\n",
+           reducers);
+  check_exact(text, 1, false);
+  explicit_values = NULL;
+}
+
 /* Reductions over the leading dimensions of a flat input read each chunk of outputs as
  * one contiguous row (cpu_codegen's reduces_leading_dims_flat): one and two leading
  * dims, outputs spanning several column chunks, a short last dimension, a fused
@@ -1179,4 +1233,6 @@ TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test
           TEST(test_leading_dims_reduce_reads_contiguous_rows),
           TEST(test_bf16_round_trip_in_one_step_matches_two_converts),
           TEST(test_nan_operands_give_the_first_nan_quieted),
+          TEST(test_row_sum_over_nans_gives_the_evaluator_bits),
+          TEST(test_row_sum_of_computed_float_bits_keeps_the_payload_rules),
           TEST(test_captured_constants_released), TEST(test_bad_arguments))

@@ -530,6 +530,40 @@ static void expensive_producer_not_under_broadcast(void) {
   hlo_module_free(m);
 }
 
+/* A conversion the cpu backend rounds in software (f32 -> bf16) is not redone for every
+ * element of a broadcast: through the reshape between them it stays a kernel of its
+ * own, unless bf16 arithmetic runs with excess precision, where the fused conversion
+ * costs nothing; an f32 -> f64 conversion (exact, one instruction) fuses either way. */
+static void software_rounding_not_under_broadcast(void) {
+  static const char *text =
+      "HloModule t\n"
+      "ENTRY main {\n"
+      "  g = f32[6] parameter(0)\n"
+      "  y = bf16[1,4,6] parameter(1)\n"
+      "  w = f32[6] parameter(2)\n"
+      "  z = f64[4,6] parameter(3)\n"
+      "  c = bf16[6] convert(g)\n"
+      "  r = bf16[1,6] reshape(c)\n"
+      "  b = bf16[1,4,6] broadcast(r), dimensions={0,2}\n"
+      "  m = bf16[1,4,6] multiply(y, b)\n"
+      "  cw = f64[6] convert(w)\n"
+      "  bw = f64[4,6] broadcast(cw), dimensions={1}\n"
+      "  s = f64[4,6] add(z, bw)\n"
+      "  ROOT t = (bf16[1,4,6], f64[4,6]) tuple(m, s)\n"
+      "}\n";
+  for (int excess = 0; excess < 2; excess++) {
+    hlo_module *m = check_run_pass(text, excess ? cpu_pass_fusion_excess_precision : cpu_pass_fusion, true);
+    int outside = 0;
+    for (int i = 0; i < m->entry->n_instrs; i++) {
+      const hlo_instr *x = m->entry->instrs[i];
+      if (x->op == HLO_OP_CONVERT) outside++;
+      if (x->op == HLO_OP_CONVERT) CHECK(x->shape.type == HLO_BF16);
+    }
+    CHECK(outside == (excess ? 0 : 1));
+    hlo_module_free(m);
+  }
+}
+
 static void nothing_fused_across_dot_or_parameter(void) {
   hlo_module *m = check_run_pass(
       "HloModule t\n"
@@ -967,6 +1001,7 @@ TEST_MAIN(TEST(loop_fusion_of_elementwise_chain), TEST(loop_fusion_pulls_cheap_p
           TEST(output_fusion_residual_and_scale),
           TEST(post_op_reading_two_dots),
           TEST(expensive_producer_not_duplicated), TEST(expensive_producer_not_under_broadcast),
+          TEST(software_rounding_not_under_broadcast),
           TEST(softmax_custom_fusion),
           TEST(residual_stream_not_recomputed), TEST(centred_value_copied_into_both_consumers), TEST(long_chain_split_into_bounded_kernels),
           TEST(fusion_work_linear_in_chain_length), TEST(output_fusion_swish_and_logistic),

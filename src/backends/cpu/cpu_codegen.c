@@ -215,13 +215,29 @@ static LLVMMetadataRef output_scope(LLVMContextRef c, const char *name) {
   return LLVMMDNodeInContext2(c, &scope, 1);
 }
 
-/* Puts every store of fn to memory other than its allocas in the outputs' scope. */
+/* Whether ptr points into one of the kernel's own stack arrays (an alloca, through
+ * GEPs and casts). */
+static bool points_to_alloca(LLVMValueRef ptr) {
+  while (LLVMIsAGetElementPtrInst(ptr) || LLVMIsABitCastInst(ptr)) ptr = LLVMGetOperand(ptr, 0);
+  return LLVMIsAAllocaInst(ptr) != NULL;
+}
+
+/* Puts every store of fn to memory other than a bare alloca in the outputs' scope, and
+ * with them every load from a stack array (a reduction's lanes): the operand loads are
+ * declared apart from the scope, so the loop vectorizer needs no runtime check of a
+ * lane array against an input buffer -- with one it versioned every block of a row
+ * reduction on that check and kept the lanes in memory; without, LICM holds them in
+ * registers across the row (xla_mean_axis_bf16 0.30 -> 0.18 ms). A bare alloca (a scalar
+ * accumulator) needs nothing: SROA makes it a register first. */
 static void scope_stores(LLVMContextRef c, LLVMValueRef fn, LLVMMetadataRef list) {
   unsigned kind = LLVMGetMDKindIDInContext(c, "alias.scope", 11);
   LLVMValueRef v = LLVMMetadataAsValue(c, list);
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
-    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i))
+    for (LLVMValueRef i = LLVMGetFirstInstruction(bb); i; i = LLVMGetNextInstruction(i)) {
       if (LLVMIsAStoreInst(i) && !LLVMIsAAllocaInst(LLVMGetOperand(i, 1))) LLVMSetMetadata(i, kind, v);
+      if (LLVMIsALoadInst(i) && points_to_alloca(LLVMGetOperand(i, 0)) && !LLVMIsAAllocaInst(LLVMGetOperand(i, 0)))
+        LLVMSetMetadata(i, kind, v);
+    }
 }
 
 LLVMTypeRef cpu_kernel_llvm_type(LLVMContextRef c) {

@@ -923,7 +923,9 @@ kiln_status cpu_compile_executable(const hlo_module *m, const backend_compile_op
    * module as soon as this returns. */
   kiln_status st = hlo_module_clone_borrowing_constants(m, &x->module);
   if (!st) {
-    hlo_pipeline *p = cpu_pipeline_new(NULL);
+    cpu_pipeline_options cpo = cpu_pipeline_options_for_host();
+    cpo.excess_precision = opts->allow_excess_precision;
+    hlo_pipeline *p = cpu_pipeline_new(&cpo);
     hlo_pipeline_options po = hlo_pipeline_options_default();
     po.dump_to = opts->dump_to;
     po.dump_pass_re = opts->dump_pass_re;

@@ -56,6 +56,10 @@ struct cpu_emitter {
   bool excess_precision; /* see cpu_emitter_allow_excess_precision */
   LLVMValueRef load_noalias; /* see cpu_emitter_set_load_noalias */
   bool outline_math; /* see cpu_emitter_outline_math */
+  /* NaN payloads may come out other than the evaluator's (never a NaN's presence):
+   * set while a reduction's NaN-free first pass is emitted, see
+   * reduce_may_skip_payloads */
+  bool payload_free;
 };
 
 /* ------------------------------------------------------------- what we support -- */
@@ -518,6 +522,12 @@ static LLVMValueRef quiet(cpu_emitter *e, LLVMValueRef x) {
   return LLVMBuildBitCast(e->b, LLVMBuildOr(e->b, LLVMBuildBitCast(e->b, x, it, ""), bit, ""), LLVMTypeOf(x), "");
 }
 
+/* x with a signalling NaN quieted, as a conversion gives it (a payload matter only). */
+static LLVMValueRef quiet_if_nan(cpu_emitter *e, LLVMValueRef x) {
+  if (e->payload_free) return x;
+  return LLVMBuildSelect(e->b, is_nan(e, x), quiet(e, x), x, "");
+}
+
 /* eval_nan_pick: a NaN result carries the first NaN operand, quieted. For + - * / a
  * NaN operand always makes the result NaN, so "first NaN operand, else r" is the same
  * function without testing r, which keeps the test off an accumulator's critical path
@@ -530,6 +540,7 @@ static LLVMValueRef quiet(cpu_emitter *e, LLVMValueRef x) {
  * operand it may rewrite (fsub -0.0, x and fmul x, -1.0 into fneg x, which flips a
  * NaN's sign instead of quieting it), so with a constant both tests stay. */
 static LLVMValueRef nan_pick(cpu_emitter *e, LLVMValueRef r, LLVMValueRef a, LLVMValueRef b) {
+  if (e->payload_free) return r;
   if (LLVMIsConstant(a) || LLVMIsConstant(b)) r = LLVMBuildSelect(e->b, is_nan(e, b), quiet(e, b), r, "");
   return LLVMBuildSelect(e->b, is_nan(e, a), quiet(e, a), r, "");
 }
@@ -798,8 +809,7 @@ static LLVMValueRef convert_value(cpu_emitter *e, hlo_type from, hlo_type to, LL
   if (is_half(from) && to == HLO_F32) {
     /* a signalling NaN comes out quiet, as the evaluator's conversion through double
      * (and XLA:CPU's fpext) makes it */
-    LLVMValueRef w = widen_half(e, from, v);
-    return LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, "");
+    return quiet_if_nan(e, widen_half(e, from, v));
   }
   /* An integer of up to 32 bits to f32/f64: converting the value itself rounds exactly
    * as converting its 64-bit carrier does, and only this form vectorizes well (a vector
@@ -1313,12 +1323,68 @@ static void emit_reduce_minor_in_lanes(cpu_emitter *e, const hlo_instr *ins, con
   cpu_loop_end(e->b, &tail);
 }
 
-/* reduce with n = operands / 2 accumulators, folded in row-major order of the reduced
- * dimensions as the evaluator does (the minor dimension, when reduced and long enough,
- * in lanes); writes the n results. */
+/* Folds the input of reduce `ins` into the accumulators acc[] (holding the init
+ * values) in row-major order of the reduced dimensions, as the evaluator does (the
+ * minor dimension, when reduced and long enough, in lanes). */
+static void fold_reduce(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix, LLVMTypeRef *et, LLVMValueRef *acc) {
+  const hlo_shape *is = &ins->operands[0]->shape;
+  bool reduced[HLO_MAX_RANK] = {false};
+  for (int i = 0; i < ins->dimensions.n; i++) reduced[ins->dimensions.v[i]] = true;
+  if (shape_elements(is) == 0) return;
+  int last = is->rank - 1;
+  bool in_lanes = reduced[last] && is->dims[last] >= 2 * REDUCE_LANES;
+  cpu_index *iix = new_index(e, is->rank, false);
+  cpu_loop loops[HLO_MAX_RANK];
+  int n_loops = 0, kept = 0;
+  for (int d = 0; d < is->rank; d++) {
+    if (!reduced[d]) {
+      iix->v[d] = ix->v[kept++];
+      continue;
+    }
+    if (d == last && in_lanes) continue;
+    cpu_loop_begin(e->b, e->fn, &loops[n_loops], c64(e, 0), c64(e, is->dims[d]), "r");
+    iix->v[d] = loops[n_loops++].index;
+  }
+  if (in_lanes)
+    emit_reduce_minor_in_lanes(e, ins, iix, et, acc);
+  else
+    fold_into(e, ins, et, acc, iix);
+  for (int i = n_loops - 1; i >= 0; i--) cpu_loop_end(e->b, &loops[i]);
+}
+
+static bool is_param(const hlo_instr *x, int k) { return x->op == HLO_OP_PARAMETER && x->parameter_number == k; }
+
+/* Whether reduce `ins` may be folded first without the NaN payload rules (nan_pick,
+ * quieting), with the exact fold run again only when the result is NaN. That holds
+ * when the result is NaN exactly when some value folded or computed on the way was:
+ * one f32 or f64 accumulator, a reducer p0 + p1 or p0 * p1 (a NaN never leaves a sum or a
+ * product), and nothing in the kernel that reads the bits of a float it computed
+ * (bitcast-convert, reduce-precision), so a payload can only decide which NaN comes
+ * out. Then a result
+ * that is not NaN saw no NaN, and its bits are the exact fold's. In a row reduction
+ * the payload rules were a third of the work per element (a compare and a masked
+ * move for the accumulator, two more for a convert's quieting). */
+static bool reduce_may_skip_payloads(const cpu_emitter *e, const hlo_instr *ins) {
+  hlo_type t = ins->shape.type;
+  if (e->payload_free || ins->n_operands != 2 || (t != HLO_F32 && t != HLO_F64)) return false; /* halves fold as bits */
+  const hlo_computation *r = ins->called[0];
+  const hlo_instr *root = r ? r->root : NULL;
+  if (!root || r->n_instrs != 3 || (root->op != HLO_OP_ADD && root->op != HLO_OP_MULTIPLY)) return false;
+  if (!((is_param(root->operands[0], 0) && is_param(root->operands[1], 1)) ||
+        (is_param(root->operands[0], 1) && is_param(root->operands[1], 0))))
+    return false;
+  if (e->fused)
+    for (int i = 0; i < e->fused->n_instrs; i++) {
+      const hlo_instr *x = e->fused->instrs[i];
+      bool reads_bits = x->op == HLO_OP_BITCAST_CONVERT || x->op == HLO_OP_REDUCE_PRECISION;
+      if (reads_bits && x->operands[0]->op != HLO_OP_PARAMETER) return false; /* a buffer's bits are as stored */
+    }
+  return true;
+}
+
+/* reduce with n = operands / 2 accumulators (fold_reduce); writes the n results. */
 static void emit_reduce_values(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix, LLVMValueRef *results) {
   int n = ins->n_operands / 2;
-  const hlo_shape *is = &ins->operands[0]->shape;
   LLVMValueRef acc[CPU_MAX_KERNEL_OUTPUTS];
   LLVMTypeRef et[CPU_MAX_KERNEL_OUTPUTS];
   LLVMValueRef init[CPU_MAX_KERNEL_OUTPUTS];
@@ -1328,28 +1394,23 @@ static void emit_reduce_values(cpu_emitter *e, const hlo_instr *ins, const cpu_i
     acc[k] = cpu_entry_alloca(e->fn, et[k], "acc");
     LLVMBuildStore(e->b, init[k], acc[k]);
   }
-  bool reduced[HLO_MAX_RANK] = {false};
-  for (int i = 0; i < ins->dimensions.n; i++) reduced[ins->dimensions.v[i]] = true;
-  if (shape_elements(is) > 0) {
-    int last = is->rank - 1;
-    bool in_lanes = reduced[last] && is->dims[last] >= 2 * REDUCE_LANES;
-    cpu_index *iix = new_index(e, is->rank, false);
-    cpu_loop loops[HLO_MAX_RANK];
-    int n_loops = 0, kept = 0;
-    for (int d = 0; d < is->rank; d++) {
-      if (!reduced[d]) {
-        iix->v[d] = ix->v[kept++];
-        continue;
-      }
-      if (d == last && in_lanes) continue;
-      cpu_loop_begin(e->b, e->fn, &loops[n_loops], c64(e, 0), c64(e, is->dims[d]), "r");
-      iix->v[d] = loops[n_loops++].index;
-    }
-    if (in_lanes)
-      emit_reduce_minor_in_lanes(e, ins, iix, et, acc);
-    else
-      fold_into(e, ins, et, acc, iix);
-    for (int i = n_loops - 1; i >= 0; i--) cpu_loop_end(e->b, &loops[i]);
+  if (reduce_may_skip_payloads(e, ins)) {
+    /* values emitted in the first pass carry its payloads: none is reused after it */
+    int cached = e->n_cache;
+    e->payload_free = true;
+    fold_reduce(e, ins, ix, et, acc);
+    e->payload_free = false;
+    e->n_cache = cached;
+    LLVMBasicBlockRef exact = LLVMAppendBasicBlockInContext(e->c, e->fn, "reduce.exact");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->c, e->fn, "reduce.done");
+    LLVMBuildCondBr(e->b, is_nan(e, LLVMBuildLoad2(e->b, et[0], acc[0], "")), exact, done);
+    LLVMPositionBuilderAtEnd(e->b, exact);
+    LLVMBuildStore(e->b, init[0], acc[0]);
+    fold_reduce(e, ins, ix, et, acc);
+    LLVMBuildBr(e->b, done);
+    LLVMPositionBuilderAtEnd(e->b, done);
+  } else {
+    fold_reduce(e, ins, ix, et, acc);
   }
   for (int k = 0; k < n; k++) results[k] = LLVMBuildLoad2(e->b, et[k], acc[k], "");
 }
@@ -1669,7 +1730,7 @@ static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const
      * one of its operands', which may be a signalling NaN read from memory) */
     const hlo_instr *src = ins->operands[0];
     if (e->excess_precision || !computes_wide(e, src) || src->op == HLO_OP_SELECT)
-      w = LLVMBuildSelect(e->b, is_nan(e, w), quiet(e, w), w, "");
+      w = quiet_if_nan(e, w);
     return ins->shape.type == HLO_F64 ? LLVMBuildFPExt(e->b, w, e->f64, "") : w;
   }
   switch (ins->op) {

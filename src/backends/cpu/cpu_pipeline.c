@@ -19,10 +19,33 @@ static bool is_activation(const hlo_instr *m, const hlo_instr **x, const hlo_ins
   return cpu_match_activation(m, x, inner, n_inner) != CPU_ACTIVATION_NONE;
 }
 
-static const hlo_fusion_policy cpu_fusion_policy = {.match_activation = is_activation,
-                                                     .match_softmax = cpu_match_softmax};
+/* A conversion to a half type rounds in software: f32 -> bf16 is about seven vector
+ * instructions (cpu_elemental.c, round_to_bf16_f32), -> f16 a call. Fused below a
+ * broadcast it is redone for every element: a layer norm's bf16 scale and shift,
+ * converted from f32 per column, cost 16 of the 65 instructions per vector of its
+ * output kernel; as kernels of their own they are a load and a shift each. */
+static bool narrows_to_half(const hlo_instr *ins) {
+  if (ins->op != HLO_OP_CONVERT || (ins->shape.type != HLO_BF16 && ins->shape.type != HLO_F16)) return false;
+  hlo_type from = ins->operands[0]->shape.type;
+  return from == HLO_F32 || from == HLO_F64;
+}
+
+/* With excess precision a kernel takes an f32 -> bf16 conversion that feeds bf16
+ * arithmetic unrounded (cpu_emitter_allow_excess_precision): fused, it is free. */
+static bool narrows_to_half_rounding(const hlo_instr *ins) {
+  return narrows_to_half(ins) && !(ins->shape.type == HLO_BF16 && ins->operands[0]->shape.type == HLO_F32);
+}
+
+static const hlo_fusion_policy cpu_fusion_policy = {
+    .match_activation = is_activation, .match_softmax = cpu_match_softmax, .costly_per_element = narrows_to_half};
+static const hlo_fusion_policy cpu_fusion_policy_excess_precision = {
+    .match_activation = is_activation, .match_softmax = cpu_match_softmax, .costly_per_element = narrows_to_half_rounding};
 
 kiln_status cpu_pass_fusion(hlo_module *m, bool *changed) { return hlo_pass_fusion_with(m, &cpu_fusion_policy, changed); }
+
+kiln_status cpu_pass_fusion_excess_precision(hlo_module *m, bool *changed) {
+  return hlo_pass_fusion_with(m, &cpu_fusion_policy_excess_precision, changed);
+}
 
 cpu_pipeline_options cpu_pipeline_options_for_host(void) {
   return (cpu_pipeline_options){.integer_products = cpu_dnnl_int8_exact()};
@@ -68,7 +91,7 @@ hlo_pipeline *cpu_pipeline_new(const cpu_pipeline_options *o) {
   /* The reduces the splitter replaced still read their inputs until DCE removes them;
    * fusion would count them as users and keep the split reduce's producers out. */
   hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
-  hlo_pipeline_add_pass(p, "fusion", cpu_pass_fusion);
+  hlo_pipeline_add_pass(p, "fusion", o->excess_precision ? cpu_pass_fusion_excess_precision : cpu_pass_fusion);
   hlo_pipeline_add_pass(p, "dce", hlo_pass_dce);
   return p;
 }

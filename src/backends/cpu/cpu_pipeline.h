@@ -13,6 +13,9 @@ typedef struct cpu_pipeline_options {
    * could only run in generated code, many times slower than the f32 product as written,
    * so the QDQ graph stays f32 and its dequantized weights fold into f32 constants. */
   bool integer_products;
+  /* Kernels compute bf16 arithmetic with excess precision (backend_compile_options'
+   * allow_excess_precision), which changes what is worth fusing. */
+  bool excess_precision;
 } cpu_pipeline_options;
 
 /* The options for the CPU this process runs on (integer_products where
@@ -46,5 +49,8 @@ kiln_status cpu_pass_reduction_splitter(hlo_module *m, bool *changed);
 /* Fusion (hlo/passes/fusion.c) with the cpu backend's patterns (cpu_patterns.h):
  * activations as kOutput epilogues, softmaxes as kCustom groups. */
 kiln_status cpu_pass_fusion(hlo_module *m, bool *changed);
+/* Fusion for kernels with excess precision: an f32 -> bf16 conversion fuses under a
+ * broadcast (it costs nothing there), which cpu_pass_fusion keeps out. */
+kiln_status cpu_pass_fusion_excess_precision(hlo_module *m, bool *changed);
 
 #endif

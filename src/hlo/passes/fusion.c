@@ -624,8 +624,11 @@ static bool may_join(const fusion_ctx *x, const group *g, int p) {
    * it back in every reader (up to three), and saves a pass over memory. */
   if (ins->op == HLO_OP_CONVERT) limit *= 2;
   if (copied && bytes_read_by_copy(ins) > limit) return false;
-  if (!is_expensive(ins->op)) return true;
-  if (copied) return false;
+  /* An expensive op is computed once: neither copied into a second kernel nor again for
+   * each element a broadcast makes of it; one the backend finds costly only the latter. */
+  bool expensive = is_expensive(ins->op);
+  if (!expensive && !(x->policy && x->policy->costly_per_element && x->policy->costly_per_element(ins))) return true;
+  if (expensive && copied) return false;
   for (int u = x->user_start[p]; u < x->user_start[p + 1]; u++) {
     int ui = x->user_idx[u];
     unsigned char us = state_of(x, g, ui);

@@ -119,6 +119,11 @@ typedef struct hlo_fusion_policy {
   bool (*match_activation)(const hlo_instr *m, const hlo_instr **x, const hlo_instr **inner, int *n_inner);
   /* A softmax ending at d: sets *x and the HLO_FUSION_SOFTMAX_INNER instructions between. NULL: none. */
   bool (*match_softmax)(const hlo_instr *d, const hlo_instr **x, const hlo_instr **inner);
+  /* An op cheap in general that the backend computes at a cost per element (a
+   * conversion it rounds in software): like the expensive ops it is not fused into a
+   * group that would compute it again for every element a broadcast makes of it, and
+   * stays a kernel of its own. NULL: none. */
+  bool (*costly_per_element)(const hlo_instr *ins);
 } hlo_fusion_policy;
 kiln_status hlo_pass_fusion(hlo_module *m, bool *changed);
 kiln_status hlo_pass_fusion_with(hlo_module *m, const hlo_fusion_policy *policy, bool *changed);
