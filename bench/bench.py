@@ -479,9 +479,9 @@ def check_peer_outputs(res):
 
 # ------------------------------------------------------------------ measurement --
 
-def kiln_cmd(args, prep, out_dir, jit, iters):
+def kiln_cmd(args, prep, out_dir, jit, iters, extra=()):
     """`kiln run`; an HLO module (prep['hlo']) is compiled whole, so it gets no --jit."""
-    cmd = [args.kiln, 'run', prep['model'], '--json', '--iters', str(iters), '-o', out_dir]
+    cmd = [args.kiln, 'run', prep['model'], '--json', '--iters', str(iters), '-o', out_dir] + list(extra)
     if not prep.get('hlo'):
         cmd += ['--jit', jit]
     if args.device:
@@ -499,6 +499,16 @@ def add_compile_estimate(res):
     else:
         res['compile_ms'] = res['first_ms'] - res['median_ms']
         res['compile_source'] = 'first_ms - median_ms'
+
+
+# kiln's flag that rounds every bf16 op of an HLO module, and how a module computing in
+# bf16 is recognised (an instruction of bf16 shape).
+ROUNDED_FLAGS = ('--allow_excess_precision=false',)
+
+
+def computes_in_bf16(hlo_path):
+    with open(hlo_path) as f:
+        return 'bf16[' in f.read()
 
 
 def measure_kiln(args, prep, out_dir):
@@ -648,6 +658,17 @@ def run_config(name, batch, args, work):
         entry[peer] = measure_peer(peer, args, prep)
     # kiln's compile time of the JAX set's modules: one load per process, once per repeat.
     compiles = [measure_kiln_compile(args, prep)] if kind == 'jax' and ok(entry['kiln']['auto']) else []
+    # A JAX program computing in bf16 runs a second way: every bf16 op rounded, as the
+    # evaluator does (kiln's HLO default is XLA's excess precision).
+    rounded_cmd = None
+    if kind == 'jax' and ok(entry['kiln']['auto']) and computes_in_bf16(prep['model']):
+        rounded_dir = os.path.join(out_dir, 'kiln-rounded')
+        rounded_cmd = kiln_cmd(args, prep, rounded_dir, 'auto', entry['kiln']['auto']['iters'], ROUNDED_FLAGS)
+        shutil.rmtree(rounded_dir, ignore_errors=True)
+    rounded = [measure(rounded_cmd, args.timeout)] if rounded_cmd else []
+    if rounded:
+        in_forked_child(check_kiln_outputs, rounded[0], rounded_dir, prep['refs'], ref_name='JAX', short='JAX',
+                        exact_ints=True, rtol=jax_models.RTOL.get(name, OUTPUT_RTOL))
     # Repeats of the compared measurements, alternating (see the module docstring).
     targets = TARGET_PEERS[kind]
     autos, peer_runs = [entry['kiln']['auto']], {t: [entry[t]] for t in targets}
@@ -656,11 +677,14 @@ def run_config(name, batch, args, work):
             break
         autos.append(measure(kiln_cmd(args, prep, os.path.join(out_dir, 'kiln-auto'), 'auto', autos[0]['iters']),
                              args.timeout))
+        if rounded and ok(rounded[0]):
+            rounded.append(measure(rounded_cmd, args.timeout))
         for t in targets:
             peer_runs[t].append(measure_peer(t, args, prep))
         if compiles:
             compiles.append(measure_kiln_compile(args, prep))
     entry['kiln']['auto'] = combine(autos)
+    entry['kiln']['rounded'] = combine(rounded) if rounded else None
     for t in targets:
         entry[t] = combine(peer_runs[t])
     if kind == 'jax':
@@ -668,6 +692,8 @@ def run_config(name, batch, args, work):
     log('%s: kiln%s: %s' % (label, '' if kind == 'jax' else ' --jit auto', describe(entry['kiln']['auto'])))
     if entry['kiln']['off'] is not None:
         log('%s: kiln --jit off:  %s' % (label, describe(entry['kiln']['off'])))
+    if entry['kiln'].get('rounded') is not None:
+        log('%s: kiln %s: %s' % (label, ' '.join(ROUNDED_FLAGS), describe(entry['kiln']['rounded'])))
     if kind == 'jax':
         a = entry['kiln']['auto']
         log('%s: compile ms: kiln %s, XLA:CPU %s' % (
@@ -934,14 +960,16 @@ def write_results(path, entries, meta, args):
              if xla_runs else 'no successful run', xla_runs[0]['xla_flags'] if xla_runs else 'n/a'))
         w('- JAX set: bench/jax_models.py\'s programs with fixed-seed inputs (weights are arguments), lowered with '
           '`jax.jit(f, keep_unused=True).lower(*args).as_text(dialect="hlo")`; kiln runs that HLO text with '
-          '`kiln run` on the same .npy inputs, and its outputs are checked against JAX\'s (float outputs max |d| <= '
+          '`kiln run` (its HLO default numerics, as XLA:CPU\'s: bf16 chains in f32 inside a kernel; the programs '
+          'computing in bf16 also with every op rounded, `%s`) on the same .npy inputs, and its outputs are '
+          'checked against JAX\'s (float outputs max |d| <= '
           '%g x max |JAX| + %g, %g x for the programs computing in bf16, integer and bool outputs exactly, else a '
           'failure row). Its `xla_*` programs stand for XLA\'s own CPU benchmark HLO files '
           '(xla/backends/cpu/benchmarks/hlo), written from what each file\'s name states (op, shape, type): the '
           'files are not reachable here. Compile times: kiln, one '
           '`kiln_model_load` of the module (parse, passes, codegen; bench/kiln_compile_time.py); XLA:CPU, '
           '`.compile()` of the lowered function (tracing not included); each the median over %d process(es)'
-          % (OUTPUT_RTOL, OUTPUT_ATOL, jax_models.BF16_RTOL, args.repeats))
+          % (' '.join(ROUNDED_FLAGS), OUTPUT_RTOL, OUTPUT_ATOL, jax_models.BF16_RTOL, args.repeats))
     compared = ['kiln `--jit auto`' if sets != {'jax'} else 'kiln'] + [
         PEER_TITLES[p] for p in ('ort', 'tfjs_wasm', 'tf', 'tf_xla', 'xla') if any(p in TARGET_PEERS[k] for k in sets)]
     once = [t for t, here in (('PyTorch', 'onnx' in sets), ('kiln `--jit off`', bool(sets - {'jax'}))) if here]
@@ -1188,6 +1216,29 @@ def jax_section(w, jx, fails):
     cr = jax_compile_ratios(jx)
     w('| **geometric mean** | | | | **%s** (%d of %d) | | | %s (%d) | | | | |' % (
         fmt_ratio(geomean(ratios)), len(ratios), len(jx), fmt_ratio(geomean(cr)) if cr else '—', len(cr)))
+    w('')
+    rounded = [e for e in jx if e['kiln'].get('rounded') is not None]
+    if not rounded:
+        return
+    w('### The bf16 programs with every bf16 op rounded')
+    w('')
+    w('kiln runs an HLO module with XLA:CPU\'s default numerics (the table above): a kernel keeps a chain of bf16 '
+      'arithmetic in f32 and rounds what it writes out (xla_allow_excess_precision=true). With `%s` it rounds '
+      'every bf16 op, bit for bit as its evaluator, measured here in the same processes\' alternation; max |d| '
+      'against JAX\'s outputs as above.' % ' '.join(ROUNDED_FLAGS))
+    w('')
+    w('| program | kiln | kiln, every op rounded | XLA:CPU | rounded/XLA | max abs diff, rounded |')
+    w('| --- | ---: | ---: | ---: | ---: | ---: |')
+    for e in rounded:
+        a, r, x = e['kiln']['auto'], e['kiln']['rounded'], e['xla']
+        label = e['model']
+        cells = [label, fails.cell(a, label + ' kiln') or fmt_median(a),
+                 fails.cell(r, label + ' kiln rounded') or fmt_median(r),
+                 fails.cell(x, label + ' XLA:CPU') or fmt_median(x),
+                 fmt_ratio(r['median_ms'] / x['median_ms']) if ok(r) and ok(x) else '—']
+        d = r.get('max_abs_diff')
+        cells.append('—' if d is None else '%.2g' % d)
+        w('| ' + ' | '.join(cells) + ' |')
     w('')
 
 

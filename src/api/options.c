@@ -48,8 +48,8 @@ static const opt_key keys[] = {
     {"cache_dir", OPT_STRING, F(cache_dir), 0, 0,
      "cpu: directory of the persistent compilation cache (object code reused across processes); \"\": off"},
     {"allow_excess_precision", OPT_BOOL, F(allow_excess_precision), 0, 0,
-     "HLO modules on cpu: bf16 arithmetic inside a kernel may skip rounding its intermediates (XLA's "
-     "xla_allow_excess_precision); default false: every op rounds, as the evaluator; a model's clusters always round"},
+     "HLO modules on cpu: bf16 arithmetic inside a kernel may skip rounding its intermediates; default true, as "
+     "XLA's xla_allow_excess_precision; false: every op rounds, as the evaluator; a model's clusters always round"},
     {"plugin_path", OPT_STRING, F(plugin_path), 0, 0, "colon-separated directories of *.kiln-plugin.json"},
     {"plugin", OPT_LIST, F(plugins), 0, 0, "a plugin manifest to load (adds one per call)"},
     {"plugin_option", OPT_LIST, F(plugin_options), 0, 0, "KEY=VALUE for every plugin compile (adds one per call)"},
@@ -121,6 +121,7 @@ kiln_status kiln_options_create(kiln_options **out) {
   o->max_cluster_size = JIT_DEFAULT_MAX_CLUSTER_SIZE;
   o->log_level = LOG_WARNING;
   o->format = KILN_FORMAT_AUTO;
+  o->allow_excess_precision = true; /* XLA:CPU's default for the HLO it compiles */
   bool ok = true;
   for (int i = 0; i < N_KEYS && ok; i++) {
     if (keys[i].type != OPT_STRING) continue;

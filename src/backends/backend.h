@@ -54,7 +54,8 @@ typedef struct backend_compile_options {
   bool profile;                 /* cpu: time every thunk and print the summary when the executable is released */
   const char *cache_dir;        /* cpu: persistent compilation cache directory (cpu_persist.h); NULL/"": off */
   bool allow_excess_precision;  /* cpu: bf16 arithmetic inside a kernel may skip rounding its intermediates
-                                   (XLA's xla_allow_excess_precision); false: every op rounds, as the evaluator */
+                                   (XLA's xla_allow_excess_precision); false (a backend's default): every op
+                                   rounds, as the evaluator. kiln's front doors set it for HLO modules. */
   int n_plugin_options;
   const char *const *plugin_options; /* "KEY=VALUE" strings passed to plugin compiles */
 } backend_compile_options;

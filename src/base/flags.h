@@ -50,7 +50,7 @@
   X(allow_plugin_fallback, '\0', BOOL, "false", "a plugin compile that fails with anything but UNIMPLEMENTED warns and falls back to the next device instead of failing the run") \
   X(profile, '\0', BOOL, "false", "cpu backend: print where each compiled module's run time went, per instruction, when its last user releases it") \
   X(cache_dir, '\0', STRING, "", "cpu backend: directory of the persistent compilation cache; a later process compiling the same module links the stored object code instead of running LLVM (created if missing; empty: off)") \
-  X(allow_excess_precision, '\0', BOOL, "false", "HLO modules on cpu: a kernel may compute chains of bf16 arithmetic in f32 without rounding every intermediate (XLA's xla_allow_excess_precision; faster, results move by up to bf16 rounding); false: every bf16 op rounds, as the evaluator does. A model's clusters always round") \
+  X(allow_excess_precision, '\0', BOOL, "true", "HLO modules on cpu: a kernel computes chains of bf16 arithmetic in f32 and rounds only what it writes out, as XLA:CPU does by default (xla_allow_excess_precision=true; results move by up to bf16 rounding from the evaluator's); false: every bf16 op rounds, bit for bit as the evaluator and --device interpreter. A model's clusters always round") \
   X(csv, '\0', STRING, "", "kiln conformance: write the opcode x dtype support matrix to this CSV file") \
   X(v, '\0', INT, "0", "verbosity: 1 prints info messages on stderr")                              \
   X(help, 'h', BOOL, "false", "print usage and exit")

@@ -817,7 +817,8 @@ class Suite:
         than one, each device's outputs are checked against the expected values, and
         outputs with an exact tolerance (EXACT, BITWISE; not EXACT_ANY_ZERO) also against the first
         device's outputs bit for bit (NaN payloads included); on any device but the
-        interpreter, an instruction run through the evaluator fails the pack."""
+        interpreter, an instruction run through the evaluator fails the pack. Every device
+        rounds each bf16 op (--allow_excess_precision=false)."""
         self.title = title
         self.devices = tuple(devices)
         self.cases = []
@@ -924,7 +925,9 @@ class _Runner:
             np.save(p, a)
             cmd += ['-i', 'p%d=%s' % (i, p)]
         outdir = os.path.join(d, 'out')
-        cmd += ['-o', outdir, '--device', device]
+        # Every bf16 op rounded, as the interpreter does: the packs compare devices bit for
+        # bit (an HLO module's default lets a cpu kernel keep bf16 chains in f32).
+        cmd += ['-o', outdir, '--device', device, '--allow_excess_precision=false']
         try:
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   timeout=120)
@@ -1011,7 +1014,7 @@ class _Runner:
                 np.save(os.path.join(d, 'got_%d.npy' % i), got[i])
         with open(os.path.join(d, 'run.sh'), 'w') as f:
             for dev in self.devices:
-                f.write('%s run %s/module.hlo %s -o %s/out_%s --device %s\n'
+                f.write('%s run %s/module.hlo %s -o %s/out_%s --device %s --allow_excess_precision=false\n'
                         % (self.kiln, d, ' '.join(args), d, dev, dev))
 
 

@@ -18,7 +18,10 @@ python3: the script re-executes itself with build-ref-env/bin/python.
 With --device cpu the modules run on the cpu backend instead, and a variant fails unless
 kiln's --json says it ran on cpu with evaluated_instructions 0 (no instruction run
 through the evaluator instead of compiled code): that is the check that kiln compiles
-all of JAX's HLO (CTest: hlo.test_jax_models_cpu).
+all of JAX's HLO (CTest: hlo.test_jax_models_cpu). A case computing in bf16 then runs its
+unoptimized module a third way, "rounded": with --allow_excess_precision=false, every bf16
+op rounded as the evaluator does, where kiln's HLO default keeps bf16 chains inside a
+kernel in f32 as XLA:CPU does; both must be within the case's tolerance of JAX.
 
 Usage: test_jax_models.py --kiln PATH [-k SUBSTRING] [--keep] [--write-corpus DIR] [--device cpu]
 Prints one line per case and "N passed, N failed, N skipped" over case variants
@@ -98,8 +101,8 @@ class Outcome:
         return '%s%s' % (self.status, ' (%s)' % self.detail if self.detail else '')
 
 
-def run_kiln(kiln, hlo_path, input_paths, out_dir, device):
-    cmd = [kiln, 'run', hlo_path, '-o', out_dir, '--device', device, '--json']
+def run_kiln(kiln, hlo_path, input_paths, out_dir, device, extra=()):
+    cmd = [kiln, 'run', hlo_path, '-o', out_dir, '--device', device, '--json'] + list(extra)
     for i, p in enumerate(input_paths):
         cmd += ['-i', 'p%d=%s' % (i, p)]
     try:
@@ -129,12 +132,12 @@ def uncompiled(stdout, err):
     return None
 
 
-def check_variant(kiln, text, name, work, input_paths, expected, tol, device):
+def check_variant(kiln, text, name, work, input_paths, expected, tol, device, extra=()):
     hlo_path = os.path.join(work, name + '.hlo')
     with open(hlo_path, 'w') as f:
         f.write(text)
     out_dir = os.path.join(work, 'out_' + name)
-    rc, err, stdout = run_kiln(kiln, hlo_path, input_paths, out_dir, device)
+    rc, err, stdout = run_kiln(kiln, hlo_path, input_paths, out_dir, device, extra)
     if rc is None:
         return Outcome('FAIL', err)
     if rc != 0:
@@ -193,6 +196,9 @@ def run_case(kiln, c, keep_root, corpus_dir, device):
     for i, want in enumerate(expected):
         np.save(os.path.join(work, 'expected_%d.npy' % i), want)
     results = {v: check_variant(kiln, texts[v], v, work, input_paths, expected, c.tol, device) for v in VARIANTS}
+    if device == 'cpu' and 'bf16[' in texts['unopt']:
+        results['rounded'] = check_variant(kiln, texts['unopt'], 'rounded', work, input_paths, expected, c.tol, device,
+                                           ('--allow_excess_precision=false',))
     if keep_root is None and all(r.status != 'FAIL' for r in results.values()):
         shutil.rmtree(work, ignore_errors=True)
     else:
@@ -233,18 +239,21 @@ def main():
         except Exception as e:  # JAX could not build the case: a broken test, so a failure
             results = {v: Outcome('FAIL', 'JAX: %s: %s' % (type(e).__name__, str(e).splitlines()[0][:200]))
                        for v in VARIANTS}
-        statuses = [results[v].status for v in VARIANTS]
+        statuses = [results[v].status for v in VARIANTS + ('rounded',) if v in results]
         for s in statuses:
             counts[s] += 1
         overall = 'FAIL' if 'FAIL' in statuses else 'SKIP' if 'skip' in statuses else 'PASS'
-        print('%-4s %-30s unopt: %-24s opt: %s' % (overall, c.name, results['unopt'], results['opt']), flush=True)
+        rounded = '  rounded: %s' % results['rounded'] if 'rounded' in results else ''
+        print('%-4s %-30s unopt: %-24s opt: %s%s' % (overall, c.name, results['unopt'], results['opt'], rounded),
+              flush=True)
         if overall == 'FAIL' and 'dir' in results:
             failed_dirs.append((c.name, results['dir']))
     for name, d in failed_dirs:
         print('  %s: HLO, inputs (pN.npy) and JAX outputs (expected_N.npy) kept in %s' % (name, d))
     if keep_root:
         print('case directories kept under %s' % keep_root)
-    print('variants = unoptimized + XLA-optimized module of %d cases; %.1fs' % (len(cases), time.time() - start))
+    print('variants = unoptimized + XLA-optimized module of %d cases (+ rounded bf16 on cpu); %.1fs'
+          % (len(cases), time.time() - start))
     print('%d passed, %d failed, %d skipped' % (counts['ok'], counts['FAIL'], counts['skip']))
     return 1 if counts['FAIL'] else 0
 
