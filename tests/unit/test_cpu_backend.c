@@ -447,6 +447,35 @@ static void test_reduce(void) {
   check_exact(text, 34, false);
 }
 
+/* f16 arithmetic inside one kernel computes in f32 and rounds each result to f16 in one
+ * step (round_to_f16_f32 in cpu_elemental.c), and reads and writes f16 through inline
+ * conversions; its bits must be the evaluator's: every pairing of subnormals (the
+ * smallest, one with a tie below it, the largest), the smallest normal, values around
+ * 1 and 1/3, the largest finite value, infinities, and quiet and signalling NaNs with
+ * payloads of both signs, through a product (subnormal and overflowing results), a sum
+ * and a difference, read back as bits. */
+static void test_f16_arithmetic_rounds_as_the_evaluator(void) {
+  static const int64_t halves[] = {0x0001, 0x0003, 0x03ff, 0x0400, 0x1400, 0x1401, 0x3555, 0x3c00,
+                                   0x3c01, (int16_t)0xbc03, 0x7bff, 0x7c00, (int16_t)0xfc00, 0x7e00,
+                                   0x7d01, (int16_t)0xfe05};
+  static int64_t a[256], b[256];
+  for (int i = 0; i < 256; i++) {
+    a[i] = halves[i / 16];
+    b[i] = halves[i % 16];
+  }
+  const int64_t *values[] = {a, b};
+  explicit_values = values;
+  check_exact("HloModule h\n\nENTRY main {\n  pa = s16[256] parameter(0)\n  pb = s16[256] parameter(1)\n"
+              "  x = f16[256] bitcast-convert(pa)\n  y = f16[256] bitcast-convert(pb)\n"
+              "  m = f16[256] multiply(x, y)\n  s = f16[256] add(m, x)\n  d = f16[256] subtract(s, y)\n"
+              "  q = f16[256] divide(m, y)\n  w = f32[256] convert(d)\n"
+              "  rm = s16[256] bitcast-convert(m)\n  rd = s16[256] bitcast-convert(d)\n"
+              "  rq = s16[256] bitcast-convert(q)\n  rw = s32[256] bitcast-convert(w)\n"
+              "  ROOT t = (s16[256], s16[256], s16[256], s32[256]) tuple(rm, rd, rq, rw)\n}\n",
+              1, false);
+  explicit_values = NULL;
+}
+
 /* f32 -> bf16 -> f32 inside one kernel is emitted as one rounding step
  * (cpu_elemental.c); its bits must be the two converts': signalling and quiet NaNs of
  * both signs, infinities, ties to even in both directions, the largest finite value
@@ -1233,6 +1262,7 @@ TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test
           TEST(test_leading_dims_reduce_reads_contiguous_rows),
           TEST(test_bf16_round_trip_in_one_step_matches_two_converts),
           TEST(test_nan_operands_give_the_first_nan_quieted),
+          TEST(test_f16_arithmetic_rounds_as_the_evaluator),
           TEST(test_row_sum_over_nans_gives_the_evaluator_bits),
           TEST(test_row_sum_of_computed_float_bits_keeps_the_payload_rules),
           TEST(test_captured_constants_released), TEST(test_bad_arguments))

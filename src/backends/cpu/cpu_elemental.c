@@ -481,10 +481,68 @@ static LLVMValueRef load_buffer(cpu_emitter *e, int slot, const hlo_shape *s, co
 
 static bool is_half(hlo_type t) { return t == HLO_F16 || t == HLO_BF16; }
 
+/* The f16 conversions are the evaluator's bit recipes (base/half.h, f16_to_f32 and
+ * f32_to_f16) written out in integer operations and selects, which the loop vectorizer
+ * widens: a call into the runtime per element kept every f16 kernel scalar (a
+ * [4096,768] f16 add, multiply and subtract took 19.8 ms, the f32 one 0.39 ms). LLVM's
+ * own half conversions are no better here: LLVM 14 leaves them scalar (one vcvtps2ph
+ * per element) and leaves NaN payloads to the target. */
+
+/* f16 bits (in an i32) -> float, exact: a subnormal is its mantissa times 2^-24 (exact
+ * in f32), an infinity or NaN keeps its payload, unquieted, as the evaluator's. */
+static LLVMValueRef f16_bits_to_f32(cpu_emitter *e, LLVMValueRef w) {
+  LLVMValueRef sign = LLVMBuildShl(e->b, LLVMBuildAnd(e->b, w, cint(e->i32, 0x8000), ""), cint(e->i32, 16), "");
+  LLVMValueRef em = LLVMBuildAnd(e->b, w, cint(e->i32, 0x7fff), "");
+  LLVMValueRef man13 = LLVMBuildShl(e->b, LLVMBuildAnd(e->b, w, cint(e->i32, 0x3ff), ""), cint(e->i32, 13), "");
+  /* exponent 1..30: rebias 15 -> 127 by adding 112 << 23 to the shifted exponent and mantissa */
+  LLVMValueRef normal = LLVMBuildAdd(e->b, LLVMBuildShl(e->b, em, cint(e->i32, 13), ""), cint(e->i32, 112u << 23), "");
+  LLVMValueRef special = LLVMBuildOr(e->b, cint(e->i32, 0x7f800000u), man13, "");
+  LLVMValueRef tiny = LLVMBuildFMul(e->b, LLVMBuildUIToFP(e->b, em, e->f32, ""), LLVMConstReal(e->f32, 0x1p-24), "");
+  LLVMValueRef r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntUGE, em, cint(e->i32, 0x7c00), ""), special, normal, "");
+  r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntULT, em, cint(e->i32, 0x400), ""),
+                      LLVMBuildBitCast(e->b, tiny, e->i32, ""), r, "");
+  return LLVMBuildBitCast(e->b, LLVMBuildOr(e->b, r, sign, ""), e->f32, "");
+}
+
+/* float -> f16 bits (i16), round to nearest even: NaNs quiet with the payload's top ten
+ * bits, from 65520 up infinity, below 2^-14 the subnormal (shifted mantissa, rounded on
+ * the bits shifted out), at or below 2^-25 a signed zero. */
+static LLVMValueRef f32_to_f16_bits(cpu_emitter *e, LLVMValueRef f) {
+  LLVMValueRef u = LLVMBuildBitCast(e->b, f, e->i32, "");
+  LLVMValueRef sign = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 0x8000), "");
+  LLVMValueRef au = LLVMBuildAnd(e->b, u, cint(e->i32, 0x7fffffffu), "");
+  LLVMValueRef top = LLVMBuildLShr(e->b, au, cint(e->i32, 13), "");
+  LLVMValueRef nan = LLVMBuildOr(e->b, cint(e->i32, 0x7e00), LLVMBuildAnd(e->b, top, cint(e->i32, 0x3ff), ""), "");
+  /* normal: round on bit 13, then rebias 127 -> 15 */
+  LLVMValueRef odd = LLVMBuildAnd(e->b, top, cint(e->i32, 1), "");
+  LLVMValueRef rn = LLVMBuildAdd(e->b, LLVMBuildAdd(e->b, au, cint(e->i32, 0xfff), ""), odd, "");
+  LLVMValueRef normal = LLVMBuildLShr(e->b, LLVMBuildSub(e->b, rn, cint(e->i32, 0x38000000u), ""), cint(e->i32, 13), "");
+  /* subnormal: the value in units of 2^-24 is man >> shift, shift = 126 - exponent in
+   * 14..24 where it is taken (clamped so the unused lanes stay defined) */
+  LLVMValueRef man = LLVMBuildOr(e->b, LLVMBuildAnd(e->b, au, cint(e->i32, 0x7fffff), ""), cint(e->i32, 0x800000), "");
+  LLVMValueRef shift = LLVMBuildSub(e->b, cint(e->i32, 126), LLVMBuildLShr(e->b, au, cint(e->i32, 23), ""), "");
+  LLVMValueRef big = LLVMBuildICmp(e->b, LLVMIntUGT, shift, cint(e->i32, 24), "");
+  shift = LLVMBuildSelect(e->b, big, cint(e->i32, 24), shift, "");
+  LLVMValueRef half = LLVMBuildLShr(e->b, man, shift, "");
+  LLVMValueRef mask = LLVMBuildSub(e->b, LLVMBuildShl(e->b, cint(e->i32, 1), shift, ""), cint(e->i32, 1), "");
+  LLVMValueRef rem = LLVMBuildAnd(e->b, man, mask, "");
+  LLVMValueRef mid = LLVMBuildShl(e->b, cint(e->i32, 1), LLVMBuildSub(e->b, shift, cint(e->i32, 1), ""), "");
+  LLVMValueRef tie_odd = LLVMBuildAnd(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, rem, mid, ""),
+                                      LLVMBuildTrunc(e->b, LLVMBuildAnd(e->b, half, cint(e->i32, 1), ""), e->i1, ""), "");
+  LLVMValueRef up = LLVMBuildOr(e->b, LLVMBuildICmp(e->b, LLVMIntUGT, rem, mid, ""), tie_odd, "");
+  LLVMValueRef sub = LLVMBuildAdd(e->b, half, LLVMBuildZExt(e->b, up, e->i32, ""), "");
+  LLVMValueRef r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntULT, au, cint(e->i32, 0x33000000u), ""),
+                                   cint(e->i32, 0), sub, "");
+  r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntULT, au, cint(e->i32, 0x38800000u), ""), r, normal, "");
+  r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntUGE, au, cint(e->i32, 0x477ff000u), ""), cint(e->i32, 0x7c00), r, "");
+  r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntUGT, au, cint(e->i32, 0x7f800000u), ""), nan, r, "");
+  return LLVMBuildTrunc(e->b, LLVMBuildOr(e->b, r, sign, ""), e->i16, "");
+}
+
 /* f16/bf16 bits -> float (exact). */
 static LLVMValueRef widen_half(cpu_emitter *e, hlo_type t, LLVMValueRef bits) {
   LLVMValueRef w = LLVMBuildZExt(e->b, bits, e->i32, "");
-  if (t == HLO_F16) return call1(e, "kiln_cpu_f16_to_f32", e->f32, w);
+  if (t == HLO_F16) return f16_bits_to_f32(e, w);
   return LLVMBuildBitCast(e->b, LLVMBuildShl(e->b, w, cint(e->i32, 16), ""), e->f32, "");
 }
 
@@ -505,10 +563,39 @@ static LLVMValueRef round_to_bf16_f32(cpu_emitter *e, LLVMValueRef x) {
   return LLVMBuildBitCast(e->b, r, e->f32, "");
 }
 
+/* An f32 rounded to f16 and widened back, in one step: the bits f32_to_f16_bits and
+ * f16_bits_to_f32 give, at a third of their work. NaNs come out quieted with the
+ * payload's top ten bits, from 65520 up infinity; in f16's normal range the mantissa
+ * rounds to nearest even on bit 13; below it (|x| < 2^-14) to a multiple of 2^-24, the
+ * f16 subnormal spacing, which adding and subtracting 0.75 does exactly (the sum lies in
+ * [0.5, 1), where the f32 spacing is 2^-24, and the float add rounds to nearest even). */
+static LLVMValueRef round_to_f16_f32(cpu_emitter *e, LLVMValueRef x) {
+  LLVMValueRef u = LLVMBuildBitCast(e->b, x, e->i32, "");
+  LLVMValueRef sign = LLVMBuildAnd(e->b, u, cint(e->i32, 0x80000000u), "");
+  LLVMValueRef au = LLVMBuildAnd(e->b, u, cint(e->i32, 0x7fffffffu), "");
+  LLVMValueRef nan = LLVMBuildAnd(e->b, LLVMBuildOr(e->b, u, cint(e->i32, 0x00400000u), ""), cint(e->i32, 0xffffe000u), "");
+  LLVMValueRef odd = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, au, cint(e->i32, 13), ""), cint(e->i32, 1), "");
+  LLVMValueRef rn = LLVMBuildAdd(e->b, LLVMBuildAdd(e->b, au, cint(e->i32, 0xfff), ""), odd, "");
+  LLVMValueRef normal = LLVMBuildAnd(e->b, rn, cint(e->i32, 0xffffe000u), "");
+  LLVMValueRef mag = LLVMBuildBitCast(e->b, au, e->f32, "");
+  LLVMValueRef c = LLVMConstReal(e->f32, 0.75);
+  LLVMValueRef tiny = LLVMBuildBitCast(e->b, LLVMBuildFSub(e->b, LLVMBuildFAdd(e->b, mag, c, ""), c, ""), e->i32, "");
+  LLVMValueRef r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntULT, au, cint(e->i32, 0x38800000u), ""), tiny, normal, "");
+  r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntUGE, au, cint(e->i32, 0x477ff000u), ""), cint(e->i32, 0x7f800000u), r, "");
+  r = LLVMBuildOr(e->b, r, sign, "");
+  r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntUGT, au, cint(e->i32, 0x7f800000u), ""), nan, r, "");
+  return LLVMBuildBitCast(e->b, r, e->f32, "");
+}
+
+/* x rounded to the half type t and widened back (round_to_bf16_f32, round_to_f16_f32). */
+static LLVMValueRef round_to_half_f32(cpu_emitter *e, hlo_type t, LLVMValueRef x) {
+  return t == HLO_F16 ? round_to_f16_f32(e, x) : round_to_bf16_f32(e, x);
+}
+
 /* float -> f16/bf16 bits, round to nearest even (bf16 inline: round_to_bf16_f32's high
  * half). */
 static LLVMValueRef narrow_half(cpu_emitter *e, hlo_type t, LLVMValueRef f) {
-  if (t == HLO_F16) return LLVMBuildTrunc(e->b, call1(e, "kiln_cpu_f32_to_f16", e->i32, f), e->i16, "");
+  if (t == HLO_F16) return f32_to_f16_bits(e, f);
   LLVMValueRef u = LLVMBuildBitCast(e->b, round_to_bf16_f32(e, f), e->i32, "");
   return LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), e->i16, "");
 }
@@ -1649,7 +1736,7 @@ static LLVMValueRef emit_bitcast_convert(cpu_emitter *e, const hlo_instr *ins, c
  * lie between the two (on xla_mha_block_bf16 the option moves kiln 3.5x further from
  * XLA's outputs, on xla_layer_norm_bf16 3x closer), so neither is XLA's numerics. */
 static bool computes_wide(const cpu_emitter *e, const hlo_instr *ins) {
-  if (ins->shape.type != HLO_BF16 || ins == e->root) return false;
+  if (!is_half(ins->shape.type) || ins == e->root) return false;
   if (ins->op == HLO_OP_PARAMETER || ins->op == HLO_OP_CONSTANT) return false;
   if (ins->op == HLO_OP_CONVERT) return ins->operands[0]->shape.type == HLO_F32;
   if (ins->op == HLO_OP_SELECT) return true;
@@ -1663,7 +1750,7 @@ static bool computes_wide(const cpu_emitter *e, const hlo_instr *ins) {
     default: break;
   }
   for (int k = 0; k < ins->n_operands; k++)
-    if (ins->operands[k]->shape.type != HLO_BF16) return false;
+    if (ins->operands[k]->shape.type != ins->shape.type) return false;
   return true;
 }
 
@@ -1686,8 +1773,14 @@ static void cache_put(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix,
   e->cache[e->n_cache++] = (cache_entry){ins, ix, v, wide};
 }
 
-/* The f32 value of bf16 instruction ins at ix: unrounded where computes_wide allows,
- * else its bf16 value widened (exact). Cached beside the rounded values. */
+/* Whether a half value computed wide stays unrounded: excess precision, bf16 only. */
+static bool stays_unrounded(const cpu_emitter *e, const hlo_instr *ins) {
+  return e->excess_precision && ins->shape.type == HLO_BF16;
+}
+
+/* The f32 value of half-type instruction ins at ix: computed in f32 where computes_wide
+ * allows (and unrounded where stays_unrounded), else its half value widened (exact).
+ * Cached beside the rounded values. */
 static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
   for (int i = e->n_cache - 1; i >= 0; i--)
     if (e->cache[i].ins == ins && e->cache[i].ix == ix && e->cache[i].wide) return e->cache[i].value;
@@ -1706,31 +1799,30 @@ static LLVMValueRef emit_wide(cpu_emitter *e, const hlo_instr *ins, const cpu_in
       if (!v) return NULL; /* not a float op (the caller's path reports it); emit would come back here */
     }
     /* Without excess precision the value is rounded here, kept as an f32 whose low
-     * bits are zero: the bits of rounding to bf16 and widening again, without the
-     * 16-bit round trip per op (a select of rounded values needs none). */
-    if (v && !e->excess_precision && ins->op != HLO_OP_SELECT) v = round_to_bf16_f32(e, v);
+     * bits are zero: the bits of rounding to the half type and widening again, without
+     * the 16-bit round trip per op (a select of rounded values needs none). */
+    if (v && !stays_unrounded(e, ins) && ins->op != HLO_OP_SELECT) v = round_to_half_f32(e, ins->shape.type, v);
   }
-  if (!v) v = widen_half(e, HLO_BF16, emit(e, ins, ix));
+  if (!v) v = widen_half(e, ins->shape.type, emit(e, ins, ix));
   cache_put(e, ins, ix, v, true);
   return v;
 }
 
 static LLVMValueRef emit_elementwise(cpu_emitter *e, const hlo_instr *ins, const cpu_index *ix) {
   hlo_type t = ins->operands[0]->shape.type;
-  /* Inside a kernel a bf16 op's value is its wide one (see emit_wide) narrowed; a
-   * bf16 -> f32 convert takes the wide value itself. */
+  /* Inside a kernel a half op's value is its wide one (see emit_wide) narrowed; a
+   * half -> f32 convert takes the wide value itself. */
   if (ins->op != HLO_OP_CONVERT && computes_wide(e, ins)) {
     LLVMValueRef w = emit_wide(e, ins, ix);
-    if (w) return narrow_half(e, HLO_BF16, w);
+    if (w) return narrow_half(e, ins->shape.type, w);
   }
-  if (ins->op == HLO_OP_CONVERT && t == HLO_BF16 && (ins->shape.type == HLO_F32 || ins->shape.type == HLO_F64) &&
+  if (ins->op == HLO_OP_CONVERT && is_half(t) && (ins->shape.type == HLO_F32 || ins->shape.type == HLO_F64) &&
       !(ins == e->root && !e->fused)) {
     LLVMValueRef w = wide_operand(e, ins, 0, ix);
     /* as convert_value, NaNs come out quiet; a rounded value already is (a select's is
      * one of its operands', which may be a signalling NaN read from memory) */
     const hlo_instr *src = ins->operands[0];
-    if (e->excess_precision || !computes_wide(e, src) || src->op == HLO_OP_SELECT)
-      w = quiet_if_nan(e, w);
+    if (!computes_wide(e, src) || src->op == HLO_OP_SELECT || stays_unrounded(e, src)) w = quiet_if_nan(e, w);
     return ins->shape.type == HLO_F64 ? LLVMBuildFPExt(e->b, w, e->f64, "") : w;
   }
   switch (ins->op) {
