@@ -65,6 +65,9 @@ static void run_result_free(run_result *r) {
 
 /* Explicit argument values (integers, row-major) replacing the random ones; NULL: none. */
 static const int64_t *const *explicit_values;
+/* Explicit bits of f32 arguments (NaN payloads included), by parameter; a NULL entry or
+ * a parameter of another type keeps its values. */
+static const uint32_t *const *explicit_f32_bits;
 
 /* Compiles on cpu (must succeed), runs on fresh inputs and on the evaluator. */
 static bool run_both(const char *text, uint64_t seed, bool with_specials, run_result *r) {
@@ -84,6 +87,8 @@ static bool run_both(const char *text, uint64_t seed, bool with_specials, run_re
     fill(args[p], seed + (uint64_t)p, with_specials);
     if (explicit_values)
       for (int64_t i = 0; i < args[p]->n; i++) literal_set_s64(args[p], i, explicit_values[p][i]);
+    if (explicit_f32_bits && explicit_f32_bits[p] && args[p]->shape.type == HLO_F32)
+      memcpy(args[p]->data, explicit_f32_bits[p], (size_t)args[p]->n * sizeof(uint32_t));
   }
   backend_executable *e = NULL;
   kiln_status s = cpu->compile(cpu, m, NULL, &e);
@@ -473,6 +478,38 @@ static void test_f16_arithmetic_rounds_as_the_evaluator(void) {
               "  rq = s16[256] bitcast-convert(q)\n  rw = s32[256] bitcast-convert(w)\n"
               "  ROOT t = (s16[256], s16[256], s16[256], s32[256]) tuple(rm, rd, rq, rw)\n}\n",
               1, false);
+  explicit_values = NULL;
+}
+
+/* A fused kernel with enough NaN payload work runs each unit first without the payload
+ * rules and exactly again only where an output came out NaN (emit_unit in
+ * cpu_codegen.c); its f32 inputs' NaNs are read there as the quiet NaN of no payload, so
+ * that its bf16 roundings need no NaN case. Every NaN input must still come out as the
+ * evaluator's NaN: signalling NaNs of both signs with low payloads (a rounding without
+ * its NaN case makes them infinities), all-ones payloads (the rounding's carry runs
+ * into the sign), a NaN whose low half alone is set, besides infinities, ties and
+ * ordinary values, through a convert to bf16, a product, a sum and a difference. */
+static void test_two_pass_kernel_keeps_every_nan(void) {
+  static const uint32_t specials_bits[] = {0x7f800001u, 0xff800001u, 0x7fffffffu, 0xffffffffu, 0x7fff8000u,
+                                           0x7f808000u, 0x7fc00000u, 0xffc01234u, 0x7f800000u, 0xff800000u,
+                                           0x3f808000u, 0x3f818000u, 0x3f800000u, 0xc0490fdbu, 0x00008000u, 0u};
+  /* one special per unit of 64 elements, so that no other NaN sends the unit to the
+   * exact pass; y = 1 keeps an infinity an infinity */
+  static uint32_t x[1024];
+  static int64_t ones[1024];
+  for (int i = 0; i < 1024; i++) {
+    x[i] = i % 64 == 5 ? specials_bits[i / 64] : 0x3fc00000u;
+    ones[i] = 1;
+  }
+  const uint32_t *bits[] = {x, NULL};
+  const int64_t *values[] = {ones, ones};
+  explicit_values = values;
+  explicit_f32_bits = bits;
+  check_exact("HloModule two\n\nENTRY main {\n  x = f32[1024] parameter(0)\n  y = bf16[1024] parameter(1)\n"
+              "  c = bf16[1024] convert(x)\n  m = bf16[1024] multiply(c, y)\n  a = bf16[1024] add(m, c)\n"
+              "  s = bf16[1024] subtract(a, y)\n  ROOT w = f32[1024] convert(s)\n}\n",
+              7, false);
+  explicit_f32_bits = NULL;
   explicit_values = NULL;
 }
 
@@ -1263,6 +1300,7 @@ TEST_MAIN(TEST(test_elementwise_exact), TEST(test_integer_edge_cases), TEST(test
           TEST(test_bf16_round_trip_in_one_step_matches_two_converts),
           TEST(test_nan_operands_give_the_first_nan_quieted),
           TEST(test_f16_arithmetic_rounds_as_the_evaluator),
+          TEST(test_two_pass_kernel_keeps_every_nan),
           TEST(test_row_sum_over_nans_gives_the_evaluator_bits),
           TEST(test_row_sum_of_computed_float_bits_keeps_the_payload_rules),
           TEST(test_captured_constants_released), TEST(test_bad_arguments))

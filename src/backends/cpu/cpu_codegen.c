@@ -36,7 +36,8 @@ static void store_values(LLVMBuilderRef b, int n, LLVMTypeRef *et, LLVMValueRef 
  * kernel reads at the same element (in place); without this, such a kernel would fail
  * LLVM's overlap check at run time and take the scalar loop. Accesses to allocas (loop
  * counters, accumulators, which mem2reg removes before any loop pass) are left out. */
-static void mark_parallel(LLVMContextRef c, LLVMValueRef fn, LLVMValueRef latch, int vector_width) {
+/* A loop ID for the loop closed by latch (set on it), with the vector width hint. */
+static LLVMMetadataRef loop_id_for(LLVMContextRef c, LLVMValueRef latch, int vector_width) {
   LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
   LLVMMetadataRef items[4] = {self};
   int n_items = 1;
@@ -58,8 +59,16 @@ static void mark_parallel(LLVMContextRef c, LLVMValueRef fn, LLVMValueRef latch,
   }
   LLVMMetadataRef loop_id = LLVMMDNodeInContext2(c, items, (size_t)n_items);
   LLVMMetadataReplaceAllUsesWith(self, loop_id); /* loop IDs refer to themselves */
-  LLVMValueRef id = LLVMMetadataAsValue(c, loop_id);
-  LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), id);
+  LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c, "llvm.loop", 9), LLVMMetadataAsValue(c, loop_id));
+  return loop_id;
+}
+
+/* Marks the loops closed by latches[0 .. n_latches) (one, or a unit's two passes,
+ * emit_unit) parallel: every access names all of them; a loop it is not in ignores it. */
+static void mark_parallel(LLVMContextRef c, LLVMValueRef fn, LLVMValueRef *latches, int n_latches, int vector_width) {
+  LLVMMetadataRef ids[2];
+  for (int l = 0; l < n_latches; l++) ids[l] = loop_id_for(c, latches[l], vector_width);
+  LLVMValueRef id = LLVMMetadataAsValue(c, n_latches == 1 ? ids[0] : LLVMMDNodeInContext2(c, ids, (size_t)n_latches));
   const char *kind = "llvm.mem.parallel_loop_access";
   unsigned par = LLVMGetMDKindIDInContext(c, kind, (unsigned)strlen(kind));
   for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
@@ -240,6 +249,71 @@ static void scope_stores(LLVMContextRef c, LLVMValueRef fn, LLVMMetadataRef list
     }
 }
 
+/* One unit's inner loop over elements [0, n): element j is at linear position base + j,
+ * and index component `dim` of ix is that position (flat kernels) or j (rows). */
+typedef struct unit_loop {
+  LLVMValueRef base, n;
+  int dim;
+  bool linear;
+} unit_loop;
+
+/* Emits the loop computing and storing every output; with `anynan`, also ORs into it
+ * whether an output came out NaN. Returns the loop's latch. */
+static LLVMValueRef emit_unit_pass(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e, const hlo_instr *ins,
+                                   cpu_index *ix, const unit_loop *u, int n_out, LLVMTypeRef *et, LLVMValueRef *out,
+                                   LLVMValueRef anynan) {
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(u->base));
+  cpu_loop inner;
+  cpu_loop_begin(b, fn, &inner, LLVMConstInt(LLVMInt64TypeInContext(c), 0, 0), u->n, "j");
+  LLVMValueRef lin = LLVMBuildNUWAdd(b, u->base, inner.index, "");
+  ix->v[u->dim] = u->linear ? lin : inner.index;
+  LLVMValueRef values[CPU_MAX_KERNEL_OUTPUTS];
+  cpu_emit_root(e, ix, values);
+  store_values(b, n_out, et, out, values, lin);
+  if (anynan) {
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(c);
+    LLVMValueRef any = LLVMBuildLoad2(b, i1, anynan, "");
+    for (int k = 0; k < n_out; k++) {
+      LLVMValueRef is = cpu_emit_is_nan_value(e, cpu_kernel_output_shape(ins, k)->type, values[k]);
+      if (is) any = LLVMBuildOr(b, any, is, "");
+    }
+    LLVMBuildStore(b, any, anynan);
+  }
+  return cpu_loop_end(b, &inner);
+}
+
+/* A unit's elements, in two passes where the kernel allows (cpu_emitter_may_skip_payloads,
+ * outputs apart from the inputs): a payload-free pass, whose results are exact unless
+ * NaN, then -- only when an output came out NaN -- the exact pass over the unit again,
+ * rewriting its outputs. A layer norm's bf16 output kernel does a third less work per
+ * element in the first pass (no first-NaN picks, no NaN case in its six roundings).
+ * Returns the latches (one or two). */
+static int emit_unit(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e, const hlo_instr *ins, cpu_index *ix,
+                     const unit_loop *u, int n_out, LLVMTypeRef *et, LLVMValueRef *out, bool two_pass,
+                     LLVMValueRef *latches) {
+  if (!two_pass) {
+    latches[0] = emit_unit_pass(b, fn, e, ins, ix, u, n_out, et, out, NULL);
+    return 1;
+  }
+  LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(u->base));
+  LLVMTypeRef i1 = LLVMInt1TypeInContext(c);
+  LLVMValueRef anynan = cpu_entry_alloca(fn, i1, "anynan");
+  LLVMBuildStore(b, LLVMConstInt(i1, 0, 0), anynan);
+  cpu_emitter_set_payload_free(e, true);
+  latches[0] = emit_unit_pass(b, fn, e, ins, ix, u, n_out, et, out, anynan);
+  cpu_emitter_set_payload_free(e, false);
+  cpu_emitter_reset_cache(e);
+  LLVMBasicBlockRef exact = LLVMAppendBasicBlockInContext(c, fn, "unit.exact");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(c, fn, "unit.done");
+  LLVMBuildCondBr(b, LLVMBuildLoad2(b, i1, anynan, ""), exact, done);
+  LLVMPositionBuilderAtEnd(b, exact);
+  latches[1] = emit_unit_pass(b, fn, e, ins, ix, u, n_out, et, out, NULL);
+  LLVMBuildBr(b, done);
+  LLVMPositionBuilderAtEnd(b, done);
+  cpu_emitter_reset_cache(e);
+  return 2;
+}
+
 LLVMTypeRef cpu_kernel_llvm_type(LLVMContextRef c) {
   LLVMTypeRef i64 = LLVMInt64TypeInContext(c);
   LLVMTypeRef params[3] = {LLVMPointerType(LLVMPointerType(LLVMInt8TypeInContext(c), 0), 0), i64, i64};
@@ -268,7 +342,6 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
     LLVMValueRef raw = LLVMBuildLoad2(b, i8p, LLVMBuildInBoundsGEP2(b, i8p, LLVMGetParam(fn, 0), &slot, 1, ""), "out");
     out[k] = LLVMBuildBitCast(b, raw, LLVMPointerType(et[k], 0), "");
   }
-  LLVMValueRef zero = LLVMConstInt(i64, 0, 0);
   LLVMValueRef begin = LLVMGetParam(fn, 1), end = LLVMGetParam(fn, 2);
   LLVMValueRef values[CPU_MAX_KERNEL_OUTPUTS];
 
@@ -299,10 +372,14 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
   if (flat && os->rank > 0)
     while (block < CPU_FLAT_BLOCK && n % (block * 2) == 0) block *= 2;
   if (block < 8) block = 1;
+  /* a unit's elements in two passes (emit_unit): payload-free, then exact where NaN */
+  bool two_pass = scope && !column && !reduces_minor && cpu_emitter_may_skip_payloads(e);
   cpu_loop outer;
   cpu_loop_begin(b, fn, &outer, begin, end, "unit");
   LLVMValueRef lin;
   LLVMValueRef store_latch = NULL; /* the innermost loop that stores the output */
+  LLVMValueRef latches[2] = {NULL, NULL}; /* it, and the exact pass's (emit_unit) */
+  int n_latches = 1;
   if (column) {
     int64_t cols = column_count(ins, value, os);
     space->units = cols ? n / cols * ((cols + CPU_COLUMN_CHUNK - 1) / CPU_COLUMN_CHUNK) : 0;
@@ -336,18 +413,17 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
      * a linear position and reach the slice as if it were its multi-index. */
     ix.rank = os->rank == 0 ? 0 : 1;
     ix.flat = flat;
-    lin = outer.index;
-    cpu_loop inner;
     if (block > 1) {
       LLVMValueRef k_block = LLVMConstInt(i64, (unsigned long long)block, 0);
-      LLVMValueRef first = LLVMBuildNUWMul(b, outer.index, k_block, "first");
-      cpu_loop_begin(b, fn, &inner, zero, k_block, "e");
-      lin = LLVMBuildNUWAdd(b, first, inner.index, "");
+      unit_loop u = {LLVMBuildNUWMul(b, outer.index, k_block, "first"), k_block, 0, true};
+      n_latches = emit_unit(b, fn, e, ins, &ix, &u, n_out, et, out, two_pass, latches);
+      store_latch = latches[0];
+    } else {
+      lin = outer.index;
+      ix.v[0] = lin;
+      cpu_emit_root(e, &ix, values);
+      store_values(b, n_out, et, out, values, lin);
     }
-    ix.v[0] = lin;
-    cpu_emit_root(e, &ix, values);
-    store_values(b, n_out, et, out, values, lin);
-    if (block > 1) store_latch = cpu_loop_end(b, &inner);
   } else {
     int r = os->rank;
     int64_t inner_n = os->dims[r - 1];
@@ -366,18 +442,15 @@ kiln_status cpu_codegen_add_kernel(cpu_jit_module *jm, const hlo_instr *ins, con
       }
     }
     LLVMValueRef row_base = LLVMBuildMul(b, outer.index, LLVMConstInt(i64, (unsigned long long)inner_n, 0), "");
-    cpu_loop inner;
-    cpu_loop_begin(b, fn, &inner, zero, LLVMConstInt(i64, (unsigned long long)inner_n, 0), "j");
-    ix.v[r - 1] = inner.index;
-    cpu_emit_root(e, &ix, values);
-    lin = LLVMBuildAdd(b, row_base, inner.index, "");
-    store_values(b, n_out, et, out, values, lin);
-    store_latch = cpu_loop_end(b, &inner);
+    unit_loop u = {row_base, LLVMConstInt(i64, (unsigned long long)inner_n, 0), r - 1, false};
+    n_latches = emit_unit(b, fn, e, ins, &ix, &u, n_out, et, out, two_pass, latches);
+    store_latch = latches[0];
   }
   LLVMValueRef outer_latch = cpu_loop_end(b, &outer);
   if (!store_latch && !reduces_minor) store_latch = outer_latch;
   LLVMBuildRetVoid(b);
-  if (store_latch) mark_parallel(c, fn, store_latch, column ? COLUMN_VECTOR : 0);
+  latches[0] = store_latch;
+  if (store_latch) mark_parallel(c, fn, latches, n_latches, column ? COLUMN_VECTOR : 0);
   if (scope) scope_stores(c, fn, scope);
   cpu_emitter_free(e);
   LLVMDisposeBuilder(b);

@@ -23,6 +23,7 @@
 #include "backends/cpu/cpu_jit.h" /* cpu_jit_mark_process_specific */
 #include "backends/cpu/cpu_math.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,10 +57,12 @@ struct cpu_emitter {
   bool excess_precision; /* see cpu_emitter_allow_excess_precision */
   LLVMValueRef load_noalias; /* see cpu_emitter_set_load_noalias */
   bool outline_math; /* see cpu_emitter_outline_math */
-  /* NaN payloads may come out other than the evaluator's (never a NaN's presence):
-   * set while a reduction's NaN-free first pass is emitted, see
-   * reduce_may_skip_payloads */
+  /* A first pass that drops the NaN payload rules (see cpu_emitter_set_payload_free):
+   * values are the exact pass's bits or both NaN. */
   bool payload_free;
+  /* In it, float reads make their NaNs canonical and bf16 rounding has no NaN case: set
+   * with payload_free for a kernel that rounds to bf16 (rounds_to_bf16). */
+  bool canonical_nans;
 };
 
 /* ------------------------------------------------------------- what we support -- */
@@ -465,12 +468,31 @@ static LLVMValueRef buffer_pointer(cpu_emitter *e, int slot, hlo_type t) {
 }
 
 /* Element lin of an operand buffer or constant: read-only memory, never the output. */
+/* In a payload-free pass, an f32/f64 read from memory with any NaN made the quiet NaN
+ * of no payload: every NaN the pass then computes has a zero low half (quieting and
+ * propagation keep it so), which is what lets round_to_bf16_f32 drop its NaN select. */
+static bool canonical(const cpu_emitter *e) { return e->payload_free && e->canonical_nans; }
+
+static bool rounds_to_bf16(const cpu_emitter *e);
+
+void cpu_emitter_set_payload_free(cpu_emitter *e, bool on) {
+  e->payload_free = on;
+  e->canonical_nans = on && rounds_to_bf16(e);
+}
+
+static LLVMValueRef canonical_nan(cpu_emitter *e, LLVMValueRef v) {
+  LLVMTypeRef t = LLVMTypeOf(v);
+  if (!canonical(e) || (t != e->f32 && t != e->f64)) return v;
+  LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, v, v, "");
+  return LLVMBuildSelect(e->b, nan, LLVMConstReal(t, NAN), v, "");
+}
+
 static LLVMValueRef load_at(cpu_emitter *e, LLVMValueRef base, hlo_type t, LLVMValueRef lin) {
   LLVMTypeRef et = cpu_llvm_type(e->c, t);
   LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, et, base, &lin, 1, "");
   LLVMValueRef v = LLVMBuildLoad2(e->b, et, p, "");
   if (e->load_noalias) LLVMSetMetadata(v, LLVMGetMDKindIDInContext(e->c, "noalias", 7), e->load_noalias);
-  return v;
+  return canonical_nan(e, v);
 }
 
 static LLVMValueRef load_buffer(cpu_emitter *e, int slot, const hlo_shape *s, const cpu_index *ix) {
@@ -496,7 +518,10 @@ static LLVMValueRef f16_bits_to_f32(cpu_emitter *e, LLVMValueRef w) {
   LLVMValueRef man13 = LLVMBuildShl(e->b, LLVMBuildAnd(e->b, w, cint(e->i32, 0x3ff), ""), cint(e->i32, 13), "");
   /* exponent 1..30: rebias 15 -> 127 by adding 112 << 23 to the shifted exponent and mantissa */
   LLVMValueRef normal = LLVMBuildAdd(e->b, LLVMBuildShl(e->b, em, cint(e->i32, 13), ""), cint(e->i32, 112u << 23), "");
-  LLVMValueRef special = LLVMBuildOr(e->b, cint(e->i32, 0x7f800000u), man13, "");
+  /* (payload-free: an infinity, or the canonical NaN, see canonical_nan) */
+  LLVMValueRef special = canonical(e) ? LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntEQ, man13, cint(e->i32, 0), ""),
+                                                           cint(e->i32, 0x7f800000u), cint(e->i32, 0x7fc00000u), "")
+                                         : LLVMBuildOr(e->b, cint(e->i32, 0x7f800000u), man13, "");
   LLVMValueRef tiny = LLVMBuildFMul(e->b, LLVMBuildUIToFP(e->b, em, e->f32, ""), LLVMConstReal(e->f32, 0x1p-24), "");
   LLVMValueRef r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntUGE, em, cint(e->i32, 0x7c00), ""), special, normal, "");
   r = LLVMBuildSelect(e->b, LLVMBuildICmp(e->b, LLVMIntULT, em, cint(e->i32, 0x400), ""),
@@ -555,6 +580,13 @@ static LLVMValueRef widen_half(cpu_emitter *e, hlo_type t, LLVMValueRef bits) {
  * 1.30 ms). */
 static LLVMValueRef round_to_bf16_f32(cpu_emitter *e, LLVMValueRef x) {
   LLVMValueRef u = LLVMBuildBitCast(e->b, x, e->i32, "");
+  if (canonical(e)) {
+    /* every NaN here has a zero low half and a nonzero top mantissa (canonical_nan):
+     * the bias cannot carry into it, so rounding keeps it a NaN without the select */
+    LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 1), "");
+    LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
+    return LLVMBuildBitCast(e->b, LLVMBuildAnd(e->b, rounded, cint(e->i32, 0xffff0000u), ""), e->f32, "");
+  }
   LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, "");
   LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 1), "");
   LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
@@ -1056,7 +1088,11 @@ static LLVMValueRef scalar_constant(cpu_emitter *e, const hlo_literal *l, int64_
   size_t sz = hlo_type_size(t);
   uint64_t bits = 0;
   memcpy(&bits, (const char *)l->data + (size_t)i * sz, sz); /* little-endian host */
-  /* Floats from their bits, so NaN payloads survive. */
+  /* Floats from their bits, so NaN payloads survive (a payload-free pass's NaN is the
+   * canonical one, see canonical_nan). */
+  bool f32_nan = t == HLO_F32 && (bits & 0x7fffffffu) > 0x7f800000u;
+  bool f64_nan = t == HLO_F64 && (bits & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+  if (canonical(e) && (f32_nan || f64_nan)) return LLVMConstReal(lt, NAN);
   if (t == HLO_F32) return LLVMConstBitCast(cint(e->i32, bits), lt);
   if (t == HLO_F64) return LLVMConstBitCast(cint(e->i64, bits), lt);
   return cint(lt, bits);
@@ -1441,16 +1477,115 @@ static void fold_reduce(cpu_emitter *e, const hlo_instr *ins, const cpu_index *i
 
 static bool is_param(const hlo_instr *x, int k) { return x->op == HLO_OP_PARAMETER && x->parameter_number == k; }
 
-/* Whether reduce `ins` may be folded first without the NaN payload rules (nan_pick,
- * quieting), with the exact fold run again only when the result is NaN. That holds
- * when the result is NaN exactly when some value folded or computed on the way was:
- * one f32 or f64 accumulator, a reducer p0 + p1 or p0 * p1 (a NaN never leaves a sum or a
- * product), and nothing in the kernel that reads the bits of a float it computed
- * (bitcast-convert, reduce-precision), so a payload can only decide which NaN comes
- * out. Then a result
- * that is not NaN saw no NaN, and its bits are the exact fold's. In a row reduction
- * the payload rules were a third of the work per element (a compare and a masked
- * move for the accumulator, two more for a convert's quieting). */
+/* Whether instruction x keeps a payload-free pass sound: it reads no float's bits
+ * (bitcast-convert from a float, reduce-precision: a payload-free value's NaN bits, or a
+ * canonicalized input's, are not the exact pass's) and every float it touches is f16,
+ * bf16, f32 or f64, whose NaNs canonical_nan and the roundings are written for. */
+static bool keeps_payload_free_sound(const hlo_instr *x) {
+  if (x->op == HLO_OP_REDUCE_PRECISION) return false;
+  if (x->op == HLO_OP_BITCAST_CONVERT && hlo_type_is_float(x->operands[0]->shape.type)) return false;
+  hlo_type t = shape_is_array(&x->shape) ? x->shape.type : HLO_F32;
+  if (hlo_type_is_float(t) && t != HLO_F16 && t != HLO_BF16 && t != HLO_F32 && t != HLO_F64) return false;
+  for (int k = 0; k < x->n_operands; k++) {
+    hlo_type ot = shape_is_array(&x->operands[k]->shape) ? x->operands[k]->shape.type : HLO_F32;
+    if (hlo_type_is_float(ot) && ot != HLO_F16 && ot != HLO_BF16 && ot != HLO_F32 && ot != HLO_F64) return false;
+  }
+  for (int c = 0; c < x->n_called; c++)
+    for (int i = 0; i < x->called[c]->n_instrs; i++)
+      if (!keeps_payload_free_sound(x->called[c]->instrs[i])) return false;
+  return true;
+}
+
+/* Whether every instruction the kernel computes keeps a payload-free pass sound. */
+static bool payload_free_is_sound(const cpu_emitter *e) {
+  if (!e->fused) return keeps_payload_free_sound(e->root);
+  for (int i = 0; i < e->fused->n_instrs; i++)
+    if (!keeps_payload_free_sound(e->fused->instrs[i])) return false;
+  return true;
+}
+
+static bool computes_wide(const cpu_emitter *e, const hlo_instr *ins);
+static bool stays_unrounded(const cpu_emitter *e, const hlo_instr *ins);
+
+static bool is_wide_float(hlo_type t) { return t == HLO_F16 || t == HLO_BF16 || t == HLO_F32 || t == HLO_F64; }
+
+/* Whether x computes a bf16 value by rounding (an elementwise op or a reducer step, not
+ * one kept wide under excess precision, nor data movement or a select). */
+static bool rounds_bf16_at(const cpu_emitter *e, const hlo_instr *x) {
+  if (!shape_is_array(&x->shape) || x->shape.type != HLO_BF16 || x->op == HLO_OP_SELECT) return false;
+  if (!hlo_opcode_is_elementwise(x->op)) return false;
+  return !(computes_wide(e, x) && stays_unrounded(e, x));
+}
+
+/* Whether the kernel rounds to bf16 anywhere, reducers included: then a payload-free
+ * pass reads its floats with canonical NaNs so that the roundings need no NaN case. */
+static bool rounds_to_bf16(const cpu_emitter *e) {
+  int n = e->fused ? e->fused->n_instrs : 1;
+  for (int i = 0; i < n; i++) {
+    const hlo_instr *x = e->fused ? e->fused->instrs[i] : e->root;
+    if (rounds_bf16_at(e, x)) return true;
+    for (int c = 0; c < x->n_called; c++)
+      for (int j = 0; j < x->called[c]->n_instrs; j++)
+        if (rounds_bf16_at(e, x->called[c]->instrs[j])) return true;
+  }
+  return false;
+}
+
+/* Whether a payload-free pass of the fused computation saves enough instructions per
+ * element for its second copy of the code: `saved` (what the caller's own part saves
+ * or costs) plus two per payload select (the first-NaN pick of + - * / -- both
+ * operands' when one is a constant --, a conversion's quieting, a bf16 rounding's NaN
+ * case), against two per f32/f64/f16 read made canonical, with a margin for the
+ * branch (see the end). Not with
+ * a transcendental in the kernel: its polynomial is most of the work per element, and
+ * the second pass would double its code (vit_b_16's GELU kernels took its compile from
+ * 1.95 to 2.26 s for no measurable gain). */
+static bool payload_free_pays(const cpu_emitter *e, int saved) {
+  int added = 0;
+  bool canonical_reads = rounds_to_bf16(e), halves = false;
+  for (int i = 0; i < e->fused->n_instrs; i++) {
+    const hlo_instr *x = e->fused->instrs[i];
+    if (!shape_is_array(&x->shape)) continue;
+    hlo_type t = x->shape.type;
+    switch (x->op) {
+      case HLO_OP_EXP: case HLO_OP_EXPM1: case HLO_OP_LOG: case HLO_OP_LOG1P: case HLO_OP_LOGISTIC:
+      case HLO_OP_TANH: case HLO_OP_SINE: case HLO_OP_COSINE: case HLO_OP_TAN: case HLO_OP_ATAN2:
+      case HLO_OP_POWER: case HLO_OP_CBRT: case HLO_OP_ERF:
+        return false;
+      case HLO_OP_ADD: case HLO_OP_SUBTRACT: case HLO_OP_MULTIPLY: case HLO_OP_DIVIDE:
+        if (!is_wide_float(t)) break;
+        saved += 2;
+        if (x->operands[0]->op == HLO_OP_CONSTANT || x->operands[1]->op == HLO_OP_CONSTANT) saved += 2;
+        break;
+      case HLO_OP_CONVERT:
+        if (is_half(x->operands[0]->shape.type) && (t == HLO_F32 || t == HLO_F64)) saved += 2;
+        break;
+      case HLO_OP_PARAMETER:
+        if (canonical_reads && (t == HLO_F32 || t == HLO_F64 || t == HLO_F16)) added += 2;
+        break;
+      case HLO_OP_CONSTANT:
+        if (canonical_reads && (t == HLO_F32 || t == HLO_F64) && x->literal && x->literal->n > 1) added += 2;
+        break;
+      default: break;
+    }
+    if (rounds_bf16_at(e, x)) saved += 2;
+    halves = halves || is_half(t);
+  }
+  /* f32/f64 kernels run at memory speed more often than not: there the second copy of
+   * the code only costs compile time (transformer_encoder's variance reductions and
+   * residual kernels, +25%), so they must save twice as much */
+  return saved >= added + (halves ? 4 : 8);
+}
+
+/* Whether reduce `ins` may be folded first in a payload-free pass (see
+ * cpu_emitter_set_payload_free), with the exact fold run again only when the result is
+ * NaN. That holds when the result is NaN exactly when some value folded or computed on
+ * the way was: one f32 or f64 accumulator, a reducer p0 + p1 or p0 * p1 (a NaN never
+ * leaves a sum or a product), and a sound kernel (payload_free_is_sound), so a payload
+ * can only decide which NaN comes out. Then a result that is not NaN saw no NaN, and
+ * its bits are the exact fold's. In a row reduction the payload rules were a third of
+ * the work per element (a compare and a masked move for the accumulator, two more for
+ * a convert's quieting). */
 static bool reduce_may_skip_payloads(const cpu_emitter *e, const hlo_instr *ins) {
   hlo_type t = ins->shape.type;
   if (e->payload_free || ins->n_operands != 2 || (t != HLO_F32 && t != HLO_F64)) return false; /* halves fold as bits */
@@ -1460,13 +1595,10 @@ static bool reduce_may_skip_payloads(const cpu_emitter *e, const hlo_instr *ins)
   if (!((is_param(root->operands[0], 0) && is_param(root->operands[1], 1)) ||
         (is_param(root->operands[0], 1) && is_param(root->operands[1], 0))))
     return false;
-  if (e->fused)
-    for (int i = 0; i < e->fused->n_instrs; i++) {
-      const hlo_instr *x = e->fused->instrs[i];
-      bool reads_bits = x->op == HLO_OP_BITCAST_CONVERT || x->op == HLO_OP_REDUCE_PRECISION;
-      if (reads_bits && x->operands[0]->op != HLO_OP_PARAMETER) return false; /* a buffer's bits are as stored */
-    }
-  return true;
+  /* the accumulator's first-NaN pick is saved too; an unfused reduce reads a buffer
+   * and saves just that, against the canonical read */
+  if (!payload_free_is_sound(e)) return false;
+  return e->fused ? payload_free_pays(e, 2) : false;
 }
 
 /* reduce with n = operands / 2 accumulators (fold_reduce); writes the n results. */
@@ -1484,9 +1616,9 @@ static void emit_reduce_values(cpu_emitter *e, const hlo_instr *ins, const cpu_i
   if (reduce_may_skip_payloads(e, ins)) {
     /* values emitted in the first pass carry its payloads: none is reused after it */
     int cached = e->n_cache;
-    e->payload_free = true;
+    cpu_emitter_set_payload_free(e, true);
     fold_reduce(e, ins, ix, et, acc);
-    e->payload_free = false;
+    cpu_emitter_set_payload_free(e, false);
     e->n_cache = cached;
     LLVMBasicBlockRef exact = LLVMAppendBasicBlockInContext(e->c, e->fn, "reduce.exact");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->c, e->fn, "reduce.done");
@@ -1698,7 +1830,7 @@ static LLVMValueRef emit_bitcast_convert(cpu_emitter *e, const hlo_instr *ins, c
   const hlo_shape *os = &ins->operands[0]->shape;
   hlo_type to = ins->shape.type;
   size_t in_size = hlo_type_size(os->type), out_size = hlo_type_size(to);
-  if (in_size == out_size) return from_storage_bits(e, to, storage_bits(e, ew_operand(e, ins, 0, ix)));
+  if (in_size == out_size) return canonical_nan(e, from_storage_bits(e, to, storage_bits(e, ew_operand(e, ins, 0, ix))));
   if (in_size > out_size) {
     unsigned wide_bits = (unsigned)in_size * 8, piece = (unsigned)out_size * 8;
     LLVMTypeRef wt = LLVMIntTypeInContext(e->c, wide_bits);
@@ -1708,7 +1840,7 @@ static LLVMValueRef emit_bitcast_convert(cpu_emitter *e, const hlo_instr *ins, c
     LLVMValueRef shift = LLVMBuildMul(e->b, ix->v[ix->rank - 1], c64(e, piece), "");
     if (wide_bits != 64) shift = LLVMBuildTrunc(e->b, shift, wt, "");
     LLVMValueRef part = LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, w, shift, ""), LLVMIntTypeInContext(e->c, piece), "");
-    return from_storage_bits(e, to, part);
+    return canonical_nan(e, from_storage_bits(e, to, part));
   }
   unsigned wide_bits = (unsigned)out_size * 8, piece = (unsigned)in_size * 8;
   int ratio = (int)(out_size / in_size);
@@ -1722,7 +1854,7 @@ static LLVMValueRef emit_bitcast_convert(cpu_emitter *e, const hlo_instr *ins, c
     if (j) p = LLVMBuildShl(e->b, p, cint(wt, (uint64_t)j * piece), "");
     acc = j ? LLVMBuildOr(e->b, acc, p, "") : p;
   }
-  return from_storage_bits(e, to, acc);
+  return canonical_nan(e, from_storage_bits(e, to, acc));
 }
 
 /* Excess precision (an option, after XLA's xla_allow_excess_precision): inside one
@@ -1943,6 +2075,22 @@ static LLVMValueRef emit(cpu_emitter *e, const hlo_instr *ins, const cpu_index *
   LLVMValueRef v = emit_uncached(e, ins, ix);
   cache_put(e, ins, ix, v, false);
   return v;
+}
+
+
+bool cpu_emitter_may_skip_payloads(const cpu_emitter *e) {
+  if (e->payload_free || !e->fused || !payload_free_is_sound(e)) return false;
+  int tested = 0; /* each float output's NaN test */
+  for (int k = 0; k < e->n_outputs; k++)
+    if (is_wide_float(cpu_kernel_output_shape(e->root, k)->type)) tested += 2;
+  return payload_free_pays(e, -tested);
+}
+
+LLVMValueRef cpu_emit_is_nan_value(cpu_emitter *e, hlo_type t, LLVMValueRef v) {
+  if (t == HLO_F32 || t == HLO_F64) return LLVMBuildFCmp(e->b, LLVMRealUNO, v, v, "");
+  if (t != HLO_BF16 && t != HLO_F16) return NULL;
+  LLVMValueRef mag = LLVMBuildAnd(e->b, v, cint(e->i16, 0x7fff), "");
+  return LLVMBuildICmp(e->b, LLVMIntUGT, mag, cint(e->i16, t == HLO_BF16 ? 0x7f80 : 0x7c00), "");
 }
 
 void cpu_emit_reduce_init(cpu_emitter *e, const hlo_instr *reduce, LLVMValueRef *init) {

@@ -84,6 +84,20 @@ const hlo_shape *cpu_kernel_output_shape(const hlo_instr *root, int k);
 /* Forgets values computed for earlier indices (call when a new loop body starts). */
 void cpu_emitter_reset_cache(cpu_emitter *e);
 
+/* A payload-free pass: what is emitted while `on` drops the NaN payload rules -- + - * /
+ * take whichever NaN the hardware returns, conversions do not quiet, f32/f64/f16 inputs
+ * with a NaN read as the quiet NaN of no payload, and bf16 rounding then needs no NaN
+ * case. Every value it computes has the exact pass's bits or is NaN in both, in a kernel
+ * cpu_emitter_may_skip_payloads accepts; so a result that is not NaN is exact, and a
+ * kernel recomputes exactly only what came out NaN. Reset the cache between passes. */
+void cpu_emitter_set_payload_free(cpu_emitter *e, bool on);
+/* Whether the kernel's fused computation is sound for a payload-free pass and saves
+ * more instructions per element in it than the pass's NaN tests add. */
+bool cpu_emitter_may_skip_payloads(const cpu_emitter *e);
+/* Whether output value v of element type t (its storage value) is a NaN; NULL for a type
+ * without NaNs. */
+LLVMValueRef cpu_emit_is_nan_value(cpu_emitter *e, hlo_type t, LLVMValueRef v);
+
 /* The instruction whose value the kernel stores (the fused root of a fusion). */
 const hlo_instr *cpu_kernel_value_instr(const hlo_instr *root);
 /* Whether every array in the kernel can be addressed by one linear index. */
