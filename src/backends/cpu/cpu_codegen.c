@@ -29,13 +29,6 @@ static void store_values(LLVMBuilderRef b, int n, LLVMTypeRef *et, LLVMValueRef 
   for (int k = 0; k < n; k++) LLVMBuildStore(b, values[k], LLVMBuildInBoundsGEP2(b, et[k], out[k], &lin, 1, ""));
 }
 
-/* Declares the loop closed by `latch` free of loop-carried memory dependencies, so the
- * vectorizer needs no runtime overlap checks between the output and the inputs. That
- * holds for every loop that stores the output: each iteration writes its own output
- * elements, and buffer assignment only lets an output share storage with an input the
- * kernel reads at the same element (in place); without this, such a kernel would fail
- * LLVM's overlap check at run time and take the scalar loop. Accesses to allocas (loop
- * counters, accumulators, which mem2reg removes before any loop pass) are left out. */
 /* A loop ID for the loop closed by latch (set on it), with the vector width hint. */
 static LLVMMetadataRef loop_id_for(LLVMContextRef c, LLVMValueRef latch, int vector_width) {
   LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
@@ -63,8 +56,15 @@ static LLVMMetadataRef loop_id_for(LLVMContextRef c, LLVMValueRef latch, int vec
   return loop_id;
 }
 
-/* Marks the loops closed by latches[0 .. n_latches) (one, or a unit's two passes,
- * emit_unit) parallel: every access names all of them; a loop it is not in ignores it. */
+/* Declares the loops closed by latches[0 .. n_latches) (one, or a unit's two passes,
+ * emit_unit) free of loop-carried memory dependencies, so the vectorizer needs no
+ * runtime overlap checks between the output and the inputs. That holds for every loop
+ * that stores the output: each iteration writes its own output elements, and buffer
+ * assignment only lets an output share storage with an input the kernel reads at the
+ * same element (in place); without this, such a kernel would fail LLVM's overlap check
+ * at run time and take the scalar loop. Every access names all the loops (a loop it is
+ * not in ignores it); accesses to allocas (loop counters, accumulators, which mem2reg
+ * removes before any loop pass) are left out. */
 static void mark_parallel(LLVMContextRef c, LLVMValueRef fn, LLVMValueRef *latches, int n_latches, int vector_width) {
   LLVMMetadataRef ids[2];
   for (int l = 0; l < n_latches; l++) ids[l] = loop_id_for(c, latches[l], vector_width);
@@ -286,7 +286,7 @@ static LLVMValueRef emit_unit_pass(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitte
  * outputs apart from the inputs): a payload-free pass, whose results are exact unless
  * NaN, then -- only when an output came out NaN -- the exact pass over the unit again,
  * rewriting its outputs. A layer norm's bf16 output kernel does a third less work per
- * element in the first pass (no first-NaN picks, no NaN case in its six roundings).
+ * element in the first pass (no first-NaN picks, no NaN case in its roundings).
  * Returns the latches (one or two). */
 static int emit_unit(LLVMBuilderRef b, LLVMValueRef fn, cpu_emitter *e, const hlo_instr *ins, cpu_index *ix,
                      const unit_loop *u, int n_out, LLVMTypeRef *et, LLVMValueRef *out, bool two_pass,

@@ -467,10 +467,6 @@ static LLVMValueRef buffer_pointer(cpu_emitter *e, int slot, hlo_type t) {
   return LLVMBuildBitCast(e->b, e->slot_pointers[slot], LLVMPointerType(cpu_llvm_type(e->c, t), 0), "");
 }
 
-/* Element lin of an operand buffer or constant: read-only memory, never the output. */
-/* In a payload-free pass, an f32/f64 read from memory with any NaN made the quiet NaN
- * of no payload: every NaN the pass then computes has a zero low half (quieting and
- * propagation keep it so), which is what lets round_to_bf16_f32 drop its NaN select. */
 static bool canonical(const cpu_emitter *e) { return e->payload_free && e->canonical_nans; }
 
 static bool rounds_to_bf16(const cpu_emitter *e);
@@ -480,6 +476,10 @@ void cpu_emitter_set_payload_free(cpu_emitter *e, bool on) {
   e->canonical_nans = on && rounds_to_bf16(e);
 }
 
+/* In a payload-free pass of a kernel that rounds to bf16, an f32/f64 read from memory
+ * with any NaN made the quiet NaN of no payload: every NaN the pass then computes has a
+ * zero low half (quieting and propagation keep it so), which is what lets
+ * round_to_bf16_f32 drop its NaN select. */
 static LLVMValueRef canonical_nan(cpu_emitter *e, LLVMValueRef v) {
   LLVMTypeRef t = LLVMTypeOf(v);
   if (!canonical(e) || (t != e->f32 && t != e->f64)) return v;
@@ -487,6 +487,7 @@ static LLVMValueRef canonical_nan(cpu_emitter *e, LLVMValueRef v) {
   return LLVMBuildSelect(e->b, nan, LLVMConstReal(t, NAN), v, "");
 }
 
+/* Element lin of an operand buffer or constant: read-only memory, never the output. */
 static LLVMValueRef load_at(cpu_emitter *e, LLVMValueRef base, hlo_type t, LLVMValueRef lin) {
   LLVMTypeRef et = cpu_llvm_type(e->c, t);
   LLVMValueRef p = LLVMBuildInBoundsGEP2(e->b, et, base, &lin, 1, "");
@@ -1536,10 +1537,8 @@ static bool rounds_to_bf16(const cpu_emitter *e) {
  * or costs) plus two per payload select (the first-NaN pick of + - * / -- both
  * operands' when one is a constant --, a conversion's quieting, a bf16 rounding's NaN
  * case), against two per f32/f64/f16 read made canonical, with a margin for the
- * branch (see the end). Not with
- * a transcendental in the kernel: its polynomial is most of the work per element, and
- * the second pass would double its code (vit_b_16's GELU kernels took its compile from
- * 1.95 to 2.26 s for no measurable gain). */
+ * branch (see the end). Not with a transcendental in the kernel: its polynomial is most
+ * of the work per element, and a second copy of it is the most compile time. */
 static bool payload_free_pays(const cpu_emitter *e, int saved) {
   int added = 0;
   bool canonical_reads = rounds_to_bf16(e), halves = false;
@@ -1595,8 +1594,8 @@ static bool reduce_may_skip_payloads(const cpu_emitter *e, const hlo_instr *ins)
   if (!((is_param(root->operands[0], 0) && is_param(root->operands[1], 1)) ||
         (is_param(root->operands[0], 1) && is_param(root->operands[1], 0))))
     return false;
-  /* the accumulator's first-NaN pick is saved too; an unfused reduce reads a buffer
-   * and saves just that, against the canonical read */
+  /* the accumulator's first-NaN pick is saved too; an unfused reduce (a sum of a buffer)
+   * saves only that, not worth a second copy of the fold */
   if (!payload_free_is_sound(e)) return false;
   return e->fused ? payload_free_pays(e, 2) : false;
 }
@@ -2076,7 +2075,6 @@ static LLVMValueRef emit(cpu_emitter *e, const hlo_instr *ins, const cpu_index *
   cache_put(e, ins, ix, v, false);
   return v;
 }
-
 
 bool cpu_emitter_may_skip_payloads(const cpu_emitter *e) {
   if (e->payload_free || !e->fused || !payload_free_is_sound(e)) return false;

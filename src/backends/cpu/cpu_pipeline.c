@@ -20,7 +20,8 @@ static bool is_activation(const hlo_instr *m, const hlo_instr **x, const hlo_ins
 }
 
 /* A conversion to a half type rounds in software: f32 -> bf16 is about seven vector
- * instructions (cpu_elemental.c, round_to_bf16_f32), -> f16 a call. Fused below a
+ * instructions (cpu_elemental.c, round_to_bf16_f32), -> f16 some twenty-five
+ * (f32_to_f16_bits). Fused below a
  * broadcast it is redone for every element: a layer norm's bf16 scale and shift,
  * converted from f32 per column, cost 16 of the 65 instructions per vector of its
  * output kernel; as kernels of their own they are a load and a shift each. */
