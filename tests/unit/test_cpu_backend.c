@@ -591,15 +591,24 @@ static int64_t f32_bits(float f) {
   return u;
 }
 
-/* A row sum is folded first without the NaN payload rules and again, exactly, when its
- * result is NaN (reduce_may_skip_payloads in cpu_elemental.c): rows of 130 (64 lanes
- * and a tail) with a signalling NaN, a quiet NaN before a signalling one in a later
- * lane, +inf meeting -inf, and no NaN, all bit for bit against the evaluator. (Small
- * integers keep the sums exact in any order; the NaNs sit where the lanes' in-order
- * tree and the evaluator's sequence agree on which comes first.) On x86 the first pass
- * already gives these bits, since LLVM 14 keeps the accumulator as the first operand
- * of each add and the hardware returns that NaN; the exact pass is what makes them
- * independent of that choice, which LLVM does not promise. */
+/* check_exact on an entry computation (with the reducers) whose one parameter takes
+ * `values`. */
+static void check_exact_entry(const char *entry, const int64_t *values) {
+  const int64_t *per_param[] = {values};
+  explicit_values = per_param;
+  char text[2048];
+  snprintf(text, sizeof text, "HloModule rows\n\n%sENTRY main {\n%s}\n", reducers, entry);
+  check_exact(text, 1, false);
+  explicit_values = NULL;
+}
+
+/* A row sum of values rounded through bf16 is folded first without the NaN payload
+ * rules (its reads' NaNs canonical) and again, exactly, when its result is NaN
+ * (reduce_may_skip_payloads in cpu_elemental.c): rows of 130 (64 lanes and a tail) with
+ * a signalling NaN, a quiet NaN before a signalling one in a later lane, +inf meeting
+ * -inf, and no NaN, all bit for bit against the evaluator. (Small integers keep the
+ * sums exact in any order and bf16 exact; the NaNs sit where the lanes' in-order tree
+ * and the evaluator's sequence agree on which comes first.) */
 static void test_row_sum_over_nans_gives_the_evaluator_bits(void) {
   static int64_t v[4 * 130];
   for (int i = 0; i < 4 * 130; i++) v[i] = f32_bits((float)(i % 7));
@@ -608,16 +617,11 @@ static void test_row_sum_over_nans_gives_the_evaluator_bits(void) {
   v[1 * 130 + 70] = (int32_t)0x7f800005u;
   v[2 * 130 + 1] = f32_bits(INFINITY);
   v[2 * 130 + 2] = f32_bits(-INFINITY);
-  const int64_t *values[] = {v};
-  explicit_values = values;
-  char text[2048];
-  snprintf(text, sizeof text,
-           "HloModule rownan\n\n%sENTRY main {\n  p = s32[4,130] parameter(0)\n  f = f32[4,130] bitcast-convert(p)\n"
-           "  z = f32[] constant(0)\n  r = f32[4] reduce(f, z), dimensions={1}, to_apply=add_f32\n"
-           "  ROOT b = s32[4] bitcast-convert(r)\n}\n",
-           reducers);
-  check_exact(text, 1, false);
-  explicit_values = NULL;
+  check_exact_entry("  p = s32[4,130] parameter(0)\n  f = f32[4,130] bitcast-convert(p)\n"
+                    "  h = bf16[4,130] convert(f)\n  w = f32[4,130] convert(h)\n"
+                    "  z = f32[] constant(0)\n  r = f32[4] reduce(w, z), dimensions={1}, to_apply=add_f32\n"
+                    "  ROOT b = s32[4] bitcast-convert(r)\n",
+                    v);
 }
 
 /* The first pass is not taken when the kernel reads the bits of a float it computed:
@@ -627,16 +631,10 @@ static void test_row_sum_of_computed_float_bits_keeps_the_payload_rules(void) {
   static int64_t v[2 * 64];
   v[0 * 64 + 9] = 0x7f81;
   v[1 * 64 + 40] = 0x7fc1;
-  const int64_t *values[] = {v};
-  explicit_values = values;
-  char text[2048];
-  snprintf(text, sizeof text,
-           "HloModule rowbits\n\n%sENTRY main {\n  q = s16[2,64] parameter(0)\n  h = bf16[2,64] bitcast-convert(q)\n"
-           "  w = f32[2,64] convert(h)\n  i = s32[2,64] bitcast-convert(w)\n  f = f32[2,64] convert(i)\n"
-           "  z = f32[] constant(0)\n  ROOT r = f32[2] reduce(f, z), dimensions={1}, to_apply=add_f32\n}\n",
-           reducers);
-  check_exact(text, 1, false);
-  explicit_values = NULL;
+  check_exact_entry("  q = s16[2,64] parameter(0)\n  h = bf16[2,64] bitcast-convert(q)\n"
+                    "  w = f32[2,64] convert(h)\n  i = s32[2,64] bitcast-convert(w)\n  f = f32[2,64] convert(i)\n"
+                    "  z = f32[] constant(0)\n  ROOT r = f32[2] reduce(f, z), dimensions={1}, to_apply=add_f32\n",
+                    v);
 }
 
 /* Reductions over the leading dimensions of a flat input read each chunk of outputs as
