@@ -467,6 +467,8 @@ static LLVMValueRef buffer_pointer(cpu_emitter *e, int slot, hlo_type t) {
   return LLVMBuildBitCast(e->b, e->slot_pointers[slot], LLVMPointerType(cpu_llvm_type(e->c, t), 0), "");
 }
 
+static LLVMValueRef is_nan(cpu_emitter *e, LLVMValueRef x) { return LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, ""); }
+
 static bool canonical(const cpu_emitter *e) { return e->payload_free && e->canonical_nans; }
 
 static bool rounds_to_bf16(const cpu_emitter *e);
@@ -483,8 +485,7 @@ void cpu_emitter_set_payload_free(cpu_emitter *e, bool on) {
 static LLVMValueRef canonical_nan(cpu_emitter *e, LLVMValueRef v) {
   LLVMTypeRef t = LLVMTypeOf(v);
   if (!canonical(e) || (t != e->f32 && t != e->f64)) return v;
-  LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, v, v, "");
-  return LLVMBuildSelect(e->b, nan, LLVMConstReal(t, NAN), v, "");
+  return LLVMBuildSelect(e->b, is_nan(e, v), LLVMConstReal(t, NAN), v, "");
 }
 
 /* Element lin of an operand buffer or constant: read-only memory, never the output. */
@@ -588,7 +589,7 @@ static LLVMValueRef round_to_bf16_f32(cpu_emitter *e, LLVMValueRef x) {
     LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
     return LLVMBuildBitCast(e->b, LLVMBuildAnd(e->b, rounded, cint(e->i32, 0xffff0000u), ""), e->f32, "");
   }
-  LLVMValueRef nan = LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, "");
+  LLVMValueRef nan = is_nan(e, x);
   LLVMValueRef lsb = LLVMBuildAnd(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), cint(e->i32, 1), "");
   LLVMValueRef rounded = LLVMBuildAdd(e->b, u, LLVMBuildAdd(e->b, cint(e->i32, 0x7fff), lsb, ""), "");
   LLVMValueRef quieted = LLVMBuildOr(e->b, u, cint(e->i32, 0x00400000u), "");
@@ -632,8 +633,6 @@ static LLVMValueRef narrow_half(cpu_emitter *e, hlo_type t, LLVMValueRef f) {
   LLVMValueRef u = LLVMBuildBitCast(e->b, round_to_bf16_f32(e, f), e->i32, "");
   return LLVMBuildTrunc(e->b, LLVMBuildLShr(e->b, u, cint(e->i32, 16), ""), e->i16, "");
 }
-
-static LLVMValueRef is_nan(cpu_emitter *e, LLVMValueRef x) { return LLVMBuildFCmp(e->b, LLVMRealUNO, x, x, ""); }
 
 static LLVMValueRef quiet(cpu_emitter *e, LLVMValueRef x) {
   bool f32 = LLVMTypeOf(x) == e->f32;
@@ -1478,6 +1477,8 @@ static void fold_reduce(cpu_emitter *e, const hlo_instr *ins, const cpu_index *i
 
 static bool is_param(const hlo_instr *x, int k) { return x->op == HLO_OP_PARAMETER && x->parameter_number == k; }
 
+static bool is_wide_float(hlo_type t) { return t == HLO_F16 || t == HLO_BF16 || t == HLO_F32 || t == HLO_F64; }
+
 /* Whether instruction x keeps a payload-free pass sound: it reads no float's bits
  * (bitcast-convert from a float, reduce-precision: a payload-free value's NaN bits, or a
  * canonicalized input's, are not the exact pass's) and every float it touches is f16,
@@ -1486,10 +1487,10 @@ static bool keeps_payload_free_sound(const hlo_instr *x) {
   if (x->op == HLO_OP_REDUCE_PRECISION) return false;
   if (x->op == HLO_OP_BITCAST_CONVERT && hlo_type_is_float(x->operands[0]->shape.type)) return false;
   hlo_type t = shape_is_array(&x->shape) ? x->shape.type : HLO_F32;
-  if (hlo_type_is_float(t) && t != HLO_F16 && t != HLO_BF16 && t != HLO_F32 && t != HLO_F64) return false;
+  if (hlo_type_is_float(t) && !is_wide_float(t)) return false;
   for (int k = 0; k < x->n_operands; k++) {
     hlo_type ot = shape_is_array(&x->operands[k]->shape) ? x->operands[k]->shape.type : HLO_F32;
-    if (hlo_type_is_float(ot) && ot != HLO_F16 && ot != HLO_BF16 && ot != HLO_F32 && ot != HLO_F64) return false;
+    if (hlo_type_is_float(ot) && !is_wide_float(ot)) return false;
   }
   for (int c = 0; c < x->n_called; c++)
     for (int i = 0; i < x->called[c]->n_instrs; i++)
@@ -1507,8 +1508,6 @@ static bool payload_free_is_sound(const cpu_emitter *e) {
 
 static bool computes_wide(const cpu_emitter *e, const hlo_instr *ins);
 static bool stays_unrounded(const cpu_emitter *e, const hlo_instr *ins);
-
-static bool is_wide_float(hlo_type t) { return t == HLO_F16 || t == HLO_BF16 || t == HLO_F32 || t == HLO_F64; }
 
 /* Whether x computes a bf16 value by rounding (an elementwise op or a reducer step, not
  * one kept wide under excess precision, nor data movement or a select). */
@@ -2085,7 +2084,7 @@ bool cpu_emitter_may_skip_payloads(const cpu_emitter *e) {
 }
 
 LLVMValueRef cpu_emit_is_nan_value(cpu_emitter *e, hlo_type t, LLVMValueRef v) {
-  if (t == HLO_F32 || t == HLO_F64) return LLVMBuildFCmp(e->b, LLVMRealUNO, v, v, "");
+  if (t == HLO_F32 || t == HLO_F64) return is_nan(e, v);
   if (t != HLO_BF16 && t != HLO_F16) return NULL;
   LLVMValueRef mag = LLVMBuildAnd(e->b, v, cint(e->i16, 0x7fff), "");
   return LLVMBuildICmp(e->b, LLVMIntUGT, mag, cint(e->i16, t == HLO_BF16 ? 0x7f80 : 0x7c00), "");
